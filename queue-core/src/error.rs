@@ -1,0 +1,132 @@
+//! The one error type every backend returns.
+
+use crate::job::{JobId, JobState};
+
+/// A boxed error from a database driver or another lower layer, kept as the `source`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when using a queue.
+///
+/// Backends map their driver errors into these kinds in one function each, so callers can
+/// react to `Unavailable` (retry later) differently from `LeaseLost` (stop working on the job).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument broke a validation rule; nothing was stored.
+    #[error("invalid {field}: {rule}")]
+    InvalidInput {
+        /// The field that was rejected, e.g. `queue` or `jobs[3].max_attempts`.
+        field: String,
+        /// The rule it broke, in words.
+        rule: String,
+    },
+
+    /// The lease presented is no longer the job's current lease (it expired and was rescued,
+    /// another worker holds the job now, or the job was released); nothing was changed.
+    #[error("lease lost on job {job}: the job is no longer held with this lease")]
+    LeaseLost {
+        /// The job whose lease was presented.
+        job: JobId,
+    },
+
+    /// The job was cancelled while this lease held it; the holder's transition changed nothing.
+    #[error("job {job} was cancelled while it was running")]
+    Cancelled {
+        /// The cancelled job.
+        job: JobId,
+    },
+
+    /// No job has this id.
+    #[error("job {job} not found")]
+    NotFound {
+        /// The id that was looked up.
+        job: JobId,
+    },
+
+    /// The operation does not apply to a job in this state (e.g. retrying a pending job).
+    #[error("cannot {operation} job {job}: it is {state}")]
+    InvalidState {
+        /// The job.
+        job: JobId,
+        /// Its state when the operation was attempted.
+        state: JobState,
+        /// What was attempted.
+        operation: &'static str,
+    },
+
+    /// A live (non-terminal) job in the same queue already has this dedup key; nothing was stored.
+    #[error("a live job in queue {queue:?} already has dedup key {dedup_key:?}")]
+    Duplicate {
+        /// The queue.
+        queue: String,
+        /// The dedup key that collided.
+        dedup_key: String,
+    },
+
+    /// The database could not be reached (connection refused, timed out, pool closed).
+    #[error("database unavailable: {source}")]
+    Unavailable {
+        /// What the driver reported.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The backend cannot do this (e.g. LISTEN/NOTIFY on SQLite).
+    #[error("not supported by this backend: {0}")]
+    Unsupported(&'static str),
+
+    /// A payload could not be serialized or deserialized.
+    #[error("payload (de)serialization failed: {0}")]
+    Payload(#[from] serde_json::Error),
+
+    /// The database rejected a statement for a reason that has no kind of its own.
+    #[error("database error: {source}")]
+    Database {
+        /// What the driver reported.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::InvalidInput`] for `field`, which broke `rule`.
+    pub fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+
+    /// Wraps a driver error as [`Error::Database`].
+    pub fn database(source: impl Into<BoxError>) -> Self {
+        Error::Database {
+            source: source.into(),
+        }
+    }
+
+    /// Wraps a driver error as [`Error::Unavailable`].
+    pub fn unavailable(source: impl Into<BoxError>) -> Self {
+        Error::Unavailable {
+            source: source.into(),
+        }
+    }
+
+    /// Whether retrying the same call later may succeed (the database was unreachable).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unavailable { .. })
+    }
+
+    /// Prefixes the field of an [`Error::InvalidInput`], e.g. `max_attempts` -> `jobs[3].max_attempts`.
+    pub(crate) fn in_field(self, prefix: &str) -> Self {
+        match self {
+            Error::InvalidInput { field, rule } => Error::InvalidInput {
+                field: format!("{prefix}.{field}"),
+                rule,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Result with the queue's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

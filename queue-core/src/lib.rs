@@ -1,0 +1,36 @@
+//! The core of the job queue: the job model, the [`Queue`] trait every backend implements,
+//! errors, input validation, the retry policy and the worker runtime. It depends on no
+//! database driver; backends live in their own crates.
+//!
+//! ```text
+//! pending --pop--> running --ack--> completed
+//! running --fail, attempts left--> pending (run_at = now + backoff with jitter)
+//! running --fail permanent / attempts used up--> dead        dead --retry--> pending
+//! running --lease expired, rescued--> pending (or dead when attempts are used up)
+//! running --release (graceful shutdown)--> pending, the attempt not counted
+//! pending --cancel--> cancelled      running --cancel--> cancelled; its holder's ack reports it
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod error;
+pub mod job;
+pub mod queue;
+pub mod retry;
+pub mod validate;
+pub mod wake;
+
+pub use error::{BoxError, Error, Result};
+pub use job::{
+    FailOutcome, Failure, FailureKind, Job, JobId, JobState, Lease, Leased, NewJob, Schedule,
+};
+pub use queue::{
+    Capabilities, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue, QueueStats,
+    Wakeups,
+};
+pub use retry::{FailDecision, RetryPolicy};
+pub use validate::Limits;
+pub use wake::WakeHub;
+
+/// The target of every log line the core writes, for filtering.
+pub const LOG_TARGET: &str = "queue";

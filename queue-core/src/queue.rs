@@ -1,0 +1,416 @@
+//! The `Queue` trait every backend implements, and the values it takes and returns.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::validate::{self, Limits};
+
+/// Which SQL dialect a backend speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// SQLite 3.35+ (embedded).
+    Sqlite,
+    /// PostgreSQL 13+.
+    Postgres,
+    /// MySQL 8.0+ (or 5.7 with the optimistic claim).
+    MySql,
+    /// MariaDB 10.6+ (or older with the optimistic claim).
+    MariaDb,
+    /// Microsoft SQL Server.
+    MsSql,
+}
+
+/// How `pop` makes its claim atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClaimStrategy {
+    /// Row locks that concurrent claimers skip (`FOR UPDATE SKIP LOCKED`, `READPAST`).
+    SkipLocked,
+    /// One writer at a time holds the database's write lock (SQLite `BEGIN IMMEDIATE`).
+    WriteLock,
+    /// Read candidates, then claim each with an update guarded by its version; one row changed
+    /// means claimed. Works on any server, including those without `SKIP LOCKED`.
+    Optimistic,
+}
+
+impl ClaimStrategy {
+    /// A short lowercase name (`skip_locked`, `write_lock`, `optimistic`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClaimStrategy::SkipLocked => "skip_locked",
+            ClaimStrategy::WriteLock => "write_lock",
+            ClaimStrategy::Optimistic => "optimistic",
+        }
+    }
+}
+
+/// How workers learn that new work arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Wakeups {
+    /// Pushes through this queue value wake its waiting workers; other processes are seen by
+    /// polling.
+    InProcess,
+    /// The database delivers notifications across processes (PostgreSQL LISTEN/NOTIFY), with
+    /// in-process wake-ups and polling as fallbacks.
+    ListenNotify,
+}
+
+/// What a backend can do, as data, so callers and tests branch on capabilities rather than on
+/// backend names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The SQL dialect.
+    pub dialect: Dialect,
+    /// How `pop` claims.
+    pub claim: ClaimStrategy,
+    /// How workers are woken.
+    pub wakeups: Wakeups,
+    /// The finest timestamp resolution the backend stores.
+    pub time_precision: Duration,
+    /// Whether the backend offers push and complete inside the caller's own transaction.
+    pub transactions: bool,
+    /// The server's version string, when there is a server.
+    pub server_version: Option<String>,
+    /// The size limits in force.
+    pub limits: Limits,
+}
+
+/// A request to claim jobs.
+#[derive(Clone, Debug)]
+pub struct PopRequest {
+    /// The queue to claim from.
+    pub queue: String,
+    /// Most jobs to claim.
+    pub limit: usize,
+    /// How long the claim lasts unless extended.
+    pub lease: Duration,
+    /// Who is claiming (stored in the row for operators).
+    pub worker: String,
+}
+
+impl PopRequest {
+    /// Claim one job from `queue` with a 30 s lease.
+    pub fn new(queue: impl Into<String>) -> Self {
+        PopRequest {
+            queue: queue.into(),
+            limit: 1,
+            lease: Duration::from_secs(30),
+            worker: default_worker_id(),
+        }
+    }
+
+    /// Claim up to `limit` jobs.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Lease them for `lease`.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Record `worker` as the claimer.
+    pub fn worker(mut self, worker: impl Into<String>) -> Self {
+        self.worker = worker.into();
+        self
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        validate::queue_name(&self.queue)?;
+        validate::pop_limit(self.limit, limits)?;
+        validate::lease("lease", self.lease)?;
+        validate::worker_id(&self.worker)
+    }
+}
+
+/// `hostname:pid`, a reasonable default worker id.
+pub fn default_worker_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    format!("{host}:{}", std::process::id())
+}
+
+/// Job counts of one queue by state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// The queue.
+    pub queue: String,
+    /// Pending and due now.
+    pub available: u64,
+    /// Pending but not due yet (delayed or backing off).
+    pub scheduled: u64,
+    /// Running.
+    pub running: u64,
+    /// Completed.
+    pub completed: u64,
+    /// Dead.
+    pub dead: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+}
+
+impl QueueStats {
+    /// The count for `state` (pending is available + scheduled).
+    pub fn count(&self, state: JobState) -> u64 {
+        match state {
+            JobState::Pending => self.available + self.scheduled,
+            JobState::Running => self.running,
+            JobState::Completed => self.completed,
+            JobState::Dead => self.dead,
+            JobState::Cancelled => self.cancelled,
+        }
+    }
+}
+
+/// Which finished jobs `prune` deletes.
+#[derive(Clone, Debug)]
+pub struct PruneRequest {
+    /// Only jobs that finished more than this long ago.
+    pub older_than: Duration,
+    /// Only jobs in these states; each must be finished.
+    pub states: Vec<JobState>,
+    /// Only this queue, or every queue.
+    pub queue: Option<String>,
+}
+
+impl PruneRequest {
+    /// Every finished job older than `older_than`, in every queue.
+    pub fn older_than(older_than: Duration) -> Self {
+        PruneRequest {
+            older_than,
+            states: JobState::FINISHED.to_vec(),
+            queue: None,
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate::queue_name(q)?;
+        }
+        if self.states.is_empty() {
+            return Err(Error::invalid(
+                "states",
+                "must name at least one finished state",
+            ));
+        }
+        if let Some(s) = self.states.iter().find(|s| !s.is_finished()) {
+            return Err(Error::invalid(
+                "states",
+                format!("may name only finished states (completed, dead, cancelled), not {s}"),
+            ));
+        }
+        validate::delay(self.older_than)
+            .map_err(|_| Error::invalid("older_than", "must be at most 10 years"))
+    }
+}
+
+/// Which jobs `list` returns, newest first.
+#[derive(Clone, Debug)]
+pub struct ListRequest {
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// Only this state.
+    pub state: Option<JobState>,
+    /// Most rows (1..=1000).
+    pub limit: usize,
+}
+
+impl Default for ListRequest {
+    fn default() -> Self {
+        ListRequest {
+            queue: None,
+            state: None,
+            limit: 100,
+        }
+    }
+}
+
+impl ListRequest {
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate::queue_name(q)?;
+        }
+        if !(1..=1000).contains(&self.limit) {
+            return Err(Error::invalid("limit", "must be between 1 and 1000"));
+        }
+        Ok(())
+    }
+}
+
+/// A durable job queue stored in a relational database.
+///
+/// Every method validates its input before touching the database. Transitions of a running job
+/// (`ack`, `fail`, `extend`, `release`) are fenced by the lease token: a holder whose lease was
+/// lost gets [`Error::LeaseLost`] (or [`Error::Cancelled`]) and changes nothing.
+#[async_trait]
+pub trait Queue: Send + Sync + 'static {
+    /// What this backend can do.
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Creates or upgrades the schema. Idempotent, and safe when several processes run it at once.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn migrate(&self) -> Result<()>;
+
+    /// Stores one job and returns its id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad job; [`Error::Duplicate`] when a live job of the queue
+    /// has the same dedup key.
+    async fn push(&self, job: NewJob) -> Result<JobId>;
+
+    /// Stores all jobs or none, returning their ids in order.
+    ///
+    /// # Errors
+    /// As [`Queue::push`], with fields named `jobs[i].field`; nothing is stored on error.
+    async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>>;
+
+    /// Claims up to `limit` due pending jobs of one queue, highest priority first, then oldest
+    /// `run_at`, then id. Returns at once (possibly empty); see [`Queue::wait_for_work`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad request; [`Error::Unavailable`].
+    async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>>;
+
+    /// Marks the job completed.
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`] when the lease is no longer current.
+    async fn ack(&self, lease: &Lease) -> Result<()>;
+
+    /// Completes every job whose lease is still current in one statement; returns how many.
+    /// Leases that were lost are skipped, not errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when there are more leases than the batch limit.
+    async fn ack_batch(&self, leases: &[Lease]) -> Result<u64>;
+
+    /// Records a failure: back to pending after a backoff, or dead when the failure is permanent
+    /// or the attempts are used up. The decision is the backend's [`crate::RetryPolicy`]'s.
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`].
+    async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome>;
+
+    /// Pushes the lease's expiry to `by` from now; returns the lease with its new expiry.
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`]; [`Error::InvalidInput`] for a bad duration.
+    async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease>;
+
+    /// Gives the job back (pending, due now) without counting the attempt, e.g. at shutdown.
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`].
+    async fn release(&self, lease: &Lease) -> Result<()>;
+
+    /// Returns running jobs whose lease expired to pending (or dead, when their attempts are
+    /// used up); returns how many it rescued.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn rescue_expired(&self) -> Result<u64>;
+
+    /// Cancels a pending or running job. A running job's holder learns of it through
+    /// [`Error::Cancelled`] on its next transition.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidState`] when the job already finished.
+    async fn cancel(&self, id: JobId) -> Result<()>;
+
+    /// Brings a dead or cancelled job back to pending, due now, with its attempts reset.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidState`] for any other state; [`Error::Duplicate`]
+    /// when a live job now holds its dedup key.
+    async fn retry(&self, id: JobId) -> Result<()>;
+
+    /// Reads one job; `None` when no job has this id.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn get(&self, id: JobId) -> Result<Option<Job>>;
+
+    /// Lists jobs, newest first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad request.
+    async fn list(&self, req: ListRequest) -> Result<Vec<Job>>;
+
+    /// Job counts per queue and state (one entry per queue that has jobs, or just `queue`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad queue name.
+    async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>>;
+
+    /// Deletes finished jobs that finished longer ago than asked; returns how many.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad request.
+    async fn prune(&self, req: PruneRequest) -> Result<u64>;
+
+    /// Waits until work may have arrived on `queue` (a push through this value, or a database
+    /// notification where [`Wakeups::ListenNotify`]) or `timeout` passes. It may return early
+    /// spuriously; callers then simply pop.
+    async fn wait_for_work(&self, queue: &str, timeout: Duration);
+
+    /// The database's current time, for computing ages and latencies on the same clock the
+    /// rows use.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`].
+    async fn now(&self) -> Result<DateTime<Utc>> {
+        Ok(Utc::now())
+    }
+}
+
+/// Validates a batch: its length and every job, naming the failing job's index.
+///
+/// # Errors
+/// [`Error::InvalidInput`] with field `jobs` or `jobs[i].field`.
+pub fn validate_batch(jobs: &[NewJob], limits: &Limits) -> Result<()> {
+    validate::batch_len(jobs.len(), limits)?;
+    for (i, job) in jobs.iter().enumerate() {
+        job.validate(limits)
+            .map_err(|e| e.in_field(&format!("jobs[{i}]")))?;
+    }
+    Ok(())
+}
+
+/// Validates the leases of an `ack_batch`.
+///
+/// # Errors
+/// [`Error::InvalidInput`] with field `leases`.
+pub fn validate_ack_batch(leases: &[Lease], limits: &Limits) -> Result<()> {
+    if leases.len() > limits.max_batch {
+        return Err(Error::invalid(
+            "leases",
+            format!(
+                "at most {} per call (got {})",
+                limits.max_batch,
+                leases.len()
+            ),
+        ));
+    }
+    Ok(())
+}
