@@ -19,6 +19,7 @@ pub mod queue;
 pub mod retry;
 pub mod validate;
 pub mod wake;
+pub mod worker;
 
 pub use error::{BoxError, Error, Result};
 pub use job::{
@@ -31,6 +32,9 @@ pub use queue::{
 pub use retry::{FailDecision, RetryPolicy};
 pub use validate::Limits;
 pub use wake::WakeHub;
+pub use worker::{
+    Counters, Handler, JobContext, JobError, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
+};
 
 /// The target of every log line the core writes, for filtering.
 pub const LOG_TARGET: &str = "queue";

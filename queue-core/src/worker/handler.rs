@@ -1,0 +1,226 @@
+//! What a worker runs for each job: the [`Handler`] trait, the [`JobContext`] it receives and
+//! the [`JobError`] it returns.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde::de::DeserializeOwned;
+
+use crate::job::{Failure, FailureKind, Job, JobId, Lease};
+
+/// Runs one job. Implemented for closures through [`super::WorkerBuilder::handler_fn`] and
+/// [`super::WorkerBuilder::typed`]; implement it directly for handlers that carry state.
+///
+/// `Ok(())` completes the job; an [`Err`] records a failure (retried or dead, as the
+/// [`JobError`] says). A panic is caught and recorded as a retryable failure.
+pub trait Handler: Send + Sync + 'static {
+    /// Starts running the job described by `ctx`.
+    fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), JobError>>;
+}
+
+/// The current lease of a running job, shared between its handler and the heartbeat that
+/// extends it.
+#[derive(Debug)]
+pub(crate) struct LeaseCell(Mutex<Lease>);
+
+impl LeaseCell {
+    pub(crate) fn new(lease: Lease) -> Self {
+        LeaseCell(Mutex::new(lease))
+    }
+
+    pub(crate) fn get(&self) -> Lease {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, lease: Lease) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = lease;
+    }
+
+    pub(crate) fn into_inner(self) -> Lease {
+        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a handler knows about the job it runs.
+#[derive(Debug)]
+pub struct JobContext {
+    /// The job as claimed: payload, attempts, timestamps.
+    pub job: Job,
+    lease: Arc<LeaseCell>,
+}
+
+impl JobContext {
+    pub(crate) fn new(job: Job, lease: Arc<LeaseCell>) -> Self {
+        JobContext { job, lease }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.job.id
+    }
+
+    /// Which attempt this is (1 for the first claim).
+    pub fn attempt(&self) -> u32 {
+        self.job.attempts
+    }
+
+    /// Whether a retryable failure of this attempt would make the job dead.
+    pub fn is_last_attempt(&self) -> bool {
+        self.job.attempts >= self.job.max_attempts
+    }
+
+    /// The current lease; the heartbeat replaces it whenever it extends the claim, so this is
+    /// the lease to present when completing the job by other means (e.g. in the caller's own
+    /// transaction).
+    pub fn lease(&self) -> Lease {
+        self.lease.get()
+    }
+
+    /// Deserializes the payload into `T`.
+    ///
+    /// # Errors
+    /// A permanent [`JobError`] naming `T` when the JSON does not fit it.
+    pub fn payload<T: DeserializeOwned>(&self) -> Result<T, JobError> {
+        serde_json::from_str(self.job.payload.get()).map_err(|e| {
+            JobError::permanent(format!(
+                "payload does not deserialize into {}: {e}",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}
+
+/// Why a handler failed, and whether another attempt may help.
+///
+/// Any error type converts into a retryable `JobError` with `?` (its message is the error and
+/// its sources); use [`JobError::permanent`] when no retry can succeed and
+/// [`JobError::retry_after`] to choose the delay.
+pub struct JobError {
+    message: String,
+    kind: FailureKind,
+}
+
+impl JobError {
+    /// A failure that is retried after the queue's backoff, while attempts remain.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        JobError {
+            message: message.into(),
+            kind: FailureKind::Retryable,
+        }
+    }
+
+    /// A failure that is retried after exactly `delay`, while attempts remain.
+    pub fn retry_after(message: impl Into<String>, delay: Duration) -> Self {
+        JobError {
+            message: message.into(),
+            kind: FailureKind::RetryAfter(delay),
+        }
+    }
+
+    /// A failure that no retry can fix: the job goes dead at once.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        JobError {
+            message: message.into(),
+            kind: FailureKind::Permanent,
+        }
+    }
+
+    /// The message recorded as the job's `last_error`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether and when the job may be retried.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// Whether the failure is permanent.
+    pub fn is_permanent(&self) -> bool {
+        self.kind == FailureKind::Permanent
+    }
+
+    /// The [`Failure`] the worker reports to the queue.
+    pub fn into_failure(self) -> Failure {
+        Failure {
+            message: self.message,
+            kind: self.kind,
+        }
+    }
+}
+
+impl fmt::Debug for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobError")
+            .field("message", &self.message)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FailureKind::Retryable => "retryable",
+            FailureKind::RetryAfter(_) => "retry later",
+            FailureKind::Permanent => "permanent",
+        };
+        write!(f, "{kind} job failure: {}", self.message)
+    }
+}
+
+/// `?` on any error makes a retryable failure whose message is the error and its sources.
+impl<E> From<E> for JobError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(e: E) -> Self {
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        JobError::retryable(message)
+    }
+}
+
+/// A handler made from a closure taking the [`JobContext`].
+pub(crate) struct FnHandler<F>(pub(crate) F);
+
+impl<F, Fut> Handler for FnHandler<F>
+where
+    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+{
+    fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), JobError>> {
+        (self.0)(ctx).boxed()
+    }
+}
+
+/// A handler made from a closure taking the deserialized payload and the [`JobContext`]. A
+/// payload that does not deserialize into `T` is a permanent failure: no retry changes it.
+pub(crate) struct TypedHandler<T, F> {
+    pub(crate) f: F,
+    pub(crate) _payload: PhantomData<fn() -> T>,
+}
+
+impl<T, F, Fut> Handler for TypedHandler<T, F>
+where
+    T: DeserializeOwned + Send + 'static,
+    F: Fn(T, JobContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+{
+    fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), JobError>> {
+        match ctx.payload::<T>() {
+            Ok(payload) => (self.f)(payload, ctx).boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        }
+    }
+}

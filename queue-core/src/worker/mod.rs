@@ -1,0 +1,145 @@
+//! The worker runtime: claims jobs from one queue of any [`Queue`] backend and runs a handler
+//! for each.
+//!
+//! - **Concurrency and prefetch**: at most `concurrency` handlers run at once; each pop claims
+//!   `min(prefetch, free slots)` jobs, so every claimed job starts at once.
+//! - **Batched acks**: completions go to one acknowledging task that drains whatever is waiting
+//!   and completes it with a single `ack_batch`; failures are recorded one by one with `fail`.
+//! - **Heartbeat**: a handler still running after `heartbeat` has its lease extended, and again
+//!   every `heartbeat`; when the extension reports the lease lost (or the job cancelled), the
+//!   handler is stopped, since the job belongs to someone else now.
+//! - **Graceful shutdown**: popping stops at once; jobs claimed but not started are released;
+//!   running handlers get until the deadline, then are stopped and their jobs released; pending
+//!   acks are flushed. Every claimed job ends completed, failed, or released (or, after a
+//!   database error, left to the rescuer).
+//! - **Panics** in handlers are caught and recorded as retryable failures.
+//! - **Wake-ups**: after an empty pop the worker waits in [`Queue::wait_for_work`] for an
+//!   adaptive, jittered interval; a full batch is followed by another pop at once.
+//! - **Rescuer**: every `rescue_interval` (jittered) expired leases are returned to pending.
+//! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
+//!   queue and attempt.
+//!
+//! No handler ever runs while the worker holds a database connection or transaction: the worker
+//! only calls the [`Queue`] trait, whose calls each complete before the handler starts.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use std::time::Duration;
+//! # use queue_core::Queue;
+//! use queue_core::worker::{JobContext, JobError, Worker};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Email {
+//!     to: String,
+//! }
+//!
+//! # async fn example(queue: Arc<dyn Queue>) -> queue_core::Result<()> {
+//! let handle = Worker::builder(queue.clone(), "emails")
+//!     .concurrency(16)
+//!     .prefetch(32)
+//!     .lease(Duration::from_secs(30))
+//!     .heartbeat(Duration::from_secs(10))
+//!     .typed(|email: Email, _ctx: JobContext| async move {
+//!         if email.to.is_empty() {
+//!             return Err(JobError::permanent("no recipient"));
+//!         }
+//!         Ok(())
+//!     })
+//!     .build()?
+//!     .start();
+//! let counters = handle.counters();
+//! println!("{} completed so far", counters.completed());
+//! let report = handle.shutdown(Duration::from_secs(10)).await;
+//! println!("{report:?}");
+//! # Ok(())
+//! # }
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::queue::Queue;
+
+mod builder;
+mod counters;
+mod handler;
+mod runtime;
+#[cfg(test)]
+mod tests;
+
+pub use builder::{WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MIN_INTERVAL};
+pub use counters::{Counters, CountersSnapshot, ShutdownReport};
+pub use handler::{Handler, JobContext, JobError};
+pub use runtime::WorkerHandle;
+
+/// The log target of the worker runtime.
+pub const LOG_TARGET: &str = "queue::worker";
+
+/// The validated settings of a worker.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) queue_name: String,
+    pub(crate) worker_id: String,
+    pub(crate) concurrency: usize,
+    pub(crate) prefetch: usize,
+    pub(crate) lease: Duration,
+    pub(crate) heartbeat: Duration,
+    pub(crate) poll_min: Duration,
+    pub(crate) poll_max: Duration,
+    pub(crate) rescue_interval: Option<Duration>,
+    pub(crate) ack_batch: usize,
+    pub(crate) shutdown_timeout: Duration,
+}
+
+/// A configured worker, ready to [`start`](Worker::start). Build one with [`Worker::builder`].
+pub struct Worker {
+    queue: Arc<dyn Queue>,
+    handler: Arc<dyn Handler>,
+    config: Config,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// Starts configuring a worker for the queue named `queue_name` of `queue`.
+    pub fn builder(queue: Arc<dyn Queue>, queue_name: impl Into<String>) -> WorkerBuilder {
+        WorkerBuilder::new(queue, queue_name.into())
+    }
+
+    /// The queue this worker claims from.
+    pub fn queue_name(&self) -> &str {
+        &self.config.queue_name
+    }
+
+    /// Spawns the worker's tasks on the current Tokio runtime and returns its handle. Dropping
+    /// the handle shuts the worker down in the background with the configured
+    /// `shutdown_timeout`.
+    ///
+    /// # Panics
+    /// When called outside a Tokio runtime.
+    pub fn start(self) -> WorkerHandle {
+        runtime::start(self.queue, self.handler, self.config)
+    }
+
+    /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then shuts down
+    /// gracefully within the configured `shutdown_timeout` and returns the report.
+    ///
+    /// # Panics
+    /// When called outside a Tokio runtime.
+    pub async fn run_until<F>(self, signal: F) -> ShutdownReport
+    where
+        F: Future + Send,
+    {
+        let timeout = self.config.shutdown_timeout;
+        let handle = self.start();
+        signal.await;
+        handle.shutdown(timeout).await
+    }
+}

@@ -1,0 +1,606 @@
+//! The worker's tasks: the dispatcher that pops, one task per running job, the acknowledging
+//! task, the rescuer, and the supervisor that shuts them down in order.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::counters::{Counters, ShutdownReport};
+use super::handler::{Handler, JobContext, JobError, LeaseCell};
+use super::{Config, LOG_TARGET};
+use crate::error::{Error, Result};
+use crate::job::{FailOutcome, Failure, Lease, Leased};
+use crate::queue::{PopRequest, Queue};
+
+/// How many times a failed `fail`, `release` or `ack_batch` is retried when the database was
+/// unreachable, and the first pause between tries (doubling).
+const TRANSITION_TRIES: u32 = 4;
+const TRANSITION_BACKOFF: Duration = Duration::from_millis(100);
+/// The first and the longest pause after a failed pop.
+const POP_BACKOFF_MIN: Duration = Duration::from_millis(100);
+const POP_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How many jobs claimed at shutdown are released at once.
+const RELEASE_CONCURRENCY: usize = 16;
+
+/// What the tasks share.
+struct Shared {
+    queue: Arc<dyn Queue>,
+    handler: Arc<dyn Handler>,
+    config: Config,
+    counters: Arc<Counters>,
+    permits: Arc<Semaphore>,
+    acks: mpsc::Sender<AckMsg>,
+    /// Becomes true when running handlers must stop (the shutdown deadline passed).
+    abort: watch::Receiver<bool>,
+    /// Handlers stopped at the deadline.
+    aborted: AtomicU64,
+}
+
+enum AckMsg {
+    Ack(Lease),
+    /// Flush what is queued and exit; sent once no job task is left to send.
+    Stop,
+}
+
+/// Controls a running worker: read its counters, shut it down.
+///
+/// Dropping the handle without calling [`WorkerHandle::shutdown`] shuts the worker down in the
+/// background with its configured `shutdown_timeout`.
+#[derive(Debug)]
+pub struct WorkerHandle {
+    counters: Arc<Counters>,
+    shutdown: Option<oneshot::Sender<Duration>>,
+    supervisor: JoinHandle<ShutdownReport>,
+}
+
+impl WorkerHandle {
+    /// The worker's live counters.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Whether the worker has stopped (after a shutdown, or because its tasks ended).
+    pub fn is_finished(&self) -> bool {
+        self.supervisor.is_finished()
+    }
+
+    /// Shuts down gracefully: stops popping at once, releases claimed jobs that have not
+    /// started, lets running handlers finish until `deadline` has passed, then stops them and
+    /// releases their jobs, and finally flushes pending acks.
+    pub async fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(deadline);
+        }
+        let counters = self.counters.clone();
+        match (&mut self.supervisor).await {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::error!(target: LOG_TARGET, error = %e, "worker supervisor failed");
+                ShutdownReport {
+                    counters: counters.snapshot(),
+                    aborted: 0,
+                    elapsed: Duration::ZERO,
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn start(
+    queue: Arc<dyn Queue>,
+    handler: Arc<dyn Handler>,
+    config: Config,
+) -> WorkerHandle {
+    let counters = Arc::new(Counters::default());
+    let (ack_tx, ack_rx) = mpsc::channel(config.ack_batch.saturating_mul(4).max(64));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (abort_tx, abort_rx) = watch::channel(false);
+    let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let shared = Arc::new(Shared {
+        queue,
+        handler,
+        permits: Arc::new(Semaphore::new(config.concurrency)),
+        config,
+        counters: counters.clone(),
+        acks: ack_tx,
+        abort: abort_rx,
+        aborted: AtomicU64::new(0),
+    });
+    tracing::info!(
+        target: LOG_TARGET,
+        queue = %shared.config.queue_name,
+        worker = %shared.config.worker_id,
+        concurrency = shared.config.concurrency,
+        prefetch = shared.config.prefetch,
+        "worker started"
+    );
+    let acker = tokio::spawn(acker(shared.clone(), ack_rx));
+    let dispatcher = tokio::spawn(dispatch(shared.clone(), stop_rx.clone()));
+    let rescuer = shared
+        .config
+        .rescue_interval
+        .map(|every| tokio::spawn(rescue(shared.clone(), every, stop_rx)));
+    let supervisor = tokio::spawn(supervise(
+        shared,
+        shutdown_rx,
+        stop_tx,
+        abort_tx,
+        Tasks {
+            dispatcher,
+            acker,
+            rescuer,
+        },
+    ));
+    WorkerHandle {
+        counters,
+        shutdown: Some(shutdown_tx),
+        supervisor,
+    }
+}
+
+struct Tasks {
+    dispatcher: JoinHandle<()>,
+    acker: JoinHandle<()>,
+    rescuer: Option<JoinHandle<()>>,
+}
+
+/// Waits for the shutdown request (or the handle's drop), then stops everything in order.
+async fn supervise(
+    shared: Arc<Shared>,
+    request: oneshot::Receiver<Duration>,
+    stop: watch::Sender<bool>,
+    abort: watch::Sender<bool>,
+    tasks: Tasks,
+) -> ShutdownReport {
+    let grace = request.await.unwrap_or(shared.config.shutdown_timeout);
+    let started = Instant::now();
+    let deadline = started + grace;
+    tracing::info!(
+        target: LOG_TARGET,
+        queue = %shared.config.queue_name,
+        grace_ms = grace.as_millis() as u64,
+        "worker shutting down"
+    );
+    let _ = stop.send(true);
+    // The dispatcher returns once a pop in progress has completed (its jobs are released).
+    if let Err(e) = tasks.dispatcher.await {
+        tracing::error!(target: LOG_TARGET, error = %e, "worker dispatcher failed");
+    }
+    if let Some(rescuer) = tasks.rescuer {
+        let _ = rescuer.await;
+    }
+    let all = shared.config.concurrency as u32;
+    let drained = tokio::time::timeout_at(deadline, shared.permits.acquire_many(all)).await;
+    if drained.is_err() {
+        let running = shared.config.concurrency - shared.permits.available_permits();
+        tracing::warn!(
+            target: LOG_TARGET,
+            queue = %shared.config.queue_name,
+            running,
+            "shutdown deadline passed; stopping running handlers and releasing their jobs"
+        );
+        let _ = abort.send(true);
+        // Each stopped job task releases its job before giving back its slot.
+        let _ = shared.permits.acquire_many(all).await;
+    }
+    drop(drained);
+    let _ = shared.acks.send(AckMsg::Stop).await;
+    if let Err(e) = tasks.acker.await {
+        tracing::error!(target: LOG_TARGET, error = %e, "worker acknowledger failed");
+    }
+    let report = ShutdownReport {
+        counters: shared.counters.snapshot(),
+        aborted: shared.aborted.load(Ordering::Relaxed),
+        elapsed: started.elapsed(),
+    };
+    tracing::info!(
+        target: LOG_TARGET,
+        queue = %shared.config.queue_name,
+        completed = report.counters.completed,
+        released = report.counters.released,
+        aborted = report.aborted,
+        "worker stopped"
+    );
+    report
+}
+
+/// `d` spread by ±20 % so that workers started together do not poll together.
+fn jitter(d: Duration) -> Duration {
+    d.mul_f64(0.8 + 0.4 * fastrand::f64())
+}
+
+/// Pops while there is capacity and work, and spawns a task per claimed job.
+async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let cfg = &shared.config;
+    let mut idle = cfg.poll_min;
+    let mut backoff = POP_BACKOFF_MIN;
+    loop {
+        // Wait for a free slot, then take as many more as are free, up to the prefetch.
+        let mut permits = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            p = shared.permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let extra = cfg
+            .prefetch
+            .saturating_sub(1)
+            .min(shared.permits.available_permits());
+        if extra > 0 {
+            if let Ok(more) = shared.permits.clone().try_acquire_many_owned(extra as u32) {
+                permits.merge(more);
+            }
+        }
+        let limit = permits.num_permits();
+        let req = PopRequest {
+            queue: cfg.queue_name.clone(),
+            limit,
+            lease: cfg.lease,
+            worker: cfg.worker_id.clone(),
+        };
+        let jobs = match shared.queue.pop(req).await {
+            Ok(jobs) => {
+                backoff = POP_BACKOFF_MIN;
+                jobs
+            }
+            Err(e) => {
+                drop(permits);
+                shared.counters.add_pop_error();
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    queue = %cfg.queue_name,
+                    error = %e,
+                    retry_in_ms = backoff.as_millis() as u64,
+                    "pop failed; backing off"
+                );
+                tokio::select! {
+                    biased;
+                    _ = stop.wait_for(|s| *s) => break,
+                    _ = tokio::time::sleep(jitter(backoff)) => {}
+                }
+                backoff = (backoff * 2).min(POP_BACKOFF_MAX.max(cfg.poll_max));
+                continue;
+            }
+        };
+        let got = jobs.len();
+        shared.counters.add_claimed(got as u64);
+        if *stop.borrow() {
+            // Shutdown began while the pop ran: give the jobs back unstarted.
+            drop(permits);
+            release_all(&shared, jobs).await;
+            break;
+        }
+        let mut surplus = Vec::new();
+        for leased in jobs {
+            match permits.split(1) {
+                Some(permit) => {
+                    tokio::spawn(run_job(shared.clone(), leased, permit));
+                }
+                None => surplus.push(leased),
+            }
+        }
+        drop(permits);
+        if !surplus.is_empty() {
+            tracing::error!(
+                target: LOG_TARGET,
+                queue = %cfg.queue_name,
+                asked = limit,
+                got,
+                "pop returned more jobs than asked for; releasing the surplus"
+            );
+            release_all(&shared, surplus).await;
+        }
+        if got >= limit {
+            // A full batch: there is probably more, pop again as soon as there is room.
+            idle = cfg.poll_min;
+            continue;
+        }
+        let wait = if got == 0 {
+            let w = idle;
+            idle = (idle * 2).min(cfg.poll_max);
+            w
+        } else {
+            // The queue was drained: wait briefly for more unless woken sooner.
+            idle = cfg.poll_min;
+            cfg.poll_min
+        };
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = shared.queue.wait_for_work(&cfg.queue_name, jitter(wait)) => {}
+        }
+    }
+    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "dispatcher stopped");
+}
+
+/// Releases jobs that were claimed but will not run, counting each outcome.
+async fn release_all(shared: &Arc<Shared>, jobs: Vec<Leased>) {
+    use futures::StreamExt;
+    futures::stream::iter(jobs)
+        .for_each_concurrent(RELEASE_CONCURRENCY, |leased| async move {
+            release(shared, &leased.lease).await;
+        })
+        .await;
+}
+
+/// Releases one job, counting the outcome.
+async fn release(shared: &Shared, lease: &Lease) {
+    match retry_transient(|| shared.queue.release(lease)).await {
+        Ok(()) => shared.counters.add_released(),
+        Err(e) => count_transition_error(shared, lease, "release", &e),
+    }
+}
+
+/// Counts a failed transition: a lost lease or a cancelled job is someone else's now; any other
+/// error leaves the job running until its lease expires and the rescuer takes it back.
+fn count_transition_error(shared: &Shared, lease: &Lease, op: &'static str, e: &Error) {
+    match e {
+        Error::LeaseLost { .. } | Error::Cancelled { .. } => {
+            shared.counters.add_lease_lost(1);
+            tracing::info!(target: LOG_TARGET, job = %lease.job_id, operation = op, error = %e, "lease no longer held");
+        }
+        _ => {
+            shared.counters.add_abandoned(1);
+            tracing::error!(
+                target: LOG_TARGET,
+                job = %lease.job_id,
+                operation = op,
+                error = %e,
+                "could not record the job's outcome; it will be rescued when its lease expires"
+            );
+        }
+    }
+}
+
+/// Runs `op` again, with a growing pause, while it fails because the database is unreachable.
+async fn retry_transient<T, F, Fut>(mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut pause = TRANSITION_BACKOFF;
+    let mut tries = 1;
+    loop {
+        match op().await {
+            Err(e) if e.is_transient() && tries < TRANSITION_TRIES => {
+                tracing::debug!(target: LOG_TARGET, error = %e, "retrying after a transient error");
+                tokio::time::sleep(jitter(pause)).await;
+                pause *= 2;
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How a handler run ended.
+enum Outcome {
+    Finished(Result<(), JobError>),
+    Panicked(String),
+    /// The heartbeat learned that the lease is gone (lost or cancelled).
+    LeaseGone(Error),
+    /// The shutdown deadline passed.
+    Aborted,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+/// Runs one job from start to its recorded outcome; the slot is freed at the end.
+async fn run_job(shared: Arc<Shared>, leased: Leased, permit: OwnedSemaphorePermit) {
+    let Leased { job, lease } = leased;
+    let span = tracing::info_span!(
+        target: LOG_TARGET,
+        "job",
+        id = %lease.job_id,
+        queue = %lease.queue,
+        attempt = lease.attempt,
+    );
+    let cell = Arc::new(LeaseCell::new(lease));
+    let ctx = JobContext::new(job, cell.clone());
+    let outcome = execute(&shared, ctx, &cell).instrument(span.clone()).await;
+    let lease = match Arc::try_unwrap(cell) {
+        Ok(cell) => cell.into_inner(),
+        Err(cell) => cell.get(),
+    };
+    settle(&shared, outcome, lease).instrument(span).await;
+    drop(permit);
+}
+
+/// Runs the handler, extending the lease while it runs long, until it ends, the lease is lost,
+/// or the shutdown deadline stops it.
+async fn execute(shared: &Shared, ctx: JobContext, cell: &LeaseCell) -> Outcome {
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| shared.handler.call(ctx))) {
+        Ok(fut) => fut,
+        Err(p) => return Outcome::Panicked(panic_message(&*p)),
+    };
+    let mut fut = AssertUnwindSafe(fut).catch_unwind();
+    let finished = |r: std::thread::Result<Result<(), JobError>>| match r {
+        Ok(r) => Outcome::Finished(r),
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
+    };
+    // Most handlers finish at their first poll; they need no timer and no abort watch.
+    if let Poll::Ready(r) = futures::poll!(&mut fut) {
+        return finished(r);
+    }
+    let mut abort = shared.abort.clone();
+    tokio::select! {
+        biased;
+        r = &mut fut => finished(r),
+        e = heartbeat(shared, cell) => Outcome::LeaseGone(e),
+        _ = abort.wait_for(|a| *a) => Outcome::Aborted,
+    }
+}
+
+/// Extends the lease every `heartbeat` for as long as it is polled; returns when the lease is
+/// gone. Other errors are logged and the extension is tried again sooner.
+async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
+    let every = shared.config.heartbeat;
+    let mut next = Instant::now() + every;
+    loop {
+        tokio::time::sleep_until(next).await;
+        let current = cell.get();
+        match shared.queue.extend(&current, shared.config.lease).await {
+            Ok(extended) => {
+                tracing::debug!(target: LOG_TARGET, expires_at = %extended.expires_at, "lease extended");
+                cell.set(extended);
+                next = Instant::now() + every;
+            }
+            Err(e @ (Error::LeaseLost { .. } | Error::Cancelled { .. })) => return e,
+            Err(e) => {
+                tracing::warn!(target: LOG_TARGET, error = %e, "could not extend the lease; trying again");
+                next = Instant::now() + every / 2;
+            }
+        }
+    }
+}
+
+/// Records a handler's outcome.
+async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
+    let failure = match outcome {
+        Outcome::Finished(Ok(())) => {
+            if let Err(mpsc::error::SendError(AckMsg::Ack(lease))) =
+                shared.acks.send(AckMsg::Ack(lease)).await
+            {
+                // The acknowledger is gone (it never is while jobs run); ack directly.
+                ack_one(shared, &lease).await;
+            }
+            return;
+        }
+        Outcome::Finished(Err(e)) => e.into_failure(),
+        Outcome::Panicked(msg) => {
+            shared.counters.add_panicked();
+            Failure::retryable(format!("handler panicked: {msg}"))
+        }
+        Outcome::LeaseGone(e) => {
+            shared.counters.add_lease_lost(1);
+            tracing::warn!(target: LOG_TARGET, error = %e, "lease lost while the handler ran; handler stopped");
+            return;
+        }
+        Outcome::Aborted => {
+            shared.aborted.fetch_add(1, Ordering::Relaxed);
+            release(shared, &lease).await;
+            return;
+        }
+    };
+    let message = failure.message.clone();
+    match retry_transient(|| shared.queue.fail(&lease, failure.clone())).await {
+        Ok(FailOutcome::Retrying { after }) => {
+            shared.counters.add_retried();
+            tracing::warn!(
+                target: LOG_TARGET,
+                error = %message,
+                retry_in_ms = after.as_millis() as u64,
+                "job failed; it will be retried"
+            );
+        }
+        Ok(FailOutcome::Dead) => {
+            shared.counters.add_dead();
+            tracing::error!(target: LOG_TARGET, error = %message, "job failed for good; it is dead");
+        }
+        Err(e) => count_transition_error(shared, &lease, "fail", &e),
+    }
+}
+
+async fn ack_one(shared: &Shared, lease: &Lease) {
+    match retry_transient(|| shared.queue.ack(lease)).await {
+        Ok(()) => shared.counters.add_completed(1),
+        Err(e) => count_transition_error(shared, lease, "ack", &e),
+    }
+}
+
+/// Collects completions and acknowledges whatever has queued up with one `ack_batch`.
+async fn acker(shared: Arc<Shared>, mut rx: mpsc::Receiver<AckMsg>) {
+    let max = shared.config.ack_batch;
+    let mut batch: Vec<Lease> = Vec::with_capacity(max);
+    let mut stop = false;
+    while !stop {
+        match rx.recv().await {
+            Some(AckMsg::Ack(lease)) => batch.push(lease),
+            Some(AckMsg::Stop) | None => stop = true,
+        }
+        while !stop && batch.len() < max {
+            match rx.try_recv() {
+                Ok(AckMsg::Ack(lease)) => batch.push(lease),
+                Ok(AckMsg::Stop) => stop = true,
+                Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            flush(&shared, &batch).await;
+            batch.clear();
+        }
+    }
+    tracing::debug!(target: LOG_TARGET, queue = %shared.config.queue_name, "acknowledger stopped");
+}
+
+/// Acknowledges one batch; leases lost meanwhile are counted. When the batch statement fails
+/// for another reason than an outage, each lease is acknowledged on its own so that one bad
+/// lease cannot hold back the others.
+async fn flush(shared: &Shared, batch: &[Lease]) {
+    match retry_transient(|| shared.queue.ack_batch(batch)).await {
+        Ok(acked) => {
+            let acked = acked.min(batch.len() as u64);
+            shared.counters.add_completed(acked);
+            let lost = batch.len() as u64 - acked;
+            if lost > 0 {
+                shared.counters.add_lease_lost(lost);
+                tracing::info!(target: LOG_TARGET, lost, "acks skipped: leases no longer held");
+            }
+        }
+        Err(e) if e.is_transient() => {
+            shared.counters.add_abandoned(batch.len() as u64);
+            tracing::error!(
+                target: LOG_TARGET,
+                jobs = batch.len(),
+                error = %e,
+                "could not acknowledge completed jobs; they will run again after their leases expire"
+            );
+        }
+        Err(e) => {
+            tracing::warn!(target: LOG_TARGET, error = %e, "batch ack failed; acknowledging one by one");
+            for lease in batch {
+                ack_one(shared, lease).await;
+            }
+        }
+    }
+}
+
+/// Returns expired leases to pending now and then until the worker stops.
+async fn rescue(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        match shared.queue.rescue_expired().await {
+            Ok(n) => {
+                shared.counters.add_rescued(n);
+                if n > 0 {
+                    tracing::info!(target: LOG_TARGET, rescued = n, "returned jobs with expired leases");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(target: LOG_TARGET, error = %e, "rescue of expired leases failed")
+            }
+        }
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = tokio::time::sleep(jitter(every)) => {}
+        }
+    }
+}

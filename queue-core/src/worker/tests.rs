@@ -1,0 +1,1205 @@
+//! The worker against an in-memory queue that implements the trait's semantics, lease tokens
+//! included.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::queue::{
+    self, Capabilities, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, QueueStats,
+    Wakeups,
+};
+use crate::retry::{FailDecision, RetryPolicy};
+use crate::validate::{self, Limits};
+use crate::wake::WakeHub;
+
+struct Row {
+    job: Job,
+    token: Option<Uuid>,
+}
+
+#[derive(Default)]
+struct Calls {
+    pop: AtomicU64,
+    ack: AtomicU64,
+    ack_batch: AtomicU64,
+    fail: AtomicU64,
+    extend: AtomicU64,
+    release: AtomicU64,
+    rescue: AtomicU64,
+}
+
+/// An in-memory queue. Its clock is Tokio's, so paused-time tests move it.
+struct FakeQueue {
+    caps: Capabilities,
+    policy: RetryPolicy,
+    rows: Mutex<HashMap<JobId, Row>>,
+    hub: WakeHub,
+    epoch: (DateTime<Utc>, tokio::time::Instant),
+    calls: Calls,
+    pop_limits: Mutex<Vec<usize>>,
+    ack_batch_sizes: Mutex<Vec<usize>>,
+    /// The next this-many pops fail with `Unavailable`.
+    failing_pops: AtomicU32,
+    pop_latency: Mutex<Duration>,
+    ack_latency: Mutex<Duration>,
+}
+
+fn unavailable() -> Error {
+    Error::unavailable(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        "connection refused",
+    ))
+}
+
+impl FakeQueue {
+    fn new() -> Arc<Self> {
+        Self::with_limits(Limits::default())
+    }
+
+    fn with_limits(limits: Limits) -> Arc<Self> {
+        Arc::new(FakeQueue {
+            caps: Capabilities {
+                dialect: Dialect::Sqlite,
+                claim: ClaimStrategy::WriteLock,
+                wakeups: Wakeups::InProcess,
+                time_precision: Duration::from_micros(1),
+                transactions: false,
+                server_version: None,
+                limits,
+            },
+            policy: RetryPolicy::default(),
+            rows: Mutex::new(HashMap::new()),
+            hub: WakeHub::new(),
+            epoch: (Utc::now(), tokio::time::Instant::now()),
+            calls: Calls::default(),
+            pop_limits: Mutex::new(Vec::new()),
+            ack_batch_sizes: Mutex::new(Vec::new()),
+            failing_pops: AtomicU32::new(0),
+            pop_latency: Mutex::new(Duration::ZERO),
+            ack_latency: Mutex::new(Duration::ZERO),
+        })
+    }
+
+    fn clock(&self) -> DateTime<Utc> {
+        let elapsed = tokio::time::Instant::now() - self.epoch.1;
+        self.epoch.0 + chrono::Duration::from_std(elapsed).unwrap()
+    }
+
+    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Row>> {
+        self.rows.lock().unwrap()
+    }
+
+    fn job(&self, id: JobId) -> Job {
+        self.rows()[&id].job.clone()
+    }
+
+    fn count(&self, state: JobState) -> usize {
+        self.rows()
+            .values()
+            .filter(|r| r.job.state == state)
+            .count()
+    }
+
+    /// Another holder takes the job over: the current token stops working.
+    fn steal(&self, id: JobId) {
+        self.rows().get_mut(&id).unwrap().token = Some(Uuid::new_v4());
+    }
+
+    fn insert(&self, job: NewJob, now: DateTime<Utc>) -> Result<JobId> {
+        let mut rows = self.rows();
+        if let Some(key) = &job.dedup_key {
+            if rows.values().any(|r| {
+                r.job.queue == job.queue
+                    && r.job.dedup_key.as_ref() == Some(key)
+                    && matches!(r.job.state, JobState::Pending | JobState::Running)
+            }) {
+                return Err(Error::Duplicate {
+                    queue: job.queue.clone(),
+                    dedup_key: key.clone(),
+                });
+            }
+        }
+        let run_at = now + chrono::Duration::from_std(job.delay_from(now)).unwrap();
+        rows.insert(
+            job.id,
+            Row {
+                job: Job {
+                    id: job.id,
+                    queue: job.queue,
+                    payload: job.payload,
+                    priority: job.priority,
+                    state: JobState::Pending,
+                    attempts: 0,
+                    max_attempts: job.max_attempts,
+                    run_at,
+                    lease_expires_at: None,
+                    worker: None,
+                    last_error: None,
+                    dedup_key: job.dedup_key,
+                    created_at: now,
+                    updated_at: now,
+                    finished_at: None,
+                },
+                token: None,
+            },
+        );
+        Ok(job.id)
+    }
+
+    /// The row held by `lease`, or the error a fenced transition reports.
+    fn fenced<'a>(rows: &'a mut HashMap<JobId, Row>, lease: &Lease) -> Result<&'a mut Row> {
+        let lost = Error::LeaseLost { job: lease.job_id };
+        let row = rows.get_mut(&lease.job_id).ok_or(lost)?;
+        if row.job.state == JobState::Cancelled {
+            return Err(Error::Cancelled { job: lease.job_id });
+        }
+        if row.job.state != JobState::Running || row.token != Some(lease.token) {
+            return Err(Error::LeaseLost { job: lease.job_id });
+        }
+        Ok(row)
+    }
+
+    fn clear_lease(row: &mut Row) {
+        row.token = None;
+        row.job.lease_expires_at = None;
+        row.job.worker = None;
+    }
+
+    fn complete(row: &mut Row, now: DateTime<Utc>) {
+        row.job.state = JobState::Completed;
+        row.job.finished_at = Some(now);
+        row.job.updated_at = now;
+        Self::clear_lease(row);
+    }
+}
+
+#[async_trait]
+impl Queue for FakeQueue {
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn push(&self, job: NewJob) -> Result<JobId> {
+        job.validate(&self.caps.limits)?;
+        let queue = job.queue.clone();
+        let id = self.insert(job, self.clock())?;
+        self.hub.notify(&queue, 1);
+        Ok(id)
+    }
+
+    async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        queue::validate_batch(&jobs, &self.caps.limits)?;
+        let now = self.clock();
+        let mut ids = Vec::new();
+        let mut queues: HashMap<String, usize> = HashMap::new();
+        for job in jobs {
+            *queues.entry(job.queue.clone()).or_default() += 1;
+            ids.push(self.insert(job, now)?);
+        }
+        for (q, n) in queues {
+            self.hub.notify(&q, n);
+        }
+        Ok(ids)
+    }
+
+    async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>> {
+        req.validate(&self.caps.limits)?;
+        self.calls.pop.fetch_add(1, Ordering::SeqCst);
+        self.pop_limits.lock().unwrap().push(req.limit);
+        let latency = *self.pop_latency.lock().unwrap();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if self
+            .failing_pops
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(unavailable());
+        }
+        let now = self.clock();
+        let mut rows = self.rows();
+        let mut due: Vec<&mut Row> = rows
+            .values_mut()
+            .filter(|r| {
+                r.job.queue == req.queue && r.job.state == JobState::Pending && r.job.run_at <= now
+            })
+            .collect();
+        due.sort_by(|a, b| {
+            b.job
+                .priority
+                .cmp(&a.job.priority)
+                .then(a.job.run_at.cmp(&b.job.run_at))
+                .then(a.job.id.cmp(&b.job.id))
+        });
+        let expires_at = now + chrono::Duration::from_std(req.lease).unwrap();
+        Ok(due
+            .into_iter()
+            .take(req.limit)
+            .map(|row| {
+                let token = Uuid::new_v4();
+                row.token = Some(token);
+                row.job.state = JobState::Running;
+                row.job.attempts += 1;
+                row.job.lease_expires_at = Some(expires_at);
+                row.job.worker = Some(req.worker.clone());
+                row.job.updated_at = now;
+                Leased {
+                    lease: Lease {
+                        job_id: row.job.id,
+                        queue: row.job.queue.clone(),
+                        token,
+                        expires_at,
+                        attempt: row.job.attempts,
+                        max_attempts: row.job.max_attempts,
+                    },
+                    job: row.job.clone(),
+                }
+            })
+            .collect())
+    }
+
+    async fn ack(&self, lease: &Lease) -> Result<()> {
+        self.calls.ack.fetch_add(1, Ordering::SeqCst);
+        let now = self.clock();
+        let mut rows = self.rows();
+        Self::complete(Self::fenced(&mut rows, lease)?, now);
+        Ok(())
+    }
+
+    async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
+        queue::validate_ack_batch(leases, &self.caps.limits)?;
+        self.calls.ack_batch.fetch_add(1, Ordering::SeqCst);
+        self.ack_batch_sizes.lock().unwrap().push(leases.len());
+        let latency = *self.ack_latency.lock().unwrap();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let now = self.clock();
+        let mut rows = self.rows();
+        let mut n = 0;
+        for lease in leases {
+            if let Ok(row) = Self::fenced(&mut rows, lease) {
+                Self::complete(row, now);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
+        self.calls.fail.fetch_add(1, Ordering::SeqCst);
+        let now = self.clock();
+        let mut rows = self.rows();
+        let row = Self::fenced(&mut rows, lease)?;
+        row.job.last_error = Some(validate::truncate_error(&failure.message).to_owned());
+        row.job.updated_at = now;
+        Self::clear_lease(row);
+        Ok(match self.policy.decide(lease, &failure) {
+            FailDecision::Retry(after) => {
+                row.job.state = JobState::Pending;
+                row.job.run_at = now + chrono::Duration::from_std(after).unwrap();
+                FailOutcome::Retrying { after }
+            }
+            FailDecision::Dead => {
+                row.job.state = JobState::Dead;
+                row.job.finished_at = Some(now);
+                FailOutcome::Dead
+            }
+        })
+    }
+
+    async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {
+        validate::lease("by", by)?;
+        self.calls.extend.fetch_add(1, Ordering::SeqCst);
+        let now = self.clock();
+        let mut rows = self.rows();
+        let row = Self::fenced(&mut rows, lease)?;
+        let expires_at = now + chrono::Duration::from_std(by).unwrap();
+        row.job.lease_expires_at = Some(expires_at);
+        Ok(Lease {
+            expires_at,
+            ..lease.clone()
+        })
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        self.calls.release.fetch_add(1, Ordering::SeqCst);
+        let now = self.clock();
+        let mut rows = self.rows();
+        let row = Self::fenced(&mut rows, lease)?;
+        row.job.state = JobState::Pending;
+        row.job.run_at = now;
+        row.job.attempts -= 1;
+        row.job.updated_at = now;
+        Self::clear_lease(row);
+        Ok(())
+    }
+
+    async fn rescue_expired(&self) -> Result<u64> {
+        self.calls.rescue.fetch_add(1, Ordering::SeqCst);
+        let now = self.clock();
+        let mut n = 0;
+        for row in self.rows().values_mut() {
+            if row.job.state == JobState::Running
+                && row.job.lease_expires_at.is_some_and(|at| at < now)
+            {
+                Self::clear_lease(row);
+                row.job.updated_at = now;
+                if row.job.attempts < row.job.max_attempts {
+                    row.job.state = JobState::Pending;
+                    row.job.run_at = now;
+                    row.job.last_error = Some("lease expired".into());
+                } else {
+                    row.job.state = JobState::Dead;
+                    row.job.finished_at = Some(now);
+                }
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        let now = self.clock();
+        let mut rows = self.rows();
+        let row = rows.get_mut(&id).ok_or(Error::NotFound { job: id })?;
+        if row.job.state.is_finished() {
+            return Err(Error::InvalidState {
+                job: id,
+                state: row.job.state,
+                operation: "cancel",
+            });
+        }
+        row.job.state = JobState::Cancelled;
+        row.job.finished_at = Some(now);
+        Ok(())
+    }
+
+    async fn retry(&self, id: JobId) -> Result<()> {
+        let now = self.clock();
+        let mut rows = self.rows();
+        let row = rows.get_mut(&id).ok_or(Error::NotFound { job: id })?;
+        if !matches!(row.job.state, JobState::Dead | JobState::Cancelled) {
+            return Err(Error::InvalidState {
+                job: id,
+                state: row.job.state,
+                operation: "retry",
+            });
+        }
+        row.job.state = JobState::Pending;
+        row.job.attempts = 0;
+        row.job.run_at = now;
+        row.job.finished_at = None;
+        Self::clear_lease(row);
+        Ok(())
+    }
+
+    async fn get(&self, id: JobId) -> Result<Option<Job>> {
+        Ok(self.rows().get(&id).map(|r| r.job.clone()))
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Vec<Job>> {
+        req.validate()?;
+        let mut jobs: Vec<Job> = self
+            .rows()
+            .values()
+            .map(|r| r.job.clone())
+            .filter(|j| req.queue.as_ref().is_none_or(|q| &j.queue == q))
+            .filter(|j| req.state.is_none_or(|s| j.state == s))
+            .collect();
+        jobs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+        jobs.truncate(req.limit);
+        Ok(jobs)
+    }
+
+    async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>> {
+        let now = self.clock();
+        let mut by_queue: HashMap<String, QueueStats> = HashMap::new();
+        for row in self.rows().values() {
+            if queue.is_some_and(|q| q != row.job.queue) {
+                continue;
+            }
+            let s = by_queue
+                .entry(row.job.queue.clone())
+                .or_insert_with(|| QueueStats {
+                    queue: row.job.queue.clone(),
+                    ..QueueStats::default()
+                });
+            match row.job.state {
+                JobState::Pending if row.job.run_at <= now => s.available += 1,
+                JobState::Pending => s.scheduled += 1,
+                JobState::Running => s.running += 1,
+                JobState::Completed => s.completed += 1,
+                JobState::Dead => s.dead += 1,
+                JobState::Cancelled => s.cancelled += 1,
+            }
+        }
+        Ok(by_queue.into_values().collect())
+    }
+
+    async fn prune(&self, req: PruneRequest) -> Result<u64> {
+        req.validate()?;
+        let cutoff = self.clock() - chrono::Duration::from_std(req.older_than).unwrap();
+        let mut rows = self.rows();
+        let before = rows.len();
+        rows.retain(|_, r| {
+            !(req.states.contains(&r.job.state)
+                && r.job.finished_at.is_some_and(|f| f < cutoff)
+                && req.queue.as_ref().is_none_or(|q| &r.job.queue == q))
+        });
+        Ok((before - rows.len()) as u64)
+    }
+
+    async fn wait_for_work(&self, queue: &str, timeout: Duration) {
+        self.hub.wait(queue, timeout).await;
+    }
+}
+
+const Q: &str = "work";
+
+async fn push_n(q: &FakeQueue, n: usize, payload: serde_json::Value) -> Vec<JobId> {
+    let jobs = (0..n)
+        .map(|_| NewJob::new(Q, &payload).unwrap())
+        .collect::<Vec<_>>();
+    q.push_batch(jobs).await.unwrap()
+}
+
+/// Waits (in Tokio time) until `cond` holds; panics after `limit`.
+async fn until(limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn noop() -> impl Fn(JobContext) -> futures::future::Ready<Result<(), JobError>> {
+    |_ctx| futures::future::ready(Ok(()))
+}
+
+fn builder(q: &Arc<FakeQueue>) -> WorkerBuilder {
+    let dyn_q: Arc<dyn Queue> = q.clone();
+    Worker::builder(dyn_q, Q)
+}
+
+fn field_of(err: Error) -> String {
+    match err {
+        Error::InvalidInput { field, .. } => field,
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn builder_rejects_bad_input_naming_the_field() {
+    let limits = Limits {
+        max_pop: 100,
+        max_batch: 200,
+        ..Limits::default()
+    };
+    let q = FakeQueue::with_limits(limits);
+    let b = || builder(&q).handler_fn(noop());
+    let cases: Vec<(&str, WorkerBuilder)> = vec![
+        ("queue", {
+            let dyn_q: Arc<dyn Queue> = q.clone();
+            Worker::builder(dyn_q, "bad name;").handler_fn(noop())
+        }),
+        ("queue", {
+            let dyn_q: Arc<dyn Queue> = q.clone();
+            Worker::builder(dyn_q, "").handler_fn(noop())
+        }),
+        ("concurrency", b().concurrency(0)),
+        ("concurrency", b().concurrency(MAX_CONCURRENCY + 1)),
+        ("prefetch", b().prefetch(0)),
+        ("prefetch", b().prefetch(101)),
+        ("lease", b().lease(Duration::from_millis(1))),
+        ("lease", b().lease(Duration::from_secs(2 * 24 * 3600))),
+        (
+            "heartbeat",
+            b().lease(Duration::from_secs(10))
+                .heartbeat(Duration::from_secs(10)),
+        ),
+        ("heartbeat", b().heartbeat(Duration::ZERO)),
+        (
+            "poll_interval",
+            b().poll_interval(Duration::ZERO, Duration::from_secs(1)),
+        ),
+        (
+            "poll_interval",
+            b().poll_interval(Duration::from_secs(2), Duration::from_secs(1)),
+        ),
+        (
+            "poll_interval",
+            b().poll_interval(Duration::from_secs(1), Duration::from_secs(7200)),
+        ),
+        ("rescue_interval", b().rescue_interval(Some(Duration::ZERO))),
+        ("worker", b().worker_id("")),
+        ("worker", b().worker_id("w".repeat(200))),
+        ("ack_batch_size", b().ack_batch_size(0)),
+        ("ack_batch_size", b().ack_batch_size(201)),
+        (
+            "shutdown_timeout",
+            b().shutdown_timeout(Duration::from_secs(3 * 24 * 3600)),
+        ),
+        ("handler", builder(&q)),
+    ];
+    for (field, b) in cases {
+        assert_eq!(field_of(b.build().unwrap_err()), field);
+    }
+    // The defaults follow the queue's limits: prefetch is capped at max_pop.
+    let w = b().concurrency(500).build().unwrap();
+    assert_eq!(w.config.prefetch, 100);
+    assert_eq!(w.config.ack_batch, 200);
+    assert_eq!(w.config.heartbeat, Duration::from_secs(10));
+    assert!(b().prefetch(100).rescue_interval(None).build().is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn completes_every_job_with_batched_acks() {
+    let q = FakeQueue::new();
+    *q.ack_latency.lock().unwrap() = Duration::from_millis(2);
+    let ids = push_n(&q, 2000, json!({"n": 1})).await;
+    let handle = builder(&q)
+        .concurrency(64)
+        .prefetch(64)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(60), || counters.completed() == 2000).await;
+    let report = handle.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(report.counters.completed, 2000);
+    assert_eq!(report.counters.claimed, 2000);
+    assert!(report.all_settled());
+    for id in ids {
+        let job = q.job(id);
+        assert_eq!(job.state, JobState::Completed);
+        assert_eq!(job.attempts, 1);
+        assert!(job.lease_expires_at.is_none());
+    }
+    let sizes = q.ack_batch_sizes.lock().unwrap().clone();
+    assert_eq!(sizes.iter().sum::<usize>(), 2000);
+    assert!(
+        sizes.len() <= 2000 / 10,
+        "acks were not batched: {} ack_batch calls",
+        sizes.len()
+    );
+    assert_eq!(q.calls.ack.load(Ordering::SeqCst), 0);
+    assert_eq!(q.calls.fail.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completes_every_job_on_a_multi_threaded_runtime() {
+    let q = FakeQueue::new();
+    push_n(&q, 5000, json!(null)).await;
+    let handle = builder(&q)
+        .concurrency(32)
+        .prefetch(50)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(30), || counters.completed() == 5000).await;
+    let report = handle.shutdown(Duration::from_secs(5)).await;
+    assert!(report.all_settled());
+    assert_eq!(q.count(JobState::Completed), 5000);
+    assert!(q.calls.ack_batch.load(Ordering::SeqCst) < 5000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_limit_is_never_exceeded_and_pops_fit_free_capacity() {
+    let q = FakeQueue::new();
+    push_n(&q, 300, json!({})).await;
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (running.clone(), peak.clone());
+    let handle = builder(&q)
+        .concurrency(7)
+        .prefetch(5)
+        .handler_fn(move |_ctx| {
+            let (r, p) = (r.clone(), p.clone());
+            async move {
+                let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                p.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(1 + fastrand::u64(0..20))).await;
+                r.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(60), || counters.completed() == 300).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(peak <= 7, "{peak} handlers ran at once");
+    assert!(peak >= 5, "handlers did not run concurrently (peak {peak})");
+    let limits = q.pop_limits.lock().unwrap().clone();
+    assert!(limits.iter().all(|&l| (1..=5).contains(&l)), "{limits:?}");
+    assert_eq!(q.count(JobState::Completed), 300);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_finishes_quick_handlers_and_releases_overdue_ones() {
+    let q = FakeQueue::new();
+    let quick = push_n(&q, 3, json!({"ms": 500})).await;
+    let slow = push_n(&q, 3, json!({"ms": 3_600_000})).await;
+    let waiting = push_n(&q, 4, json!({"ms": 1})).await;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let d = dropped.clone();
+    struct DropCount(Arc<AtomicUsize>);
+    impl Drop for DropCount {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let handle = builder(&q)
+        .concurrency(6)
+        .handler_fn(move |ctx| {
+            let guard = DropCount(d.clone());
+            async move {
+                let ms = ctx.job.payload_value()["ms"].as_u64().unwrap();
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                drop(guard);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 6).await;
+    // The priority order is by id among equals, so the six claimed are the first six pushed.
+    let report = handle.shutdown(Duration::from_secs(2)).await;
+    assert_eq!(report.aborted, 3);
+    assert_eq!(report.counters.completed, 3);
+    assert_eq!(report.counters.released, 3);
+    assert!(report.all_settled(), "{report:?}");
+    // The aborted handlers' futures were dropped.
+    assert_eq!(dropped.load(Ordering::SeqCst), 6);
+    for id in quick {
+        assert_eq!(q.job(id).state, JobState::Completed);
+    }
+    for id in slow.iter().chain(&waiting) {
+        let job = q.job(*id);
+        assert_eq!(job.state, JobState::Pending, "{id}");
+        assert_eq!(job.attempts, 0, "a released attempt is not counted");
+    }
+    assert_eq!(q.count(JobState::Running), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_claimed_while_shutting_down_are_released_unstarted() {
+    let q = FakeQueue::new();
+    *q.pop_latency.lock().unwrap() = Duration::from_secs(1);
+    let ids = push_n(&q, 8, json!({})).await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let handle = builder(&q)
+        .concurrency(8)
+        .handler_fn(move |_ctx| {
+            r.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        })
+        .build()
+        .unwrap()
+        .start();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        q.calls.pop.load(Ordering::SeqCst),
+        1,
+        "the pop is in flight"
+    );
+    let report = handle.shutdown(Duration::from_secs(10)).await;
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(report.counters.claimed, 8);
+    assert_eq!(report.counters.released, 8);
+    assert!(report.all_settled());
+    for id in ids {
+        let job = q.job(id);
+        assert_eq!(job.state, JobState::Pending);
+        assert_eq!(job.attempts, 0);
+    }
+    assert_eq!(
+        q.calls.pop.load(Ordering::SeqCst),
+        1,
+        "no pop after shutdown"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_handler_becomes_a_failure_with_the_panic_message() {
+    let q = FakeQueue::new();
+    let a = q
+        .push(NewJob::new(Q, &json!("async")).unwrap().max_attempts(1))
+        .await
+        .unwrap();
+    let s = q
+        .push(NewJob::new(Q, &json!("sync")).unwrap().max_attempts(1))
+        .await
+        .unwrap();
+    let r = q
+        .push(NewJob::new(Q, &json!("async")).unwrap().max_attempts(3))
+        .await
+        .unwrap();
+    let handle = builder(&q)
+        .handler_fn(|ctx| {
+            if ctx.job.payload.get() == "\"sync\"" {
+                panic!("sync boom {}", 7);
+            }
+            async move {
+                tokio::task::yield_now().await;
+                panic!("async boom {}", 42);
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.panicked() == 3).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.dead, 2);
+    assert_eq!(report.counters.retried, 1);
+    let dead_async = q.job(a);
+    assert_eq!(dead_async.state, JobState::Dead);
+    assert!(dead_async
+        .last_error
+        .unwrap()
+        .contains("panicked: async boom 42"));
+    let dead_sync = q.job(s);
+    assert_eq!(dead_sync.state, JobState::Dead);
+    assert!(dead_sync.last_error.unwrap().contains("sync boom 7"));
+    let retried = q.job(r);
+    assert_eq!(retried.state, JobState::Pending);
+    assert_eq!(retried.attempts, 1);
+    assert!(retried.last_error.unwrap().contains("async boom 42"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeat_extends_the_lease_of_a_long_job() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let leases = Arc::new(Mutex::new(Vec::new()));
+    let l = leases.clone();
+    let handle = builder(&q)
+        .lease(Duration::from_secs(1))
+        .heartbeat(Duration::from_millis(300))
+        // A rescuer that would take the job back if its lease ran out.
+        .rescue_interval(Some(Duration::from_millis(100)))
+        .handler_fn(move |ctx| {
+            let l = l.clone();
+            async move {
+                l.lock().unwrap().push(ctx.lease());
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                l.lock().unwrap().push(ctx.lease());
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.completed() == 1).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.lease_lost, 0);
+    assert_eq!(report.counters.rescued, 0);
+    assert_eq!(q.job(id).state, JobState::Completed);
+    assert_eq!(q.job(id).attempts, 1);
+    let extends = q.calls.extend.load(Ordering::SeqCst);
+    assert!(
+        (10..=20).contains(&extends),
+        "{extends} extensions in 5 s at 300 ms"
+    );
+    let leases = leases.lock().unwrap();
+    assert_eq!(leases[0].token, leases[1].token);
+    assert!(leases[1].expires_at > leases[0].expires_at + chrono::Duration::seconds(4));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_that_finishes_quickly_is_never_extended() {
+    let q = FakeQueue::new();
+    push_n(&q, 20, json!({})).await;
+    let handle = builder(&q)
+        .lease(Duration::from_secs(1))
+        .heartbeat(Duration::from_millis(300))
+        .handler_fn(|_ctx| async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(())
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.completed() == 20).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(q.calls.extend.load(Ordering::SeqCst), 0);
+}
+
+/// A handler whose drop is observable.
+fn forever(
+    dropped: Arc<AtomicBool>,
+) -> impl Fn(JobContext) -> futures::future::BoxFuture<'static, Result<(), JobError>> {
+    use futures::FutureExt;
+    move |_ctx| {
+        struct Flag(Arc<AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let flag = Flag(dropped.clone());
+        async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(flag);
+            Ok(())
+        }
+        .boxed()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_lease_stops_the_handler() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handle = builder(&q)
+        .lease(Duration::from_secs(1))
+        .heartbeat(Duration::from_millis(300))
+        .rescue_interval(None)
+        .handler_fn(forever(dropped.clone()))
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!dropped.load(Ordering::SeqCst));
+    q.steal(id);
+    until(Duration::from_secs(2), || counters.lease_lost() == 1).await;
+    assert!(dropped.load(Ordering::SeqCst), "the handler was stopped");
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert!(report.all_settled());
+    assert_eq!(report.counters.completed, 0);
+    assert_eq!(report.counters.released, 0);
+    // Nothing was written with the lost lease: the new holder still has the job.
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(q.calls.fail.load(Ordering::SeqCst), 0);
+    assert_eq!(q.calls.release.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_job_stops_its_handler() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handle = builder(&q)
+        .lease(Duration::from_secs(1))
+        .heartbeat(Duration::from_millis(300))
+        .handler_fn(forever(dropped.clone()))
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 1).await;
+    q.cancel(id).await.unwrap();
+    until(Duration::from_secs(2), || counters.lease_lost() == 1).await;
+    assert!(dropped.load(Ordering::SeqCst));
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert!(report.all_settled());
+    assert_eq!(q.job(id).state, JobState::Cancelled);
+}
+
+#[derive(serde::Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[tokio::test(start_paused = true)]
+async fn typed_handlers_get_their_payload_and_a_mismatch_is_permanent() {
+    let q = FakeQueue::new();
+    let good = q
+        .push(NewJob::new(Q, &json!({"to": "a@example.com"})).unwrap())
+        .await
+        .unwrap();
+    let bad = q
+        .push(
+            NewJob::new(Q, &json!({"nope": 1}))
+                .unwrap()
+                .max_attempts(10),
+        )
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let handle = builder(&q)
+        .typed(move |email: Email, _ctx| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(email.to);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || {
+        counters.completed() == 1 && counters.dead() == 1
+    })
+    .await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.retried, 0);
+    assert_eq!(*seen.lock().unwrap(), vec!["a@example.com".to_owned()]);
+    assert_eq!(q.job(good).state, JobState::Completed);
+    let bad = q.job(bad);
+    assert_eq!(bad.state, JobState::Dead);
+    assert_eq!(bad.attempts, 1);
+    let msg = bad.last_error.unwrap();
+    assert!(msg.contains("Email"), "{msg}");
+    assert!(msg.contains("missing field `to`"), "{msg}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn handler_errors_map_to_failures() {
+    let q = FakeQueue::new();
+    let retry = q
+        .push(NewJob::new(Q, &json!("retry")).unwrap().max_attempts(3))
+        .await
+        .unwrap();
+    let later = q
+        .push(NewJob::new(Q, &json!("later")).unwrap().max_attempts(3))
+        .await
+        .unwrap();
+    let perm = q
+        .push(NewJob::new(Q, &json!("perm")).unwrap().max_attempts(3))
+        .await
+        .unwrap();
+    let io = q
+        .push(NewJob::new(Q, &json!("io")).unwrap().max_attempts(3))
+        .await
+        .unwrap();
+    let handle = builder(&q)
+        .handler_fn(|ctx| async move {
+            match ctx.payload::<String>()?.as_str() {
+                "retry" => Err(JobError::retryable("flaky upstream")),
+                "later" => Err(JobError::retry_after(
+                    "rate limited",
+                    Duration::from_secs(3600),
+                )),
+                "perm" => Err(JobError::permanent("no such account")),
+                _ => {
+                    std::fs::read("/nonexistent/definitely/not/here")?;
+                    Ok(())
+                }
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_millis(500), || {
+        counters.retried() == 3 && counters.dead() == 1
+    })
+    .await;
+    let before = q.clock();
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert!(report.all_settled());
+    let job = q.job(retry);
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.last_error.as_deref(), Some("flaky upstream"));
+    let job = q.job(later);
+    assert_eq!(job.state, JobState::Pending);
+    assert!(job.run_at > before + chrono::Duration::minutes(59));
+    let job = q.job(perm);
+    assert_eq!(job.state, JobState::Dead);
+    assert_eq!(job.attempts, 1);
+    assert_eq!(job.last_error.as_deref(), Some("no such account"));
+    let job = q.job(io);
+    assert_eq!(job.state, JobState::Pending);
+    assert!(job.last_error.unwrap().contains("No such file"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pop_errors_back_off_and_recover() {
+    let q = FakeQueue::new();
+    q.failing_pops.store(4, Ordering::SeqCst);
+    push_n(&q, 10, json!({})).await;
+    let handle = builder(&q).handler_fn(noop()).build().unwrap().start();
+    let counters = handle.counters();
+    until(Duration::from_secs(30), || counters.completed() == 10).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.pop_errors, 4);
+    assert_eq!(q.count(JobState::Completed), 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_does_not_spin_and_wakes_on_push() {
+    let q = FakeQueue::new();
+    let handle = builder(&q)
+        .poll_interval(Duration::from_millis(50), Duration::from_secs(2))
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let pops = q.calls.pop.load(Ordering::SeqCst);
+    // 50 ms doubling to 2 s is about 35 pops in a minute; a hot loop would make thousands.
+    assert!(pops <= 60, "{pops} pops in an idle minute");
+    // Backed off to 2 s, yet a push wakes the worker at once.
+    let start = tokio::time::Instant::now();
+    push_n(&q, 1, json!({})).await;
+    let counters = handle.counters();
+    until(Duration::from_secs(5), || counters.completed() == 1).await;
+    assert!(start.elapsed() < Duration::from_millis(500));
+    handle.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_rescuer_returns_expired_leases() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    // A holder that died: it claimed the job and never finished it.
+    let claimed = q
+        .pop(PopRequest::new(Q).lease(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let handle = builder(&q)
+        .rescue_interval(Some(Duration::from_millis(500)))
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(5), || counters.completed() == 1).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.rescued, 1);
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.attempts, 2);
+    // The dead holder's ack now reports the lost lease.
+    assert!(matches!(
+        q.ack(&claimed[0].lease).await,
+        Err(Error::LeaseLost { .. })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn acks_of_lost_leases_are_counted_not_fatal() {
+    let q = FakeQueue::new();
+    let ids = push_n(&q, 4, json!({})).await;
+    let qq = q.clone();
+    let handle = builder(&q)
+        .rescue_interval(None)
+        .handler_fn(move |ctx| {
+            // Another holder takes over every job while its handler runs.
+            qq.steal(ctx.id());
+            async { Ok(()) }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.lease_lost() == 4).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.completed, 0);
+    assert!(report.all_settled());
+    for id in ids {
+        assert_eq!(q.job(id).state, JobState::Running);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_handle_shuts_down_in_the_background() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handle = builder(&q)
+        .shutdown_timeout(Duration::from_secs(1))
+        .handler_fn(forever(dropped.clone()))
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 1).await;
+    drop(handle);
+    until(Duration::from_secs(3), || counters.released() == 1).await;
+    assert!(dropped.load(Ordering::SeqCst));
+    assert_eq!(q.job(id).state, JobState::Pending);
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_until_stops_on_the_signal() {
+    let q = FakeQueue::new();
+    push_n(&q, 50, json!({})).await;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let qq = q.clone();
+    let worker = builder(&q).handler_fn(noop()).build().unwrap();
+    let run = tokio::spawn(worker.run_until(async move {
+        let _ = rx.await;
+    }));
+    until(Duration::from_secs(5), || {
+        qq.count(JobState::Completed) == 50
+    })
+    .await;
+    tx.send(()).unwrap();
+    let report = run.await.unwrap();
+    assert_eq!(report.counters.completed, 50);
+    assert!(report.all_settled());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_context_carries_the_job_and_its_lease() {
+    let q = FakeQueue::new();
+    let id = q
+        .push(NewJob::new(Q, &json!({"k": "v"})).unwrap().max_attempts(2))
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    let s = seen.clone();
+    let handle = builder(&q)
+        .handler_fn(move |ctx| {
+            *s.lock().unwrap() = Some((
+                ctx.id(),
+                ctx.attempt(),
+                ctx.is_last_attempt(),
+                ctx.lease(),
+                ctx.job.payload_value(),
+            ));
+            async { Ok(()) }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.completed() == 1).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let (jid, attempt, last, lease, payload) = seen.lock().unwrap().take().unwrap();
+    assert_eq!(jid, id);
+    assert_eq!(attempt, 1);
+    assert!(!last);
+    assert_eq!(lease.job_id, id);
+    assert_eq!(lease.queue, Q);
+    assert_eq!(payload, json!({"k": "v"}));
+}
