@@ -170,12 +170,11 @@ async fn supervise(
         "worker shutting down"
     );
     let _ = stop.send(true);
-    // The dispatcher returns once a pop in progress has completed (its jobs are released).
-    if let Err(e) = tasks.dispatcher.await {
-        tracing::error!(target: LOG_TARGET, error = %e, "worker dispatcher failed");
-    }
+    // The dispatcher returns once a pop in progress has completed (its jobs are released); a
+    // pop that hangs past the deadline is dropped, and whatever it claimed is rescued later.
+    join_by(tasks.dispatcher, deadline, "dispatcher").await;
     if let Some(rescuer) = tasks.rescuer {
-        let _ = rescuer.await;
+        join_by(rescuer, deadline, "rescuer").await;
     }
     let all = shared.config.concurrency as u32;
     let drained = tokio::time::timeout_at(deadline, shared.permits.acquire_many(all)).await;
@@ -212,6 +211,25 @@ async fn supervise(
     report
 }
 
+/// Waits for a task until `deadline`, then aborts it.
+async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str) {
+    match tokio::time::timeout_at(deadline, &mut task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::error!(target: LOG_TARGET, task = name, error = %e, "worker task failed")
+        }
+        Err(_) => {
+            tracing::warn!(
+                target: LOG_TARGET,
+                task = name,
+                "a database call outlived the shutdown deadline; abandoning it"
+            );
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
 /// `d` spread by ±20 % so that workers started together do not poll together.
 fn jitter(d: Duration) -> Duration {
     d.mul_f64(0.8 + 0.4 * fastrand::f64())
@@ -232,6 +250,11 @@ async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 Err(_) => break,
             },
         };
+        if shared.permits.available_permits() + 1 < cfg.prefetch {
+            // Saturated: let handlers that are about to finish do so, so the pop claims a
+            // batch rather than one job per completion.
+            tokio::task::yield_now().await;
+        }
         let extra = cfg
             .prefetch
             .saturating_sub(1)

@@ -52,6 +52,8 @@ struct FakeQueue {
     failing_pops: AtomicU32,
     pop_latency: Mutex<Duration>,
     ack_latency: Mutex<Duration>,
+    /// While set, every call that touches jobs fails with `Unavailable`.
+    down: AtomicBool,
 }
 
 fn unavailable() -> Error {
@@ -87,7 +89,16 @@ impl FakeQueue {
             failing_pops: AtomicU32::new(0),
             pop_latency: Mutex::new(Duration::ZERO),
             ack_latency: Mutex::new(Duration::ZERO),
+            down: AtomicBool::new(false),
         })
+    }
+
+    fn up(&self) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) {
+            Err(unavailable())
+        } else {
+            Ok(())
+        }
     }
 
     fn clock(&self) -> DateTime<Utc> {
@@ -224,6 +235,7 @@ impl Queue for FakeQueue {
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
+        self.up()?;
         if self
             .failing_pops
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -275,6 +287,7 @@ impl Queue for FakeQueue {
 
     async fn ack(&self, lease: &Lease) -> Result<()> {
         self.calls.ack.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         let now = self.clock();
         let mut rows = self.rows();
         Self::complete(Self::fenced(&mut rows, lease)?, now);
@@ -284,6 +297,7 @@ impl Queue for FakeQueue {
     async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
         queue::validate_ack_batch(leases, &self.caps.limits)?;
         self.calls.ack_batch.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         self.ack_batch_sizes.lock().unwrap().push(leases.len());
         let latency = *self.ack_latency.lock().unwrap();
         if !latency.is_zero() {
@@ -303,6 +317,7 @@ impl Queue for FakeQueue {
 
     async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
         self.calls.fail.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         let now = self.clock();
         let mut rows = self.rows();
         let row = Self::fenced(&mut rows, lease)?;
@@ -326,6 +341,7 @@ impl Queue for FakeQueue {
     async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {
         validate::lease("by", by)?;
         self.calls.extend.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         let now = self.clock();
         let mut rows = self.rows();
         let row = Self::fenced(&mut rows, lease)?;
@@ -339,6 +355,7 @@ impl Queue for FakeQueue {
 
     async fn release(&self, lease: &Lease) -> Result<()> {
         self.calls.release.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         let now = self.clock();
         let mut rows = self.rows();
         let row = Self::fenced(&mut rows, lease)?;
@@ -352,6 +369,7 @@ impl Queue for FakeQueue {
 
     async fn rescue_expired(&self) -> Result<u64> {
         self.calls.rescue.fetch_add(1, Ordering::SeqCst);
+        self.up()?;
         let now = self.clock();
         let mut n = 0;
         for row in self.rows().values_mut() {
@@ -1202,4 +1220,102 @@ async fn the_context_carries_the_job_and_its_lease() {
     assert_eq!(lease.job_id, id);
     assert_eq!(lease.queue, Q);
     assert_eq!(payload, json!({"k": "v"}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_database_outage_loses_no_job() {
+    let q = FakeQueue::new();
+    let ids = push_n(&q, 30, json!({})).await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = gate.clone();
+    let handle = builder(&q)
+        .concurrency(10)
+        .lease(Duration::from_secs(2))
+        .heartbeat(Duration::from_millis(500))
+        .rescue_interval(Some(Duration::from_millis(500)))
+        .handler_fn(move |_ctx| {
+            let g = g.clone();
+            async move {
+                g.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 10).await;
+    // The database goes away while ten handlers run; they finish, but nothing can be recorded.
+    q.down.store(true, Ordering::SeqCst);
+    gate.notify_waiters();
+    until(Duration::from_secs(10), || counters.abandoned() == 10).await;
+    assert_eq!(q.count(JobState::Running), 10);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(counters.pop_errors() > 0);
+    // Back up: the rescuer returns the abandoned jobs and every job completes.
+    q.down.store(false, Ordering::SeqCst);
+    let g = gate.clone();
+    let opener = tokio::spawn(async move {
+        loop {
+            g.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    until(Duration::from_secs(60), || {
+        q.count(JobState::Completed) == 30
+    })
+    .await;
+    opener.abort();
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert!(report.all_settled(), "{report:?}");
+    assert!(report.counters.rescued >= 10);
+    for id in ids {
+        assert_eq!(q.job(id).state, JobState::Completed);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_extension_is_retried_without_stopping_the_handler() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let qq = q.clone();
+    let handle = builder(&q)
+        .lease(Duration::from_secs(3))
+        .heartbeat(Duration::from_secs(1))
+        .rescue_interval(None)
+        .handler_fn(move |_ctx| {
+            let qq = qq.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1100)).await;
+                // The first extension (at 1 s) worked; the database drops out for a while.
+                qq.down.store(true, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(1200)).await;
+                qq.down.store(false, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.completed() == 1).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.lease_lost, 0);
+    assert_eq!(q.job(id).state, JobState::Completed);
+    // At 1 s (ok), 2 s (down), 2.5 s (ok after the outage ended at 2.3 s), then every second.
+    assert!(q.calls.extend.load(Ordering::SeqCst) >= 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_does_not_wait_past_the_deadline_for_a_hanging_pop() {
+    let q = FakeQueue::new();
+    *q.pop_latency.lock().unwrap() = Duration::from_secs(3600);
+    push_n(&q, 5, json!({})).await;
+    let handle = builder(&q).handler_fn(noop()).build().unwrap().start();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let report = handle.shutdown(Duration::from_secs(2)).await;
+    assert!(report.elapsed < Duration::from_secs(3), "{report:?}");
+    assert_eq!(report.counters.claimed, 0);
+    assert_eq!(q.count(JobState::Pending), 5);
 }
