@@ -36,6 +36,7 @@ pub struct WorkerBuilder {
     rescue_interval: Option<Duration>,
     ack_batch: Option<usize>,
     shutdown_timeout: Duration,
+    job_timeout: Option<Duration>,
     handler: Option<Arc<dyn Handler>>,
 }
 
@@ -54,6 +55,7 @@ impl WorkerBuilder {
             rescue_interval: Some(Duration::from_secs(30)),
             ack_batch: None,
             shutdown_timeout: Duration::from_secs(30),
+            job_timeout: None,
             handler: None,
         }
     }
@@ -122,6 +124,14 @@ impl WorkerBuilder {
         self
     }
 
+    /// The longest a handler may run: past it, the handler is stopped and the job fails with a
+    /// retryable error saying so. `None` (the default) lets handlers run as long as they like,
+    /// their leases extended by the heartbeat.
+    pub fn job_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.job_timeout = timeout;
+        self
+    }
+
     /// Runs `handler` for each job.
     pub fn handler(mut self, handler: impl Handler) -> Self {
         self.handler = Some(Arc::new(handler));
@@ -156,7 +166,7 @@ impl WorkerBuilder {
     /// # Errors
     /// [`Error::InvalidInput`] naming the first field that breaks a rule (`queue`,
     /// `concurrency`, `prefetch`, `lease`, `heartbeat`, `poll_interval`, `rescue_interval`,
-    /// `worker`, `ack_batch_size`, `shutdown_timeout`, `handler`).
+    /// `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`, `handler`).
     pub fn build(self) -> Result<Worker> {
         let limits = &self.queue.capabilities().limits;
         validate::queue_name(&self.queue_name)?;
@@ -245,6 +255,14 @@ impl WorkerBuilder {
                 "must be at most 24 hours",
             ));
         }
+        if let Some(t) = self.job_timeout {
+            if !(MIN_INTERVAL..=validate::MAX_LEASE).contains(&t) {
+                return Err(Error::invalid(
+                    "job_timeout",
+                    "must be between 1 ms and 24 hours (or None for no limit)",
+                ));
+            }
+        }
         let Some(handler) = self.handler else {
             return Err(Error::invalid(
                 "handler",
@@ -266,6 +284,7 @@ impl WorkerBuilder {
                 rescue_interval: self.rescue_interval,
                 ack_batch,
                 shutdown_timeout: self.shutdown_timeout,
+                job_timeout: self.job_timeout,
             },
         })
     }

@@ -12,12 +12,16 @@
 //!   running handlers get until the deadline, then are stopped and their jobs released; pending
 //!   acks are flushed. Every claimed job ends completed, failed, or released (or, after a
 //!   database error, left to the rescuer).
-//! - **Panics** in handlers are caught and recorded as retryable failures.
+//! - **Panics** in handlers are caught and recorded as retryable failures, and so is a handler
+//!   that outlives the optional `job_timeout` (it is stopped).
 //! - **Wake-ups**: after an empty pop the worker waits in [`Queue::wait_for_work`] for an
 //!   adaptive, jittered interval; a full batch is followed by another pop at once.
 //! - **Rescuer**: every `rescue_interval` (jittered) expired leases are returned to pending.
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue and attempt.
+//!
+//! For throughput, give the worker a concurrency above its prefetch (about twice): then a pop
+//! runs while the previous batch's handlers finish, instead of after them.
 //!
 //! No handler ever runs while the worker holds a database connection or transaction: the worker
 //! only calls the [`Queue`] trait, whose calls each complete before the handler starts.
@@ -90,6 +94,7 @@ pub(crate) struct Config {
     pub(crate) rescue_interval: Option<Duration>,
     pub(crate) ack_batch: usize,
     pub(crate) shutdown_timeout: Duration,
+    pub(crate) job_timeout: Option<Duration>,
 }
 
 /// A configured worker, ready to [`start`](Worker::start). Build one with [`Worker::builder`].
@@ -135,7 +140,7 @@ impl Worker {
     /// When called outside a Tokio runtime.
     pub async fn run_until<F>(self, signal: F) -> ShutdownReport
     where
-        F: Future + Send,
+        F: Future,
     {
         let timeout = self.config.shutdown_timeout;
         let handle = self.start();

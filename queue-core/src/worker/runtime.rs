@@ -414,6 +414,8 @@ enum Outcome {
     LeaseGone(Error),
     /// The shutdown deadline passed.
     Aborted,
+    /// The handler outlived the job timeout.
+    TimedOut(Duration),
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -459,16 +461,25 @@ async fn execute(shared: &Shared, ctx: JobContext, cell: &LeaseCell) -> Outcome 
         Ok(r) => Outcome::Finished(r),
         Err(p) => Outcome::Panicked(panic_message(&*p)),
     };
+    let started = Instant::now();
     // Most handlers finish at their first poll; they need no timer and no abort watch.
     if let Poll::Ready(r) = futures::poll!(&mut fut) {
         return finished(r);
     }
     let mut abort = shared.abort.clone();
+    let timeout = shared.config.job_timeout;
+    let expired = async move {
+        match timeout {
+            Some(t) => tokio::time::sleep_until(started + t).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         biased;
         r = &mut fut => finished(r),
         e = heartbeat(shared, cell) => Outcome::LeaseGone(e),
         _ = abort.wait_for(|a| *a) => Outcome::Aborted,
+        _ = expired => Outcome::TimedOut(timeout.unwrap_or_default()),
     }
 }
 
@@ -511,6 +522,9 @@ async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
         Outcome::Panicked(msg) => {
             shared.counters.add_panicked();
             Failure::retryable(format!("handler panicked: {msg}"))
+        }
+        Outcome::TimedOut(after) => {
+            Failure::retryable(format!("handler timed out after {after:?} and was stopped"))
         }
         Outcome::LeaseGone(e) => {
             shared.counters.add_lease_lost(1);

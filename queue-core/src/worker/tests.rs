@@ -576,6 +576,7 @@ async fn builder_rejects_bad_input_naming_the_field() {
             "shutdown_timeout",
             b().shutdown_timeout(Duration::from_secs(3 * 24 * 3600)),
         ),
+        ("job_timeout", b().job_timeout(Some(Duration::ZERO))),
         ("handler", builder(&q)),
     ];
     for (field, b) in cases {
@@ -1318,4 +1319,24 @@ async fn shutdown_does_not_wait_past_the_deadline_for_a_hanging_pop() {
     assert!(report.elapsed < Duration::from_secs(3), "{report:?}");
     assert_eq!(report.counters.claimed, 0);
     assert_eq!(q.count(JobState::Pending), 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_past_its_timeout_is_stopped_and_retried() {
+    let q = FakeQueue::new();
+    let id = push_n(&q, 1, json!({})).await[0];
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handle = builder(&q)
+        .job_timeout(Some(Duration::from_secs(2)))
+        .handler_fn(forever(dropped.clone()))
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(3), || counters.retried() == 1).await;
+    assert!(dropped.load(Ordering::SeqCst));
+    handle.shutdown(Duration::from_secs(1)).await;
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Pending);
+    assert!(job.last_error.unwrap().contains("timed out after 2s"));
 }
