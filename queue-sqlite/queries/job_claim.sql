@@ -1,0 +1,21 @@
+-- name: JobClaim
+-- Claims up to ?5 due pending jobs of queue ?1 in claim order, in one statement.
+-- Binds: ?1 queue, ?2 now, ?3 lease_expires_at, ?4 worker, ?5 limit.
+-- Each claimed row gets its own new lease token, a random UUID v4 made by SQLite
+-- (version nibble 4, variant bits 10), returned with the row.
+UPDATE queue_jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    lease_token = unhex(hex(randomblob(6)) || '4' || substr(hex(randomblob(2)), 2)
+                        || substr('89ab', 1 + (random() & 3), 1) || substr(hex(randomblob(8)), 2)),
+    lease_expires_at = ?3,
+    worker = ?4,
+    version = version + 1,
+    updated_at = ?2
+WHERE rowid IN (
+    SELECT rowid FROM queue_jobs
+    WHERE queue = ?1 AND state = 'pending' AND run_at <= ?2
+    ORDER BY priority DESC, run_at, id
+    LIMIT ?5
+)
+RETURNING id, queue, payload, priority, state, attempts, max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, dedup_key, created_at, updated_at, finished_at

@@ -1,0 +1,13 @@
+-- name: JobRetry
+-- A dead or cancelled job back to pending, due now, attempts reset. Binds: ?1 id, ?2 now.
+UPDATE queue_jobs
+SET state = 'pending',
+    attempts = 0,
+    run_at = ?2,
+    finished_at = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    version = version + 1,
+    updated_at = ?2
+WHERE id = ?1 AND state IN ('dead', 'cancelled')
+RETURNING queue

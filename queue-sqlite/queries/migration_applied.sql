@@ -1,0 +1,2 @@
+-- name: MigrationIsApplied
+SELECT 1 FROM queue_migrations WHERE version = ?

@@ -1,0 +1,2 @@
+-- name: SqliteVersion
+SELECT sqlite_version()

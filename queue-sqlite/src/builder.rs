@@ -1,0 +1,222 @@
+//! [`SqliteQueueBuilder`]: where the database file is and how to use it.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use queue_core::{
+    validate::redact_url, Capabilities, ClaimStrategy, Dialect, Error, Limits, Result, RetryPolicy,
+    WakeHub, Wakeups,
+};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error;
+use crate::queue::{Inner, SqliteQueue};
+use crate::LOG_TARGET;
+
+/// Configures and opens a [`SqliteQueue`]. Start with [`SqliteQueue::builder`].
+#[derive(Clone, Debug)]
+pub struct SqliteQueueBuilder {
+    target: String,
+    claim: ClaimStrategy,
+    retry: RetryPolicy,
+    limits: Limits,
+    max_connections: u32,
+    connect_timeout: Duration,
+    busy_timeout: Duration,
+    synchronous_full: bool,
+}
+
+impl SqliteQueueBuilder {
+    pub(crate) fn new(target: impl Into<String>) -> Self {
+        SqliteQueueBuilder {
+            target: target.into(),
+            claim: ClaimStrategy::WriteLock,
+            retry: RetryPolicy::default(),
+            limits: Limits::default(),
+            max_connections: 4,
+            connect_timeout: Duration::from_secs(5),
+            busy_timeout: Duration::from_secs(5),
+            synchronous_full: false,
+        }
+    }
+
+    /// How `pop` claims: [`ClaimStrategy::WriteLock`] (the default: one `UPDATE ... RETURNING`
+    /// under the database's write lock) or [`ClaimStrategy::Optimistic`] (read candidates, then
+    /// claim each with a version-guarded update). [`ClaimStrategy::SkipLocked`] does not exist in
+    /// SQLite and makes [`connect`](Self::connect) fail with [`Error::InvalidInput`].
+    pub fn claim_strategy(mut self, strategy: ClaimStrategy) -> Self {
+        self.claim = strategy;
+        self
+    }
+
+    /// The backoff applied by `fail`; default [`RetryPolicy::default`].
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// Size limits; default [`Limits::default`].
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Most read-only connections (for `get`, `list`, `stats` and optimistic candidates); default
+    /// 4. Writes always go through one connection, because SQLite allows one writer at a time.
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// How long to wait for a connection before [`Error::Unavailable`]; default 5 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a write waits for another process to release the database's write lock before
+    /// [`Error::Unavailable`] (`PRAGMA busy_timeout`); default 5 s.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// `PRAGMA synchronous = FULL` instead of the default `NORMAL`: every commit is fsynced, so
+    /// the last transactions survive a power loss too, at the cost of one fsync per commit.
+    /// With `NORMAL` (and WAL) commits survive process crashes but the most recent ones may be
+    /// lost if the machine loses power.
+    pub fn synchronous_full(mut self, full: bool) -> Self {
+        self.synchronous_full = full;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.claim == ClaimStrategy::SkipLocked {
+            return Err(Error::invalid(
+                "claim_strategy",
+                "SQLite has no row locks to skip; use write_lock or optimistic",
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(Error::invalid("max_connections", "must be at least 1"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::invalid("connect_timeout", "must be more than zero"));
+        }
+        if self.limits.max_batch == 0 {
+            return Err(Error::invalid("limits.max_batch", "must be at least 1"));
+        }
+        if self.limits.max_pop == 0 {
+            return Err(Error::invalid("limits.max_pop", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The connect options for the target: a `sqlite:` URL or a plain file path.
+    fn options(&self) -> Result<(SqliteConnectOptions, bool)> {
+        let t = self.target.trim();
+        if t.is_empty() {
+            return Err(Error::invalid("url", "must name a database file"));
+        }
+        if let Some(rest) = t.strip_prefix("sqlite:") {
+            let memory = rest.contains(":memory:") || rest.contains("mode=memory");
+            let opts = SqliteConnectOptions::from_str(t)
+                .map_err(|e| Error::invalid("url", format!("is not a valid sqlite URL ({e})")))?;
+            return Ok((opts, memory));
+        }
+        if let Some((scheme, _)) = t.split_once("://") {
+            return Err(Error::invalid(
+                "url",
+                format!("scheme {scheme:?} is not sqlite (expected sqlite://path or a file path)"),
+            ));
+        }
+        Ok((SqliteConnectOptions::new().filename(t), false))
+    }
+
+    /// Opens the database file (creating it when missing), switches it to WAL and starts the
+    /// writer connection and the read-only pool. Does not migrate; call
+    /// [`SqliteQueue::migrate`](queue_core::Queue::migrate).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad setting or URL; [`Error::Unavailable`] when the file
+    /// cannot be opened or created (e.g. its directory does not exist) within the connect
+    /// timeout.
+    pub async fn connect(self) -> Result<SqliteQueue> {
+        self.validate()?;
+        let (base, memory) = self.options()?;
+        let base = base
+            .busy_timeout(self.busy_timeout)
+            .synchronous(if self.synchronous_full {
+                SqliteSynchronous::Full
+            } else {
+                SqliteSynchronous::Normal
+            });
+        let writer_opts = base
+            .clone()
+            .create_if_missing(true)
+            .journal_mode(if memory {
+                SqliteJournalMode::Memory
+            } else {
+                SqliteJournalMode::Wal
+            });
+        // Waiting for the writer connection includes waiting for the writes queued before this
+        // one, so it gets the busy timeout on top of the connect timeout.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .acquire_timeout(self.connect_timeout + self.busy_timeout)
+            .connect_lazy_with(writer_opts);
+        let opened = tokio::time::timeout(self.connect_timeout, writer.acquire()).await;
+        match opened {
+            Ok(Ok(conn)) => drop(conn),
+            Ok(Err(e)) => return Err(error::db(e)),
+            Err(_) => {
+                return Err(Error::unavailable(format!(
+                    "could not open {} within {:?}",
+                    redact_url(&self.target),
+                    self.connect_timeout
+                )))
+            }
+        }
+        // An in-memory database exists only inside its connections, so readers share the writer.
+        let reader = if memory {
+            writer.clone()
+        } else {
+            SqlitePoolOptions::new()
+                .max_connections(self.max_connections)
+                .acquire_timeout(self.connect_timeout)
+                .connect_lazy_with(base.read_only(true))
+        };
+        let version: String = sqlx::query_scalar(crate::queue::sql::SQLITE_VERSION)
+            .fetch_one(&writer)
+            .await
+            .map_err(error::db)?;
+        tracing::debug!(
+            target: LOG_TARGET,
+            database = %redact_url(&self.target),
+            sqlite_version = %version,
+            claim = self.claim.as_str(),
+            "connected"
+        );
+        Ok(SqliteQueue::from_inner(Arc::new(Inner {
+            writer,
+            reader,
+            caps: Capabilities {
+                dialect: Dialect::Sqlite,
+                claim: self.claim,
+                wakeups: Wakeups::InProcess,
+                time_precision: Duration::from_micros(1),
+                transactions: false,
+                server_version: Some(version),
+                limits: self.limits.clone(),
+            },
+            retry: self.retry,
+            limits: self.limits,
+            hub: WakeHub::new(),
+            target: redact_url(&self.target),
+        })))
+    }
+}
