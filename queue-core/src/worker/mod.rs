@@ -20,8 +20,11 @@
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue and attempt.
 //!
-//! For throughput, give the worker a concurrency above its prefetch (about twice): then a pop
-//! runs while the previous batch's handlers finish, instead of after them.
+//! For throughput: one pop at a time claims at most `prefetch` jobs per database round trip, so
+//! short jobs are bound by `prefetch / pop latency`; raise the prefetch, or let several pops run
+//! at once with `pop_concurrency` (each claims from the free slots, so the concurrency limit
+//! still holds). A concurrency above the prefetch lets a pop run while the previous batch's
+//! handlers finish, instead of after them.
 //!
 //! No handler ever runs while the worker holds a database connection or transaction: the worker
 //! only calls the [`Queue`] trait, whose calls each complete before the handler starts.
@@ -72,7 +75,9 @@ mod runtime;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MIN_INTERVAL};
+pub use builder::{
+    WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MAX_POP_CONCURRENCY, MIN_INTERVAL,
+};
 pub use counters::{Counters, CountersSnapshot, ShutdownReport};
 pub use handler::{Handler, JobContext, JobError};
 pub use runtime::WorkerHandle;
@@ -87,6 +92,7 @@ pub(crate) struct Config {
     pub(crate) worker_id: String,
     pub(crate) concurrency: usize,
     pub(crate) prefetch: usize,
+    pub(crate) pop_concurrency: usize,
     pub(crate) lease: Duration,
     pub(crate) heartbeat: Duration,
     pub(crate) poll_min: Duration,

@@ -1,4 +1,4 @@
-//! The worker's tasks: the dispatcher that pops, one task per running job, the acknowledging
+//! The worker's tasks: the dispatchers that pop, one task per running job, the acknowledging
 //! task, the rescuer, and the supervisor that shuts them down in order.
 
 use std::panic::AssertUnwindSafe;
@@ -123,7 +123,9 @@ pub(super) fn start(
         "worker started"
     );
     let acker = tokio::spawn(acker(shared.clone(), ack_rx));
-    let dispatcher = tokio::spawn(dispatch(shared.clone(), stop_rx.clone()));
+    let dispatchers = (0..shared.config.pop_concurrency)
+        .map(|_| tokio::spawn(dispatch(shared.clone(), stop_rx.clone())))
+        .collect();
     let rescuer = shared
         .config
         .rescue_interval
@@ -134,7 +136,7 @@ pub(super) fn start(
         stop_tx,
         abort_tx,
         Tasks {
-            dispatcher,
+            dispatchers,
             acker,
             rescuer,
         },
@@ -147,7 +149,7 @@ pub(super) fn start(
 }
 
 struct Tasks {
-    dispatcher: JoinHandle<()>,
+    dispatchers: Vec<JoinHandle<()>>,
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
 }
@@ -170,9 +172,11 @@ async fn supervise(
         "worker shutting down"
     );
     let _ = stop.send(true);
-    // The dispatcher returns once a pop in progress has completed (its jobs are released); a
+    // A dispatcher returns once its pop in progress has completed (its jobs are released); a
     // pop that hangs past the deadline is dropped, and whatever it claimed is rescued later.
-    join_by(tasks.dispatcher, deadline, "dispatcher").await;
+    for dispatcher in tasks.dispatchers {
+        join_by(dispatcher, deadline, "dispatcher").await;
+    }
     if let Some(rescuer) = tasks.rescuer {
         join_by(rescuer, deadline, "rescuer").await;
     }

@@ -30,6 +30,8 @@ struct Row {
 #[derive(Default)]
 struct Calls {
     pop: AtomicU64,
+    pops_running: AtomicU64,
+    pops_peak: AtomicU64,
     ack: AtomicU64,
     ack_batch: AtomicU64,
     fail: AtomicU64,
@@ -233,7 +235,10 @@ impl Queue for FakeQueue {
         self.pop_limits.lock().unwrap().push(req.limit);
         let latency = *self.pop_latency.lock().unwrap();
         if !latency.is_zero() {
+            let running = self.calls.pops_running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.calls.pops_peak.fetch_max(running, Ordering::SeqCst);
             tokio::time::sleep(latency).await;
+            self.calls.pops_running.fetch_sub(1, Ordering::SeqCst);
         }
         self.up()?;
         if self
@@ -547,6 +552,11 @@ async fn builder_rejects_bad_input_naming_the_field() {
         ("concurrency", b().concurrency(MAX_CONCURRENCY + 1)),
         ("prefetch", b().prefetch(0)),
         ("prefetch", b().prefetch(101)),
+        ("pop_concurrency", b().pop_concurrency(0)),
+        (
+            "pop_concurrency",
+            b().pop_concurrency(MAX_POP_CONCURRENCY + 1),
+        ),
         ("lease", b().lease(Duration::from_millis(1))),
         ("lease", b().lease(Duration::from_secs(2 * 24 * 3600))),
         (
@@ -632,6 +642,7 @@ async fn completes_every_job_on_a_multi_threaded_runtime() {
     let handle = builder(&q)
         .concurrency(32)
         .prefetch(50)
+        .pop_concurrency(2)
         .handler_fn(noop())
         .build()
         .unwrap()
@@ -647,6 +658,7 @@ async fn completes_every_job_on_a_multi_threaded_runtime() {
 #[tokio::test(start_paused = true)]
 async fn concurrency_limit_is_never_exceeded_and_pops_fit_free_capacity() {
     let q = FakeQueue::new();
+    *q.pop_latency.lock().unwrap() = Duration::from_millis(3);
     push_n(&q, 300, json!({})).await;
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
@@ -654,6 +666,7 @@ async fn concurrency_limit_is_never_exceeded_and_pops_fit_free_capacity() {
     let handle = builder(&q)
         .concurrency(7)
         .prefetch(5)
+        .pop_concurrency(3)
         .handler_fn(move |_ctx| {
             let (r, p) = (r.clone(), p.clone());
             async move {
@@ -673,6 +686,8 @@ async fn concurrency_limit_is_never_exceeded_and_pops_fit_free_capacity() {
     let peak = peak.load(Ordering::SeqCst);
     assert!(peak <= 7, "{peak} handlers ran at once");
     assert!(peak >= 5, "handlers did not run concurrently (peak {peak})");
+    let pops_peak = q.calls.pops_peak.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&pops_peak), "{pops_peak} pops at once");
     let limits = q.pop_limits.lock().unwrap().clone();
     assert!(limits.iter().all(|&l| (1..=5).contains(&l)), "{limits:?}");
     assert_eq!(q.count(JobState::Completed), 300);
