@@ -1,0 +1,2 @@
+-- name: DbNow
+SELECT UTC_TIMESTAMP(6)

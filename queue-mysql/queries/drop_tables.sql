@@ -1,0 +1,2 @@
+-- name: DropTables
+DROP TABLE IF EXISTS {prefix}jobs, {prefix}migrations

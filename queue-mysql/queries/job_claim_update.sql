@@ -1,0 +1,13 @@
+-- name: JobClaimUpdate
+-- SkipLocked claim, step 2: lease the rows locked by step 1. Each row gets its own token:
+-- {token_cases} expands to `WHEN ? THEN ?` per row and {ids} to `?, ?, ...` (placeholders only).
+-- Assignments run left to right on MySQL and MariaDB; none reads a column assigned before it.
+UPDATE {prefix}jobs
+SET lease_token = CASE id {token_cases} END,
+    lease_expires_at = ?,
+    worker = ?,
+    attempts = attempts + 1,
+    version = version + 1,
+    updated_at = ?,
+    state = 'running'
+WHERE id IN ({ids}) AND state = 'pending'

@@ -1,0 +1,7 @@
+-- name: JobInsert
+-- One row; push_batch repeats the VALUES tuple for multi-row inserts.
+-- run_at = the database's now + a delay in microseconds.
+INSERT INTO {prefix}jobs
+    (id, queue, payload, priority, state, attempts, max_attempts, run_at, dedup_key, version, created_at, updated_at)
+VALUES
+    (?, ?, ?, ?, 'pending', 0, ?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6)), ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))

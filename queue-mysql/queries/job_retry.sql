@@ -1,0 +1,13 @@
+-- name: JobRetry
+-- Redrive a dead or cancelled job; fails with 1062 on dedup_live when a live job holds its key.
+UPDATE {prefix}jobs
+SET attempts = 0,
+    run_at = UTC_TIMESTAMP(6),
+    finished_at = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    worker = NULL,
+    updated_at = UTC_TIMESTAMP(6),
+    version = version + 1,
+    state = 'pending'
+WHERE id = ? AND state IN ('dead', 'cancelled')

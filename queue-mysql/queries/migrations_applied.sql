@@ -1,0 +1,2 @@
+-- name: MigrationsApplied
+SELECT version FROM {prefix}migrations ORDER BY version

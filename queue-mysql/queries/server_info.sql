@@ -1,0 +1,2 @@
+-- name: ServerInfo
+SELECT VERSION(), @@max_allowed_packet
