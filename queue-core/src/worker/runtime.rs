@@ -254,7 +254,7 @@ async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 Err(_) => break,
             },
         };
-        if shared.permits.available_permits() + 1 < cfg.prefetch {
+        if shared.permits.available_permits() + 1 < cfg.prefetch.min(cfg.concurrency) {
             // Saturated: let handlers that are about to finish do so, so the pop claims a
             // batch rather than one job per completion.
             tokio::task::yield_now().await;
