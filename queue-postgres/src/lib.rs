@@ -1,1 +1,16 @@
-//! Placeholder.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod builder;
+mod error;
+mod listen;
+mod migrate;
+mod queue;
+mod sql;
+
+pub use builder::PostgresQueueBuilder;
+pub use queue::PostgresQueue;
+
+/// The target of every log line this crate writes, for filtering.
+pub const LOG_TARGET: &str = "queue::postgres";

@@ -1,0 +1,22 @@
+-- name: JobClaim
+-- Claims up to $2 due pending jobs of queue $1 in one statement. The MATERIALIZED CTE locks at
+-- most $2 rows (skipping rows other claimers hold) before the UPDATE touches any; each claimed
+-- row gets its own lease token. $3: lease in microseconds; $4: worker.
+WITH c AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = $1 AND state = 'pending' AND run_at <= now()
+    ORDER BY priority DESC, run_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs j
+SET state = 'running',
+    attempts = j.attempts + 1,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + $3::bigint * interval '1 microsecond',
+    worker = $4,
+    version = j.version + 1,
+    updated_at = now()
+FROM c
+WHERE j.id = c.id
+RETURNING j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at

@@ -1,0 +1,7 @@
+-- name: JobFailRetry
+-- Back to pending, due $3 microseconds from now, with the failure recorded in last_error ($4).
+UPDATE {schema}.jobs
+SET state = 'pending', run_at = now() + $3::bigint * interval '1 microsecond',
+    last_error = $4, updated_at = now(),
+    lease_token = NULL, lease_expires_at = NULL, version = version + 1
+WHERE id = $1 AND lease_token = $2 AND state = 'running'

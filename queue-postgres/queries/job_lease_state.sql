@@ -1,0 +1,3 @@
+-- name: JobLeaseState
+-- Why a fenced transition changed nothing: the job's state now (no row: the job is gone).
+SELECT state FROM {schema}.jobs WHERE id = $1

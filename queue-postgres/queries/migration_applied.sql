@@ -1,0 +1,2 @@
+-- name: MigrationApplied
+SELECT version FROM {schema}.migrations ORDER BY version

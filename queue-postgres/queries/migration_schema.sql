@@ -1,0 +1,2 @@
+-- name: MigrationSchema
+CREATE SCHEMA IF NOT EXISTS {schema}

@@ -1,0 +1,2 @@
+-- name: Now
+SELECT now()

@@ -1,0 +1,2 @@
+-- name: ServerVersion
+SHOW server_version

@@ -1,0 +1,155 @@
+//! Cross-process wake-ups: one background task per queue value LISTENs on the schema's channel
+//! and forwards each notification (whose payload is a queue name) into the [`WakeHub`].
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use queue_core::WakeHub;
+use sqlx::postgres::PgListener;
+use sqlx::PgPool;
+use tokio::task::JoinHandle;
+
+const LOG: &str = "queue::postgres";
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The listener task of one queue value: started on the first `wait_for_work`, aborted when the
+/// last clone of the queue value is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Listener {
+    task: Mutex<Option<JoinHandle<()>>>,
+    /// Queues someone has waited on; woken after every (re)connect, because notifications sent
+    /// while no LISTEN was active are lost.
+    watched: Arc<Mutex<HashSet<String>>>,
+    connected: Arc<AtomicBool>,
+}
+
+impl Listener {
+    /// Starts the task unless it runs already, and remembers `queue` as watched.
+    pub(crate) fn ensure(&self, queue: &str, pool: &PgPool, channel: &str, hub: &Arc<WakeHub>) {
+        {
+            let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+            if !watched.contains(queue) {
+                watched.insert(queue.to_owned());
+            }
+        }
+        let mut task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        if task.is_none() {
+            *task = Some(tokio::spawn(run(
+                pool.clone(),
+                channel.to_owned(),
+                hub.clone(),
+                self.watched.clone(),
+                self.connected.clone(),
+            )));
+        }
+    }
+
+    /// Whether a LISTEN connection is up right now.
+    pub(crate) fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    // Reconnecting is this task's job (with backoff and a wake-up of every watched queue).
+    listener.eager_reconnect(false);
+    listener.listen(channel).await?;
+    Ok(listener)
+}
+
+/// Listens until the task is aborted. While the connection is down, waiters fall back to their
+/// poll timeout; the task reconnects with jittered exponential backoff.
+async fn run(
+    pool: PgPool,
+    channel: String,
+    hub: Arc<WakeHub>,
+    watched: Arc<Mutex<HashSet<String>>>,
+    connected: Arc<AtomicBool>,
+) {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match connect(&pool, &channel).await {
+            Ok(mut listener) => {
+                connected.store(true, Ordering::Relaxed);
+                backoff = MIN_BACKOFF;
+                tracing::debug!(target: LOG, channel, "listening");
+                // Anything pushed before this LISTEN was active sent its notification to no one:
+                // let every waiter look once.
+                let queues: Vec<String> = watched
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .cloned()
+                    .collect();
+                for q in &queues {
+                    hub.notify(q, 1);
+                }
+                loop {
+                    match listener.try_recv().await {
+                        Ok(Some(n)) => hub.notify(n.payload(), 1),
+                        Ok(None) => {
+                            tracing::warn!(target: LOG, channel, "listener connection lost; polling until it is back");
+                            break;
+                        }
+                        Err(error) => {
+                            tracing::warn!(target: LOG, channel, %error, "listener failed; polling until it is back");
+                            break;
+                        }
+                    }
+                }
+                connected.store(false, Ordering::Relaxed);
+            }
+            Err(error) => {
+                tracing::warn!(target: LOG, channel, %error, retry_in = ?backoff, "cannot listen");
+            }
+        }
+        let jitter = backoff.mul_f64(fastrand::f64() * 0.5);
+        tokio::time::sleep(backoff + jitter).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// The notification channel of a schema. A channel name, like an identifier, has at most 63
+/// bytes; a schema name too long for the suffix gets a hash instead, so schemas never share one.
+pub(crate) fn channel_name(schema: &str) -> String {
+    const SUFFIX: &str = "_queue_jobs";
+    if schema.len() + SUFFIX.len() <= 63 {
+        return format!("{schema}{SUFFIX}");
+    }
+    // FNV-1a: stable across builds and platforms, unlike std's hasher.
+    let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}_{hash:016x}", &schema[..63 - 17])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_names_fit_and_differ() {
+        assert_eq!(channel_name("queue"), "queue_queue_jobs");
+        let a = channel_name(&"a".repeat(63));
+        let b = channel_name(&format!("{}b", "a".repeat(62)));
+        assert!(a.len() <= 63 && b.len() <= 63);
+        assert_ne!(a, b);
+    }
+}
