@@ -1,7 +1,7 @@
 -- name: JobSetCompletedManyIfRunning
--- Completes every (id, lease_token) pair still running. The `(?, ?)` tuple after VALUES is
--- repeated once per lease. Binds: now (finished_at), now (updated_at), then id and
--- lease_token per lease.
+-- Completes every job whose (id, lease_token) pair is listed and still running; each pair is
+-- looked up by primary key. The `(?, ?)` tuple after VALUES is repeated once per lease.
+-- Binds: now (finished_at), now (updated_at), then id and lease_token per lease.
 UPDATE queue_jobs
 SET state = 'completed',
     finished_at = ?,
@@ -9,6 +9,9 @@ SET state = 'completed',
     lease_expires_at = NULL,
     version = version + 1,
     updated_at = ?
-WHERE state = 'running' AND (id, lease_token) IN (VALUES
+FROM (VALUES
 (?, ?)
-)
+) AS leases
+WHERE queue_jobs.id = leases.column1
+  AND queue_jobs.lease_token = leases.column2
+  AND queue_jobs.state = 'running'

@@ -160,6 +160,8 @@ impl SqliteQueueBuilder {
             } else {
                 SqliteJournalMode::Wal
             });
+        // An embedded connection cannot be dropped by a peer, so the pool's ping before every
+        // acquire (`test_before_acquire`) would only add a round trip to each call.
         // Waiting for the writer connection includes waiting for the writes queued before this
         // one, so it gets the busy timeout on top of the connect timeout.
         let writer = SqlitePoolOptions::new()
@@ -167,6 +169,7 @@ impl SqliteQueueBuilder {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
+            .test_before_acquire(false)
             .acquire_timeout(self.connect_timeout + self.busy_timeout)
             .connect_lazy_with(writer_opts);
         let opened = tokio::time::timeout(self.connect_timeout, writer.acquire()).await;
@@ -187,6 +190,7 @@ impl SqliteQueueBuilder {
         } else {
             SqlitePoolOptions::new()
                 .max_connections(self.max_connections)
+                .test_before_acquire(false)
                 .acquire_timeout(self.connect_timeout)
                 .connect_lazy_with(base.read_only(true))
         };

@@ -5,11 +5,14 @@
 //! block the writer, thanks to WAL. Transactions of more than one statement start with
 //! `BEGIN IMMEDIATE`, which takes the write lock before reading, so a transaction never has to
 //! upgrade a read lock (the upgrade is what can fail with `SQLITE_BUSY` without waiting).
+//! A single writing statement runs in autocommit mode, where SQLite takes the write lock at the
+//! start of the statement in the same way, so it needs no explicit transaction.
 //!
 //! Time: SQLite has no clock of its own, so "the database clock" is this host's clock, read in
 //! Rust at microsecond precision and bound into each statement as INTEGER microseconds since
 //! the Unix epoch (UTC).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use queue_core::{
     Result, RetryPolicy, WakeHub,
 };
 use serde_json::value::RawValue;
-use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -148,29 +151,26 @@ impl SqliteQueue {
         }
     }
 
+    /// The write-lock claim: one `UPDATE ... RETURNING` statement. It runs in autocommit mode,
+    /// which for a single writing statement is the same as wrapping it in `BEGIN IMMEDIATE`:
+    /// SQLite opens the statement's transaction with write intent, taking the write lock (and
+    /// waiting for it under the busy timeout) before it reads anything, and commits when the
+    /// statement finishes. Skipping the explicit `BEGIN`/`COMMIT` saves two calls per pop.
     async fn claim_write_lock(
         &self,
         req: &PopRequest,
         now: i64,
         expires: i64,
     ) -> Result<Vec<SqliteRow>> {
-        let mut tx = self
-            .inner
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db)?;
-        let rows = sqlx::query(sql::JOB_CLAIM)
+        sqlx::query(sql::JOB_CLAIM)
             .bind(&req.queue)
             .bind(now)
             .bind(expires)
             .bind(&req.worker)
             .bind(req.limit as i64)
-            .fetch_all(&mut *tx)
+            .fetch_all(&self.inner.writer)
             .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        Ok(rows)
+            .map_err(db)
     }
 
     async fn claim_optimistic(
@@ -223,29 +223,6 @@ impl SqliteQueue {
             tracing::trace!(target: LOG_TARGET, queue = %req.queue, lost, "optimistic claim lost candidates; reading again");
         }
         Ok(claimed)
-    }
-
-    /// After a rejected batch insert: the `(queue, dedup_key)` of `jobs` that a live job holds.
-    async fn find_dedup_clash<'a>(
-        conn: &mut sqlx::SqliteConnection,
-        jobs: &'a [NewJob],
-    ) -> Option<(&'a str, &'a str)> {
-        for job in jobs {
-            if let Some(key) = job.dedup_key_value() {
-                let live = sqlx::query(sql::JOB_DEDUP_LIVE)
-                    .bind(job.queue())
-                    .bind(key)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some();
-                if live {
-                    return Some((job.queue(), key));
-                }
-            }
-        }
-        None
     }
 
     fn notify_pushed<'a>(&self, queues: impl Iterator<Item = &'a str>) {
@@ -353,8 +330,63 @@ fn repeat_tuple(statement: &str, rows: usize) -> String {
     out
 }
 
+/// Inserts `jobs` with one multi-row `INSERT` (the caller keeps them under the parameter limit).
+async fn insert_rows(conn: &mut SqliteConnection, jobs: &[NewJob], now: i64) -> Result<()> {
+    let now_time = to_time(now)?;
+    let statement = if jobs.len() == 1 {
+        Cow::Borrowed(sql::JOB_INSERT)
+    } else {
+        Cow::Owned(repeat_tuple(sql::JOB_INSERT, jobs.len()))
+    };
+    let mut q = sqlx::query(&statement);
+    for job in jobs {
+        let run_at = now.saturating_add(micros(job.delay_from(now_time)));
+        q = q
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.payload_json())
+            .bind(job.priority_value())
+            .bind(i64::from(job.max_attempts_value()))
+            .bind(run_at)
+            .bind(job.dedup_key_value())
+            .bind(now)
+            .bind(now);
+    }
+    match q.execute(&mut *conn).await {
+        Ok(_) => Ok(()),
+        Err(e) if error::is_dedup_violation(&e) => {
+            let clash = find_dedup_clash(conn, jobs).await;
+            Err(error::map(e, clash))
+        }
+        Err(e) => Err(db(e)),
+    }
+}
+
+/// After a rejected insert: the `(queue, dedup_key)` of `jobs` that a live job holds.
+async fn find_dedup_clash<'a>(
+    conn: &mut SqliteConnection,
+    jobs: &'a [NewJob],
+) -> Option<(&'a str, &'a str)> {
+    for job in jobs {
+        if let Some(key) = job.dedup_key_value() {
+            let live = sqlx::query(sql::JOB_DEDUP_LIVE)
+                .bind(job.queue())
+                .bind(key)
+                .fetch_optional(&mut *conn)
+                .await
+                .ok()
+                .flatten()
+                .is_some();
+            if live {
+                return Some((job.queue(), key));
+            }
+        }
+    }
+    None
+}
+
 /// The state of job `id`, `None` when there is no such job.
-async fn job_state(conn: &mut sqlx::SqliteConnection, id: JobId) -> Result<Option<JobState>> {
+async fn job_state(conn: &mut SqliteConnection, id: JobId) -> Result<Option<JobState>> {
     let state: Option<String> = sqlx::query_scalar(sql::JOB_STATE)
         .bind(id.0)
         .fetch_optional(conn)
@@ -419,44 +451,23 @@ impl Queue for SqliteQueue {
             });
         }
         let now = now_micros();
-        let now_time = to_time(now)?;
         let rows_per_chunk = MAX_PARAMS / INSERT_PARAMS;
-        let mut tx = self
-            .inner
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db)?;
-        for chunk in jobs.chunks(rows_per_chunk) {
-            let statement = if chunk.len() == 1 {
-                sql::JOB_INSERT.to_owned()
-            } else {
-                repeat_tuple(sql::JOB_INSERT, chunk.len())
-            };
-            let mut q = sqlx::query(&statement);
-            for job in chunk {
-                let run_at = now.saturating_add(micros(job.delay_from(now_time)));
-                q = q
-                    .bind(job.id().0)
-                    .bind(job.queue())
-                    .bind(job.payload_json())
-                    .bind(job.priority_value())
-                    .bind(i64::from(job.max_attempts_value()))
-                    .bind(run_at)
-                    .bind(job.dedup_key_value())
-                    .bind(now)
-                    .bind(now);
+        if jobs.len() <= rows_per_chunk {
+            // One statement is atomic by itself.
+            let mut conn = self.inner.writer.acquire().await.map_err(db)?;
+            insert_rows(&mut conn, &jobs, now).await?;
+        } else {
+            let mut tx = self
+                .inner
+                .writer
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(db)?;
+            for chunk in jobs.chunks(rows_per_chunk) {
+                insert_rows(&mut tx, chunk, now).await?;
             }
-            if let Err(e) = q.execute(&mut *tx).await {
-                if error::is_dedup_violation(&e) {
-                    if let Some(clash) = Self::find_dedup_clash(&mut tx, chunk).await {
-                        return Err(error::map(e, Some(clash)));
-                    }
-                }
-                return Err(db(e));
-            }
+            tx.commit().await.map_err(db)?;
         }
-        tx.commit().await.map_err(db)?;
         self.notify_pushed(jobs.iter().map(|j| j.queue()));
         Ok(jobs.iter().map(|j| j.id()).collect())
     }
