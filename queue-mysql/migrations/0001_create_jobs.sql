@@ -5,6 +5,9 @@
 -- dedup_live is the dedup key while the job is live (pending or running) and NULL otherwise; the
 -- unique index on (queue, dedup_live) gives "unique among live jobs" without partial indexes
 -- (a UNIQUE index admits any number of NULLs on both servers).
+-- claim_priority is -priority, so the claim order `priority DESC, run_at, id` is an all-ascending
+-- index scan on every server: MariaDB before 10.8 and MySQL before 8.0 parse but ignore DESC in
+-- index definitions, and a claim that has to sort would lock every due row it reads.
 CREATE TABLE IF NOT EXISTS {prefix}jobs (
     id               BINARY(16)    NOT NULL,
     queue            VARCHAR(128)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -21,13 +24,14 @@ CREATE TABLE IF NOT EXISTS {prefix}jobs (
     dedup_key        VARCHAR(255)  CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
     dedup_live       VARCHAR(255)  CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
                      AS (IF(state IN ('pending', 'running'), dedup_key, NULL)) STORED,
+    claim_priority   BIGINT        AS (-CAST(priority AS SIGNED)) STORED,
     version          BIGINT        NOT NULL DEFAULT 0,
     created_at       DATETIME(6)   NOT NULL,
     updated_at       DATETIME(6)   NOT NULL,
     finished_at      DATETIME(6)   NULL,
     PRIMARY KEY (id),
     UNIQUE KEY dedup_live (queue, dedup_live),
-    KEY claim (queue, state, priority DESC, run_at, id),
+    KEY claim (queue, state, claim_priority, run_at, id),
     KEY lease_expiry (state, lease_expires_at),
     KEY finished (state, finished_at)
 ) ENGINE = InnoDB DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin

@@ -12,6 +12,10 @@ use sqlx::Executor;
 use crate::error;
 use crate::queue::{Inner, MySqlQueue, ServerInfo};
 
+/// Longest table prefix: MySQL and MariaDB table names are at most 64 characters, and the
+/// longest name made from it is `{prefix}migrations`.
+const MAX_PREFIX: usize = 64 - "migrations".len();
+
 /// Configures and connects a [`MySqlQueue`]. Made by [`MySqlQueue::builder`].
 #[derive(Clone, Debug)]
 pub struct MySqlQueueBuilder {
@@ -116,6 +120,15 @@ impl MySqlQueueBuilder {
     /// [`Error::Unavailable`] when no connection could be made within the connect timeout.
     pub async fn connect(self) -> Result<MySqlQueue> {
         validate::identifier("table_prefix", &self.table_prefix)?;
+        if self.table_prefix.len() > MAX_PREFIX {
+            return Err(Error::invalid(
+                "table_prefix",
+                format!(
+                    "must be at most {MAX_PREFIX} characters (table names are at most 64, \
+                     and the longest suffix is `migrations`)"
+                ),
+            ));
+        }
         if self.max_connections == 0 {
             return Err(Error::invalid("max_connections", "must be at least 1"));
         }

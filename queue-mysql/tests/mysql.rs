@@ -123,6 +123,12 @@ async fn builder_rejects_bad_settings() {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "table_prefix"));
     let err = MySqlQueue::builder(url())
+        .table_prefix("p".repeat(55))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "table_prefix"));
+    let err = MySqlQueue::builder(url())
         .claim_strategy(ClaimStrategy::WriteLock)
         .connect()
         .await
@@ -395,6 +401,24 @@ async fn lifecycle_in_both_strategies() {
         assert_eq!(n, 2);
         assert_eq!(count(&q, "state IN ('completed','cancelled')").await, 0);
         assert_eq!(count(&q, "1=1").await, 2);
+        q.drop_tables().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn extreme_priorities_keep_their_order() {
+    for strategy in BOTH {
+        let Some(q) = queue(strategy).await else {
+            return;
+        };
+        let min = q.push(job("x", 1).priority(i32::MIN)).await.unwrap();
+        let zero = q.push(job("x", 2)).await.unwrap();
+        let max = q.push(job("x", 3).priority(i32::MAX)).await.unwrap();
+        let zero2 = q.push(job("x", 4)).await.unwrap();
+        let got = q.pop(PopRequest::new("x").limit(10)).await.unwrap();
+        let ids: Vec<_> = got.iter().map(|l| l.job.id).collect();
+        assert_eq!(ids, vec![max, zero, zero2, min], "{strategy:?}");
+        assert_eq!(got[3].job.priority, i32::MIN);
         q.drop_tables().await.unwrap();
     }
 }
@@ -706,6 +730,7 @@ async fn concurrent_poppers_get_every_job_exactly_once() {
             .collect();
         q.push_batch(jobs).await.unwrap();
 
+        let started = std::time::Instant::now();
         let producing = Arc::new(AtomicBool::new(true));
         let producer = {
             let q = q.clone();
@@ -778,6 +803,10 @@ async fn concurrent_poppers_get_every_job_exactly_once() {
             total as i64
         );
         assert_eq!(count(&q, "state <> 'completed'").await, 0);
+        eprintln!(
+            "{strategy:?}: {total} jobs, 32 poppers, {:?}",
+            started.elapsed()
+        );
         q.drop_tables().await.unwrap();
     }
 }
@@ -830,7 +859,7 @@ async fn schema_uses_the_claim_index() {
     .unwrap();
     let sql = format!(
         "EXPLAIN SELECT id FROM {} WHERE queue = 'x' AND state = 'pending' \
-         AND run_at <= UTC_TIMESTAMP(6) ORDER BY priority DESC, run_at, id LIMIT 10 \
+         AND run_at <= UTC_TIMESTAMP(6) ORDER BY claim_priority, run_at, id LIMIT 10 \
          FOR UPDATE SKIP LOCKED",
         q.jobs_table()
     );
