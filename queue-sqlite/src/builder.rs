@@ -213,7 +213,7 @@ impl SqliteQueueBuilder {
                 claim: self.claim,
                 wakeups: Wakeups::InProcess,
                 time_precision: Duration::from_micros(1),
-                transactions: false,
+                transactions: true,
                 server_version: Some(version),
                 limits: self.limits.clone(),
             },

@@ -29,7 +29,7 @@ use queue_core::{
 };
 use serde_json::value::RawValue;
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
-use sqlx::Row;
+use sqlx::{Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use crate::builder::SqliteQueueBuilder;
@@ -117,6 +117,87 @@ impl SqliteQueue {
     /// database file (they queue behind the queue's writes).
     pub fn writer_pool(&self) -> &SqlitePool {
         &self.inner.writer
+    }
+
+    /// Starts a transaction with `BEGIN IMMEDIATE` on the queue's writer connection, for
+    /// [`push_in_tx`](Self::push_in_tx), [`complete_in_tx`](Self::complete_in_tx) and your own
+    /// statements on the same file. Commit or roll it back promptly: it holds the only writer
+    /// connection, so while it is open every other write of this queue value waits (do not call
+    /// the queue's ordinary methods that write, such as `push`, while holding it).
+    ///
+    /// A transaction of your own on another connection to the same file works too; start it
+    /// with `BEGIN IMMEDIATE` so it takes the write lock before it reads.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] when the write lock or connection is not free in time.
+    pub async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.inner
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db)
+    }
+
+    /// Pushes `job` inside the caller's transaction: the job exists iff `tx` commits. Workers
+    /// of this process are not woken at the commit; they find the job at their next poll.
+    ///
+    /// # Errors
+    /// As [`Queue::push`].
+    pub async fn push_in_tx(&self, tx: &mut Transaction<'_, Sqlite>, job: NewJob) -> Result<JobId> {
+        job.validate(&self.inner.limits)?;
+        insert_rows(tx, std::slice::from_ref(&job), now_micros()).await?;
+        Ok(job.id())
+    }
+
+    /// Pushes every job of `jobs` inside the caller's transaction: all exist iff `tx` commits.
+    ///
+    /// # Errors
+    /// As [`Queue::push_batch`]. After an error the rows of earlier chunks may be in `tx`; roll
+    /// it back.
+    pub async fn push_batch_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<JobId>> {
+        validate_batch(&jobs, &self.inner.limits)?;
+        if let Some((queue, key)) = duplicate_in_batch(&jobs) {
+            return Err(Error::Duplicate {
+                queue: queue.to_owned(),
+                dedup_key: key.to_owned(),
+            });
+        }
+        let now = now_micros();
+        for chunk in jobs.chunks(MAX_PARAMS / INSERT_PARAMS) {
+            insert_rows(tx, chunk, now).await?;
+        }
+        Ok(jobs.iter().map(|j| j.id()).collect())
+    }
+
+    /// Marks the leased job completed inside the caller's transaction, so the handler's own
+    /// writes and the completion commit together or not at all (exactly-once effects).
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`] when the lease is no longer current: nothing
+    /// was changed, and the caller should roll back its own writes.
+    pub async fn complete_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        lease: &Lease,
+    ) -> Result<()> {
+        let r = sqlx::query(sql::JOB_ACK)
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .bind(now_micros())
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        if r.rows_affected() == 1 {
+            return Ok(());
+        }
+        Err(match job_state(tx, lease.job_id).await? {
+            Some(JobState::Cancelled) => Error::Cancelled { job: lease.job_id },
+            _ => Error::LeaseLost { job: lease.job_id },
+        })
     }
 
     /// Closes every connection; later calls fail with [`Error::Unavailable`].
