@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,9 @@ const LOG: &str = "queue::mysql";
 const INSERT_CHUNK_ROWS: usize = 500;
 /// Rows deleted per `prune` statement.
 const PRUNE_CHUNK: u64 = 5_000;
+/// Optimistic claim: after a lost race, this many fully successful claims pass before the
+/// claimer returns to the exact order.
+const CONTENTION_MEMORY: u32 = 16;
 /// Optimistic claim: most rounds of "read candidates, try to claim them" per `pop`.
 const OPTIMISTIC_ROUNDS: usize = 8;
 
@@ -127,6 +131,8 @@ pub(crate) struct Statements {
     claim_update: String,
     candidates: String,
     claim_optimistic: String,
+    claim_optimistic_batch: String,
+    lease_tokens: String,
     ack: String,
     ack_batch: String,
     state: String,
@@ -167,6 +173,11 @@ impl Statements {
             claim_update: load(include_str!("../queries/job_claim_update.sql"), p),
             candidates: load(include_str!("../queries/job_candidates.sql"), p),
             claim_optimistic: load(include_str!("../queries/job_claim_optimistic.sql"), p),
+            claim_optimistic_batch: load(
+                include_str!("../queries/job_claim_optimistic_batch.sql"),
+                p,
+            ),
+            lease_tokens: load(include_str!("../queries/job_lease_tokens.sql"), p),
             ack: load(include_str!("../queries/job_ack.sql"), p),
             ack_batch: load(include_str!("../queries/job_ack_batch.sql"), p),
             state: load(include_str!("../queries/job_state.sql"), p),
@@ -213,6 +224,18 @@ impl Statements {
             .replace("{ids}", &placeholders(rows))
     }
 
+    fn claim_optimistic_batch(&self, rows: usize) -> String {
+        let cases = vec!["WHEN ? THEN ?"; rows].join(" ");
+        self.claim_optimistic_batch
+            .replace("{token_cases}", &cases)
+            .replace("{version_cases}", &cases)
+            .replace("{ids}", &placeholders(rows))
+    }
+
+    fn lease_tokens(&self, rows: usize) -> String {
+        self.lease_tokens.replace("{ids}", &placeholders(rows))
+    }
+
     fn ack_batch(&self, rows: usize) -> String {
         self.ack_batch
             .replace("{ids}", &placeholders(rows))
@@ -240,6 +263,8 @@ pub(crate) struct Inner {
     retry_policy: RetryPolicy,
     limits: Limits,
     lock_retries: u32,
+    /// Optimistic claim: how many more claims pick at random after the last lost race.
+    contention: AtomicU32,
 }
 
 impl Inner {
@@ -270,6 +295,7 @@ impl Inner {
             retry_policy,
             limits,
             lock_retries,
+            contention: AtomicU32::new(0),
         }
     }
 }
@@ -647,67 +673,137 @@ impl MySqlQueue {
             .collect())
     }
 
-    /// Optimistic claim: read due candidates without locks, then claim each with an UPDATE
-    /// guarded by its version (autocommit); one row changed = claimed. After the first lost
-    /// race the remaining candidates are tried in random order, so concurrent claimers spread
-    /// out instead of all chasing the same rows; a single claimer keeps the exact order.
+    /// Optimistic claim: read due candidates without locks, then claim them with an autocommit
+    /// UPDATE guarded by each row's version; a row changed = claimed (one candidate: one row
+    /// changed; several: one statement, and the rows carrying our tokens are ours). A claimer
+    /// that lost races lately picks at random among a wider window of due rows, so concurrent
+    /// claimers spread out instead of all chasing the head of the queue; an uncontended claimer
+    /// keeps the exact claim order.
     async fn claim_optimistic(&self, req: &PopRequest) -> Result<Vec<Leased>> {
-        let sql = &self.inner.sql;
-        let pool = &self.inner.pool;
         let mut claimed = Vec::new();
         for _ in 0..OPTIMISTIC_ROUNDS {
             let want = req.limit - claimed.len();
-            let fetch = want + want.min(32);
-            let rows = sqlx::query(&sql.candidates)
+            let contended = self.inner.contention.load(AtomicOrdering::Relaxed) > 0;
+            let fetch = if contended { want * 2 + 16 } else { want };
+            let rows = sqlx::query(&self.inner.sql.candidates)
                 .bind(&req.queue)
                 .bind(fetch as u64)
-                .fetch_all(pool)
+                .fetch_all(&self.inner.pool)
                 .await
                 .map_err(error::map)?;
+            if rows.is_empty() {
+                break;
+            }
             let mut candidates = rows
                 .iter()
                 .map(Candidate::from_row)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(error::map)?;
-            let mut lost_race = false;
-            let mut i = 0;
-            while i < candidates.len() && claimed.len() < req.limit {
-                let c = &candidates[i];
-                let token = Uuid::new_v4();
-                let now = c.db_now;
-                let expires_at = now + chrono_micros(req.lease);
-                let done = sqlx::query(&sql.claim_optimistic)
-                    .bind(token)
-                    .bind(expires_at)
-                    .bind(&req.worker)
-                    .bind(now)
-                    .bind(c.job.id.0)
-                    .bind(c.version)
-                    .execute(pool)
-                    .await;
-                let won = match done {
-                    Ok(d) => d.rows_affected() == 1,
-                    // The single-row statement was rolled back: the row is simply not ours.
-                    Err(e) if error::is_lock_conflict(&e) => false,
-                    Err(e) => return Err(error::map(e)),
-                };
-                if won {
-                    // `remove`, not `swap_remove`: the claim order matters.
-                    let c = candidates.remove(i);
-                    claimed.push(c.into_leased(token, now, expires_at, &req.worker));
-                    continue;
-                }
-                if !lost_race {
-                    lost_race = true;
-                    fastrand::shuffle(&mut candidates[i + 1..]);
-                }
-                i += 1;
+            if contended {
+                fastrand::shuffle(&mut candidates);
             }
-            if claimed.len() >= req.limit || !lost_race {
+            candidates.truncate(want);
+            let tried = candidates.len();
+            let won = self.claim_versions(req, candidates).await?;
+            let all_won = won.len() == tried;
+            claimed.extend(won);
+            if all_won {
+                // Decay: a claimer that stops losing returns to the exact order.
+                let _ = self.inner.contention.fetch_update(
+                    AtomicOrdering::Relaxed,
+                    AtomicOrdering::Relaxed,
+                    |c| c.checked_sub(1),
+                );
+                // Every row tried was won: either the limit is reached or nothing more was due.
+                break;
+            } else {
+                self.inner
+                    .contention
+                    .store(CONTENTION_MEMORY, AtomicOrdering::Relaxed);
+            }
+            if claimed.len() >= req.limit {
                 break;
             }
         }
         Ok(claimed)
+    }
+
+    /// Claims `candidates` if their versions are unchanged; returns the ones won, in order.
+    async fn claim_versions(
+        &self,
+        req: &PopRequest,
+        candidates: Vec<Candidate>,
+    ) -> Result<Vec<Leased>> {
+        let Some(first) = candidates.first() else {
+            return Ok(Vec::new());
+        };
+        let sql = &self.inner.sql;
+        let pool = &self.inner.pool;
+        let now = first.db_now;
+        let expires_at = now + chrono_micros(req.lease);
+        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let done = if candidates.len() == 1 {
+            sqlx::query(&sql.claim_optimistic)
+                .bind(tokens[0])
+                .bind(expires_at)
+                .bind(&req.worker)
+                .bind(now)
+                .bind(first.job.id.0)
+                .bind(first.version)
+                .execute(pool)
+                .await
+        } else {
+            let update = sql.claim_optimistic_batch(candidates.len());
+            let mut q = sqlx::query(&update);
+            for (c, token) in candidates.iter().zip(&tokens) {
+                q = q.bind(c.job.id.0).bind(*token);
+            }
+            q = q.bind(expires_at).bind(&req.worker).bind(now);
+            for c in &candidates {
+                q = q.bind(c.job.id.0);
+            }
+            for c in &candidates {
+                q = q.bind(c.job.id.0).bind(c.version);
+            }
+            q.execute(pool).await
+        };
+        let changed = match done {
+            Ok(d) => d.rows_affected(),
+            // The autocommit statement was rolled back as a whole: nothing is ours.
+            Err(e) if error::is_lock_conflict(&e) => 0,
+            Err(e) => return Err(error::map(e)),
+        };
+        let won: Vec<bool> = if changed == candidates.len() as u64 {
+            vec![true; candidates.len()]
+        } else if changed == 0 {
+            vec![false; candidates.len()]
+        } else {
+            let lookup = sql.lease_tokens(candidates.len());
+            let mut q = sqlx::query(&lookup);
+            for c in &candidates {
+                q = q.bind(c.job.id.0);
+            }
+            let current: HashMap<Uuid, Option<Uuid>> = q
+                .fetch_all(pool)
+                .await
+                .map_err(error::map)?
+                .iter()
+                .map(|r| Ok((r.try_get("id")?, r.try_get("lease_token")?)))
+                .collect::<Result<_, sqlx::Error>>()
+                .map_err(error::map)?;
+            candidates
+                .iter()
+                .zip(&tokens)
+                .map(|(c, t)| current.get(&c.job.id.0) == Some(&Some(*t)))
+                .collect()
+        };
+        Ok(candidates
+            .into_iter()
+            .zip(tokens)
+            .zip(won)
+            .filter(|(_, won)| *won)
+            .map(|((c, token), _)| c.into_leased(token, now, expires_at, &req.worker))
+            .collect())
     }
 }
 

@@ -189,6 +189,22 @@ async fn migrate_is_idempotent_and_concurrent_safe() {
         r.await.unwrap().unwrap();
     }
     fresh.push(job("m", 1)).await.unwrap();
+    // A crash between the DDL (which commits implicitly) and its record: the next run redoes
+    // the DDL harmlessly and records it; the jobs survive.
+    sqlx::query(&format!("DELETE FROM {}migrations", fresh.table_prefix()))
+        .execute(fresh.pool())
+        .await
+        .unwrap();
+    fresh.migrate().await.unwrap();
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {}migrations",
+        fresh.table_prefix()
+    ))
+    .fetch_one(fresh.pool())
+    .await
+    .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(count(&fresh, "queue = 'm'").await, 1);
     fresh.drop_tables().await.unwrap();
     q.drop_tables().await.unwrap();
 }
@@ -448,6 +464,9 @@ async fn dedup_keys_are_unique_among_live_jobs() {
         }
         other => panic!("{other:?}"),
     }
+    // A clash on the primary key is not a dedup clash.
+    let err = q.push(job("d", 2).with_id(a)).await.unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err:?}");
     // Other queue, other case: fine.
     q.push(job("d2", 3).dedup_key("k")).await.unwrap();
     q.push(job("d", 3).dedup_key("K")).await.unwrap();
