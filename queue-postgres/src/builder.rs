@@ -13,6 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::error::map;
 use crate::listen::{channel_name, Listener};
+use crate::notify::Notifier;
 use crate::queue::{Inner, PostgresQueue};
 use crate::sql::Statements;
 
@@ -27,6 +28,7 @@ pub struct PostgresQueueBuilder {
     max_connections: u32,
     connect_timeout: Duration,
     notify: bool,
+    notify_window: Duration,
 }
 
 impl fmt::Debug for PostgresQueueBuilder {
@@ -40,6 +42,7 @@ impl fmt::Debug for PostgresQueueBuilder {
             .field("max_connections", &self.max_connections)
             .field("connect_timeout", &self.connect_timeout)
             .field("notify", &self.notify)
+            .field("notify_window", &self.notify_window)
             .finish()
     }
 }
@@ -55,6 +58,7 @@ impl PostgresQueueBuilder {
             max_connections: 16,
             connect_timeout: Duration::from_secs(5),
             notify: true,
+            notify_window: Duration::from_millis(5),
         }
     }
 
@@ -96,12 +100,22 @@ impl PostgresQueueBuilder {
     }
 
     /// Whether pushes send a `NOTIFY` so that idle workers in other processes wake at once
-    /// (default `true`). Each notifying commit takes PostgreSQL's global notification lock,
-    /// which serializes concurrent committers; a producer that pushes at high rates to queues
-    /// whose workers are busy anyway (and so pop again without waiting) can turn it off and
-    /// leave idle workers to their poll interval.
+    /// (default `true`). With `false`, workers elsewhere find new jobs at their next poll.
     pub fn notify(mut self, notify: bool) -> Self {
         self.notify = notify;
+        self
+    }
+
+    /// Coalesces the NOTIFYs of single pushes to one queue (default 5 ms; zero: one per push).
+    ///
+    /// Notifying commits take PostgreSQL's database-wide notification lock one at a time, so a
+    /// NOTIFY per push halves the rate of concurrent pushes. Within the window after a push that
+    /// notified, pushes skip it, and one trailing NOTIFY follows at the end of the window: an idle
+    /// worker is still woken by the first push at once, and no push waits longer than the
+    /// window. Pushes inside a caller's transaction and batch pushes always notify (once per
+    /// queue and transaction).
+    pub fn notify_window(mut self, window: Duration) -> Self {
+        self.notify_window = window;
         self
     }
 
@@ -121,6 +135,9 @@ impl PostgresQueueBuilder {
         }
         if self.max_connections == 0 {
             return Err(Error::invalid("max_connections", "must be at least 1"));
+        }
+        if self.notify_window > Duration::from_secs(1) {
+            return Err(Error::invalid("notify_window", "must be at most 1 s"));
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect_timeout", "must be more than zero"));
@@ -193,6 +210,7 @@ impl PostgresQueueBuilder {
                 retry_policy: self.retry_policy,
                 limits: self.limits,
                 notify: self.notify,
+                notifier: Notifier::new(self.notify_window),
                 hub: Arc::new(WakeHub::new()),
                 listener: Listener::default(),
             }),

@@ -6,6 +6,7 @@ mod builder;
 mod error;
 mod listen;
 mod migrate;
+mod notify;
 mod queue;
 mod sql;
 

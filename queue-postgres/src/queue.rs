@@ -24,6 +24,7 @@ use crate::builder::PostgresQueueBuilder;
 use crate::error::map;
 use crate::listen::Listener;
 use crate::migrate;
+use crate::notify::Notifier;
 use crate::sql::Statements;
 
 const LOG: &str = "queue::postgres";
@@ -52,6 +53,7 @@ pub(crate) struct Inner {
     pub(crate) retry_policy: RetryPolicy,
     pub(crate) limits: Limits,
     pub(crate) notify: bool,
+    pub(crate) notifier: Notifier,
     pub(crate) hub: Arc<WakeHub>,
     pub(crate) listener: Listener,
 }
@@ -226,7 +228,8 @@ impl PostgresQueue {
         job: NewJob,
     ) -> Result<JobId> {
         job.validate(&self.inner.limits)?;
-        self.insert_one(&mut **tx, &job).await?;
+        // The commit time is unknown here, so this push always carries its own NOTIFY.
+        self.insert_one(&mut **tx, &job, self.inner.notify).await?;
         Ok(job.id())
     }
 
@@ -267,9 +270,14 @@ impl PostgresQueue {
         Ok(())
     }
 
-    async fn insert_one<'e>(&self, ex: impl PgExecutor<'e>, job: &NewJob) -> Result<()> {
+    async fn insert_one<'e>(
+        &self,
+        ex: impl PgExecutor<'e>,
+        job: &NewJob,
+        notify: bool,
+    ) -> Result<()> {
         let sql = &self.inner.sql;
-        let text = if self.inner.notify {
+        let text = if notify {
             &sql.job_insert_notify
         } else {
             &sql.job_insert
@@ -282,7 +290,7 @@ impl PostgresQueue {
             .bind(i32::try_from(job.max_attempts_value()).unwrap_or(i32::MAX))
             .bind(micros(job.delay_from(Utc::now())))
             .bind(job.dedup_key_value());
-        if self.inner.notify {
+        if notify {
             query = query.bind(&self.inner.channel);
         }
         query.execute(ex).await.map_err(|e| with_job(map(e), job))?;
@@ -317,6 +325,23 @@ impl PostgresQueue {
             query.execute(&mut *conn).await.map_err(map)?;
         }
         Ok(())
+    }
+
+    /// Wakes workers of `queue` everywhere: this value's at once, other processes' by NOTIFY.
+    async fn wake(&self, queue: &str, jobs: usize) {
+        let inner = &self.inner;
+        inner.hub.notify(queue, jobs);
+        if !inner.notify {
+            return;
+        }
+        if let Err(error) = sqlx::query(&inner.sql.notify)
+            .bind(&inner.channel)
+            .bind(queue)
+            .execute(&inner.pool)
+            .await
+        {
+            tracing::warn!(target: LOG, queue, %error, "could not send a wake-up; workers will find the jobs at their next poll");
+        }
     }
 
     /// Why a fenced transition of `lease` changed nothing: the job was cancelled, or the lease
@@ -422,8 +447,15 @@ impl Queue for PostgresQueue {
 
     async fn push(&self, job: NewJob) -> Result<JobId> {
         job.validate(&self.inner.limits)?;
-        self.insert_one(&self.inner.pool, &job).await?;
-        self.inner.hub.notify(job.queue(), 1);
+        let inner = &self.inner;
+        let lead = inner.notify && inner.notifier.lead(job.queue());
+        self.insert_one(&inner.pool, &job, lead).await?;
+        if inner.notify && !lead {
+            inner
+                .notifier
+                .trail(job.queue(), &inner.pool, &inner.sql.notify, &inner.channel);
+        }
+        inner.hub.notify(job.queue(), 1);
         Ok(job.id())
     }
 
@@ -550,7 +582,7 @@ impl Queue for PostgresQueue {
             }
         }
         for (queue, n) in pending {
-            self.inner.hub.notify(queue, n);
+            self.wake(queue, n).await;
         }
         if !rows.is_empty() {
             tracing::info!(target: LOG, rescued = rows.len(), "rescued jobs with expired leases");
@@ -571,15 +603,18 @@ impl Queue for PostgresQueue {
     }
 
     async fn retry(&self, id: JobId) -> Result<()> {
-        let done = sqlx::query(&self.inner.sql.job_retry)
+        let queue: Option<String> = sqlx::query_scalar(&self.inner.sql.job_retry)
             .bind(id.0)
-            .execute(&self.inner.pool)
+            .fetch_optional(&self.inner.pool)
             .await
             .map_err(map)?;
-        if done.rows_affected() == 0 {
-            return Err(self.state_error(id, "retry").await);
+        match queue {
+            Some(queue) => {
+                self.wake(&queue, 1).await;
+                Ok(())
+            }
+            None => Err(self.state_error(id, "retry").await),
         }
-        Ok(())
     }
 
     async fn get(&self, id: JobId) -> Result<Option<Job>> {

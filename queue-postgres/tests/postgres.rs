@@ -963,3 +963,35 @@ async fn invalid_input_is_rejected_before_the_database() {
     assert_eq!(count_jobs(&q).await, 0);
     teardown(q).await;
 }
+
+#[tokio::test]
+async fn single_push_notifications_are_coalesced_but_never_lost() {
+    let Some(q) = setup().await else { return };
+    let producer = builder(q.schema())
+        .notify_window(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut listener = PgListener::connect(&url()).await.unwrap();
+    listener.listen(q.channel()).await.unwrap();
+
+    let t = Instant::now();
+    for i in 0..20 {
+        producer.push(job("burst", i)).await.unwrap();
+    }
+    let pushed_in = t.elapsed();
+    let got = notifications(&mut listener, Duration::from_millis(800)).await;
+    if pushed_in < Duration::from_millis(300) {
+        // The first push notified at once; the other 19 share one trailing notification.
+        assert_eq!(got, vec!["burst".to_string(); 2], "pushed in {pushed_in:?}");
+    } else {
+        assert!(got.len() >= 2 && got.len() < 20, "{got:?}");
+    }
+    assert_eq!(count_jobs(&q).await, 20);
+
+    // A quiet queue notifies at once again.
+    producer.push(job("burst", 20)).await.unwrap();
+    let got = notifications(&mut listener, Duration::from_millis(200)).await;
+    assert_eq!(got, vec!["burst".to_string()]);
+    teardown(q).await;
+}
