@@ -29,6 +29,8 @@ const LOG: &str = "queue::mysql";
 
 /// Rows per multi-row INSERT (7 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
+/// Expired leases rescued per statement.
+const RESCUE_CHUNK: u64 = 1_000;
 /// Rows deleted per `prune` statement.
 const PRUNE_CHUNK: u64 = 5_000;
 /// Optimistic claim: after a lost race, this many fully successful claims pass before the
@@ -141,6 +143,7 @@ pub(crate) struct Statements {
     fail_dead: String,
     extend: String,
     release: String,
+    expired: String,
     rescue: String,
     cancel: String,
     retry: String,
@@ -186,6 +189,7 @@ impl Statements {
             fail_dead: load(include_str!("../queries/job_fail_dead.sql"), p),
             extend: load(include_str!("../queries/job_extend.sql"), p),
             release: load(include_str!("../queries/job_release.sql"), p),
+            expired: load(include_str!("../queries/job_expired.sql"), p),
             rescue: load(include_str!("../queries/job_rescue.sql"), p),
             cancel: load(include_str!("../queries/job_cancel.sql"), p),
             retry: load(include_str!("../queries/job_retry.sql"), p),
@@ -230,6 +234,10 @@ impl Statements {
             .replace("{token_cases}", &cases)
             .replace("{version_cases}", &cases)
             .replace("{ids}", &placeholders(rows))
+    }
+
+    fn rescue(&self, rows: usize) -> String {
+        self.rescue.replace("{ids}", &placeholders(rows))
     }
 
     fn lease_tokens(&self, rows: usize) -> String {
@@ -410,6 +418,26 @@ impl Candidate {
     }
 }
 
+/// A value bound ahead of the fence of a transition.
+enum Arg<'a> {
+    Int(i64),
+    Text(&'a str),
+    Time(DateTime<Utc>),
+}
+
+impl<'a> Arg<'a> {
+    fn bind<'q>(&self, q: Query<'q, MySql, MySqlArguments>) -> Query<'q, MySql, MySqlArguments>
+    where
+        'a: 'q,
+    {
+        match *self {
+            Arg::Int(v) => q.bind(v),
+            Arg::Text(v) => q.bind(v),
+            Arg::Time(v) => q.bind(v),
+        }
+    }
+}
+
 /// Binds one job's INSERT values, in the order of `queries/job_insert.sql`.
 fn bind_job<'q>(
     q: Query<'q, MySql, MySqlArguments>,
@@ -474,7 +502,10 @@ impl MySqlQueue {
     pub async fn push_in_tx(&self, tx: &mut Transaction<'_, MySql>, job: NewJob) -> Result<JobId> {
         job.validate(&self.inner.limits)?;
         let id = job.id();
-        self.insert(&mut *tx, std::slice::from_ref(&job)).await?;
+        let jobs = std::slice::from_ref(&job);
+        self.insert(&mut *tx, jobs)
+            .await
+            .map_err(|e| error::map_push(e, jobs))?;
         Ok(id)
     }
 
@@ -489,7 +520,9 @@ impl MySqlQueue {
     ) -> Result<Vec<JobId>> {
         validate_batch(&jobs, &self.inner.limits)?;
         check_batch_dedup(&jobs)?;
-        self.insert(&mut *tx, &jobs).await?;
+        self.insert(&mut *tx, &jobs)
+            .await
+            .map_err(|e| error::map_push(e, &jobs))?;
         Ok(jobs.iter().map(NewJob::id).collect())
     }
 
@@ -527,7 +560,7 @@ impl MySqlQueue {
 
     /// Inserts jobs in multi-row statements of at most [`INSERT_CHUNK_ROWS`] rows and about
     /// half of `max_allowed_packet`, on one connection (the caller owns the transaction).
-    async fn insert(&self, conn: &mut MySqlConnection, jobs: &[NewJob]) -> Result<()> {
+    async fn insert(&self, conn: &mut MySqlConnection, jobs: &[NewJob]) -> Result<(), sqlx::Error> {
         let client_now = Utc::now();
         let budget = (self.inner.max_packet / 2).max(1 << 20) as usize;
         let mut start = 0;
@@ -556,9 +589,7 @@ impl MySqlQueue {
             for job in chunk {
                 q = bind_job(q, job, job.delay_from(client_now));
             }
-            q.execute(&mut *conn)
-                .await
-                .map_err(|e| error::map_push(e, chunk))?;
+            q.execute(&mut *conn).await?;
             start = end;
         }
         Ok(())
@@ -589,13 +620,18 @@ impl MySqlQueue {
 
     /// Runs a fenced transition (`UPDATE ... WHERE id = ? AND lease_token = ? AND
     /// state = 'running'`, bound after `q`'s own values).
-    async fn fenced(&self, q: Query<'_, MySql, MySqlArguments>, lease: &Lease) -> Result<()> {
-        let done = q
-            .bind(lease.job_id.0)
-            .bind(lease.token)
-            .execute(&self.inner.pool)
-            .await
-            .map_err(error::map)?;
+    async fn fenced(&self, sql: &str, args: &[Arg<'_>], lease: &Lease) -> Result<()> {
+        let done = self
+            .with_lock_retry("transition", || {
+                let mut q = sqlx::query(sql);
+                for a in args {
+                    q = a.bind(q);
+                }
+                q.bind(lease.job_id.0)
+                    .bind(lease.token)
+                    .execute(&self.inner.pool)
+            })
+            .await?;
         if done.rows_affected() == 1 {
             Ok(())
         } else {
@@ -604,8 +640,19 @@ impl MySqlQueue {
     }
 
     /// Runs `op`, retrying deadlocks (1213) and lock wait timeouts (1205) with jittered
-    /// exponential backoff; each attempt is a fresh transaction (the failed one was rolled back).
-    async fn with_lock_retry<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T>
+    /// exponential backoff, then maps the error. `op` must be one autocommit statement or a
+    /// whole transaction of ours: a deadlock rolls back the transaction, a lock wait timeout
+    /// the statement, and `op` starts over either way.
+    async fn with_lock_retry<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        self.lock_retried(what, op).await.map_err(error::map)
+    }
+
+    /// [`MySqlQueue::with_lock_retry`], leaving the final error unmapped.
+    async fn lock_retried<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T, sqlx::Error>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, sqlx::Error>>,
@@ -613,7 +660,6 @@ impl MySqlQueue {
         let mut attempt = 0;
         loop {
             match op().await {
-                Ok(v) => return Ok(v),
                 Err(e) if error::is_lock_conflict(&e) && attempt < self.inner.lock_retries => {
                     attempt += 1;
                     let base = 2u64.saturating_pow(attempt.min(10)) as f64;
@@ -621,7 +667,7 @@ impl MySqlQueue {
                     tracing::debug!(target: LOG, what, attempt, error = %e, ?wait, "lock conflict, retrying");
                     tokio::time::sleep(wait).await;
                 }
-                Err(e) => return Err(error::map(e)),
+                other => return other,
             }
         }
     }
@@ -845,9 +891,13 @@ impl Queue for MySqlQueue {
     async fn push(&self, job: NewJob) -> Result<JobId> {
         job.validate(&self.inner.limits)?;
         let id = job.id();
-        let mut conn = self.inner.pool.acquire().await.map_err(error::map)?;
-        self.insert(&mut conn, std::slice::from_ref(&job)).await?;
-        drop(conn);
+        let jobs = std::slice::from_ref(&job);
+        self.lock_retried("push", || async {
+            let mut conn = self.inner.pool.acquire().await?;
+            self.insert(&mut conn, jobs).await
+        })
+        .await
+        .map_err(|e| error::map_push(e, jobs))?;
         self.inner.hub.notify(job.queue(), 1);
         tracing::debug!(target: LOG, job = %id, queue = job.queue(), "pushed");
         Ok(id)
@@ -859,9 +909,13 @@ impl Queue for MySqlQueue {
             return Ok(Vec::new());
         }
         check_batch_dedup(&jobs)?;
-        let mut tx = self.inner.pool.begin().await.map_err(error::map)?;
-        self.insert(&mut tx, &jobs).await?;
-        tx.commit().await.map_err(error::map)?;
+        self.lock_retried("push_batch", || async {
+            let mut tx = self.inner.pool.begin().await?;
+            self.insert(&mut tx, &jobs).await?;
+            tx.commit().await
+        })
+        .await
+        .map_err(|e| error::map_push(e, &jobs))?;
         let mut per_queue: HashMap<&str, usize> = HashMap::new();
         for j in &jobs {
             *per_queue.entry(j.queue()).or_default() += 1;
@@ -889,7 +943,7 @@ impl Queue for MySqlQueue {
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {
-        self.fenced(sqlx::query(&self.inner.sql.ack), lease).await
+        self.fenced(&self.inner.sql.ack, &[], lease).await
     }
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
@@ -898,14 +952,18 @@ impl Queue for MySqlQueue {
             return Ok(0);
         }
         let sql = self.inner.sql.ack_batch(leases.len());
-        let mut q = sqlx::query(&sql);
-        for l in leases {
-            q = q.bind(l.job_id.0);
-        }
-        for l in leases {
-            q = q.bind(l.job_id.0).bind(l.token);
-        }
-        let done = q.execute(&self.inner.pool).await.map_err(error::map)?;
+        let done = self
+            .with_lock_retry("ack_batch", || {
+                let mut q = sqlx::query(&sql);
+                for l in leases {
+                    q = q.bind(l.job_id.0);
+                }
+                for l in leases {
+                    q = q.bind(l.job_id.0).bind(l.token);
+                }
+                q.execute(&self.inner.pool)
+            })
+            .await?;
         Ok(done.rows_affected())
     }
 
@@ -913,15 +971,14 @@ impl Queue for MySqlQueue {
         let message = validate::truncate_error(&failure.message);
         match self.inner.retry_policy.decide(lease, &failure) {
             FailDecision::Retry(after) => {
-                let q = sqlx::query(&self.inner.sql.fail_retry)
-                    .bind(micros(after))
-                    .bind(message);
-                self.fenced(q, lease).await?;
+                let args = [Arg::Int(micros(after)), Arg::Text(message)];
+                self.fenced(&self.inner.sql.fail_retry, &args, lease)
+                    .await?;
                 Ok(FailOutcome::Retrying { after })
             }
             FailDecision::Dead => {
-                let q = sqlx::query(&self.inner.sql.fail_dead).bind(message);
-                self.fenced(q, lease).await?;
+                let args = [Arg::Text(message)];
+                self.fenced(&self.inner.sql.fail_dead, &args, lease).await?;
                 Ok(FailOutcome::Dead)
             }
         }
@@ -931,10 +988,8 @@ impl Queue for MySqlQueue {
         validate::lease("by", by)?;
         let now = self.now().await?;
         let expires_at = now + chrono_micros(by);
-        let q = sqlx::query(&self.inner.sql.extend)
-            .bind(expires_at)
-            .bind(now);
-        self.fenced(q, lease).await?;
+        let args = [Arg::Time(expires_at), Arg::Time(now)];
+        self.fenced(&self.inner.sql.extend, &args, lease).await?;
         Ok(Lease {
             expires_at,
             ..lease.clone()
@@ -942,33 +997,52 @@ impl Queue for MySqlQueue {
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
-        self.fenced(sqlx::query(&self.inner.sql.release), lease)
-            .await?;
+        self.fenced(&self.inner.sql.release, &[], lease).await?;
         self.inner.hub.notify(&lease.queue, 1);
         Ok(())
     }
 
     async fn rescue_expired(&self) -> Result<u64> {
-        let n = self
-            .with_lock_retry("rescue", || async {
-                sqlx::query(&self.inner.sql.rescue)
-                    .execute(&self.inner.pool)
-                    .await
-                    .map(|d| d.rows_affected())
-            })
-            .await?;
-        if n > 0 {
-            tracing::info!(target: LOG, jobs = n, "rescued jobs with expired leases");
+        let mut total = 0;
+        loop {
+            let ids: Vec<Uuid> = sqlx::query_scalar(&self.inner.sql.expired)
+                .bind(RESCUE_CHUNK)
+                .fetch_all(&self.inner.pool)
+                .await
+                .map_err(error::map)?;
+            if ids.is_empty() {
+                break;
+            }
+            let sql = self.inner.sql.rescue(ids.len());
+            let n = self
+                .with_lock_retry("rescue", || {
+                    let mut q = sqlx::query(&sql);
+                    for id in &ids {
+                        q = q.bind(*id);
+                    }
+                    q.execute(&self.inner.pool)
+                })
+                .await?
+                .rows_affected();
+            total += n;
+            if (ids.len() as u64) < RESCUE_CHUNK {
+                break;
+            }
         }
-        Ok(n)
+        if total > 0 {
+            tracing::info!(target: LOG, jobs = total, "rescued jobs with expired leases");
+        }
+        Ok(total)
     }
 
     async fn cancel(&self, id: JobId) -> Result<()> {
-        let done = sqlx::query(&self.inner.sql.cancel)
-            .bind(id.0)
-            .execute(&self.inner.pool)
-            .await
-            .map_err(error::map)?;
+        let done = self
+            .with_lock_retry("cancel", || {
+                sqlx::query(&self.inner.sql.cancel)
+                    .bind(id.0)
+                    .execute(&self.inner.pool)
+            })
+            .await?;
         if done.rows_affected() == 1 {
             return Ok(());
         }
@@ -983,9 +1057,12 @@ impl Queue for MySqlQueue {
     }
 
     async fn retry(&self, id: JobId) -> Result<()> {
-        let done = sqlx::query(&self.inner.sql.retry)
-            .bind(id.0)
-            .execute(&self.inner.pool)
+        let done = self
+            .lock_retried("retry", || {
+                sqlx::query(&self.inner.sql.retry)
+                    .bind(id.0)
+                    .execute(&self.inner.pool)
+            })
             .await;
         match done {
             Ok(d) if d.rows_affected() == 1 => {

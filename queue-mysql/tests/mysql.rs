@@ -892,3 +892,106 @@ async fn schema_uses_the_claim_index() {
     );
     q.drop_tables().await.unwrap();
 }
+
+/// Short leases, slow holders and a busy rescuer: leases expire while their holders still work,
+/// so claims, acks, fails and rescues race on the same rows. Every job still completes exactly
+/// once (one successful ack per job), stale holders get LeaseLost, and no lock conflict surfaces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expiring_leases_under_a_busy_rescuer() {
+    for strategy in BOTH {
+        let Some(q) = queue(strategy).await else {
+            return;
+        };
+        const JOBS: u64 = 400;
+        q.push_batch(
+            (0..JOBS)
+                .map(|n| job("chaos", n).max_attempts(1_000))
+                .collect(),
+        )
+        .await
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let rescuer = {
+            let q = q.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut rescued = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    rescued += q.rescue_expired().await.expect("rescue");
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                rescued
+            })
+        };
+        let acked = Arc::new(AtomicUsize::new(0));
+        let lost = Arc::new(AtomicUsize::new(0));
+        let poppers: Vec<_> = (0..16)
+            .map(|w| {
+                let q = q.clone();
+                let (acked, lost) = (acked.clone(), lost.clone());
+                tokio::spawn(async move {
+                    let mut done = Vec::new();
+                    let mut idle = 0;
+                    while idle < 40 {
+                        let got = q
+                            .pop(
+                                PopRequest::new("chaos")
+                                    .limit(1 + w % 4)
+                                    .lease(Duration::from_millis(30)),
+                            )
+                            .await
+                            .expect("pop");
+                        if got.is_empty() {
+                            idle += 1;
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                        idle = 0;
+                        for l in got {
+                            // Some holders are too slow for their lease.
+                            tokio::time::sleep(Duration::from_millis(fastrand::u64(0..45))).await;
+                            let r = if fastrand::u8(0..5) == 0 {
+                                q.fail(&l.lease, Failure::retry_after("again", Duration::ZERO))
+                                    .await
+                                    .map(|_| false)
+                            } else {
+                                q.ack(&l.lease).await.map(|()| true)
+                            };
+                            match r {
+                                Ok(true) => {
+                                    acked.fetch_add(1, Ordering::SeqCst);
+                                    done.push(l.job.id);
+                                }
+                                Ok(false) => {}
+                                Err(Error::LeaseLost { .. }) => {
+                                    lost.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(e) => panic!("{strategy:?}: unexpected {e:?}"),
+                            }
+                        }
+                    }
+                    done
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for p in poppers {
+            all.extend(p.await.unwrap());
+        }
+        stop.store(true, Ordering::SeqCst);
+        let rescued = rescuer.await.unwrap();
+        let distinct: HashSet<_> = all.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            all.len(),
+            "{strategy:?}: a job was completed twice"
+        );
+        assert_eq!(all.len() as u64, JOBS, "{strategy:?}: every job completed");
+        assert_eq!(count(&q, "state = 'completed'").await, JOBS as i64);
+        eprintln!(
+            "{strategy:?}: {JOBS} jobs, {} lease-lost acks, {rescued} rescues",
+            lost.load(Ordering::SeqCst)
+        );
+        q.drop_tables().await.unwrap();
+    }
+}
