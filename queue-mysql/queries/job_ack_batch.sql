@@ -3,7 +3,9 @@
 -- Not `(id, lease_token) IN ((?, ?), ...)`: MariaDB 10.11 turns a one-pair row constructor
 -- into a full scan of the primary key (locking every row it reads), while `id IN (...)` is a
 -- primary-key range for any length on both servers. Lost leases simply do not match.
-UPDATE {prefix}jobs
+-- FORCE INDEX (PRIMARY): lock by primary key first, in key order, like every other transition,
+-- even when the optimizer would rather scan a small range of a secondary index (deadlocks).
+UPDATE {prefix}jobs FORCE INDEX (PRIMARY)
 SET lease_token = NULL,
     lease_expires_at = NULL,
     finished_at = UTC_TIMESTAMP(6),

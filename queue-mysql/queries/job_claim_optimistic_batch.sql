@@ -3,7 +3,9 @@
 -- if its version is still the one read. {token_cases} and {version_cases} expand to
 -- `WHEN ? THEN ?` per row, {ids} to `?, ?, ...`. The WHERE clause sees the versions as read
 -- (before SET). Which rows were won is learned from JobLeaseTokens when not all were.
-UPDATE {prefix}jobs
+-- FORCE INDEX (PRIMARY): lock by primary key first, in key order, like every other transition,
+-- even when the optimizer would rather scan a small range of a secondary index (deadlocks).
+UPDATE {prefix}jobs FORCE INDEX (PRIMARY)
 SET lease_token = CASE id {token_cases} END,
     lease_expires_at = ?,
     worker = ?,

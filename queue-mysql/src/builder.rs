@@ -16,6 +16,9 @@ use crate::queue::{Inner, MySqlQueue, ServerInfo};
 /// longest name made from it is `{prefix}migrations`.
 const MAX_PREFIX: usize = 64 - "migrations".len();
 
+/// Room left in a packet for everything of a job but its payload (ids, queue, dedup key, ...).
+const PACKET_OVERHEAD: u64 = 64 * 1024;
+
 /// Configures and connects a [`MySqlQueue`]. Made by [`MySqlQueue::builder`].
 #[derive(Clone, Debug)]
 pub struct MySqlQueueBuilder {
@@ -159,6 +162,20 @@ impl MySqlQueueBuilder {
             })?
             .map_err(error::map)?;
         let server = ServerInfo::detect(&pool).await?;
+        // A job travels in one packet; a payload the server cannot receive would fail every
+        // push of it (and drop the connection), so refuse such limits up front.
+        let needed = self.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
+        if server.max_packet > 0 && needed > server.max_packet {
+            return Err(Error::invalid(
+                "limits.max_payload_bytes",
+                format!(
+                    "must leave room in the server's max_allowed_packet of {} bytes \
+                     (at most {} bytes)",
+                    server.max_packet,
+                    server.max_packet.saturating_sub(PACKET_OVERHEAD)
+                ),
+            ));
+        }
         let claim = match self.claim {
             Some(c) => c,
             None if server.skip_locked => ClaimStrategy::SkipLocked,

@@ -143,6 +143,23 @@ async fn builder_rejects_bad_settings() {
 }
 
 #[tokio::test]
+async fn payload_limit_must_fit_the_servers_packet() {
+    let result = MySqlQueue::builder(url())
+        .limits(queue_core::Limits {
+            max_payload_bytes: 2 * 1024 * 1024 * 1024,
+            ..Default::default()
+        })
+        .connect_timeout(Duration::from_secs(3))
+        .connect()
+        .await;
+    match result {
+        Err(Error::InvalidInput { field, .. }) => assert_eq!(field, "limits.max_payload_bytes"),
+        Err(Error::Unavailable { .. }) => eprintln!("SKIPPED: no MySQL/MariaDB"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn unreachable_server_is_unavailable_quickly_and_redacted() {
     let started = std::time::Instant::now();
     let err = MySqlQueue::builder("mariadb://user:hunter2@127.0.0.1:1/db")
