@@ -1012,3 +1012,46 @@ async fn expiring_leases_under_a_busy_rescuer() {
         q.drop_tables().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_push_wakes_a_waiting_worker() {
+    let Some(q) = queue(ClaimStrategy::SkipLocked).await else {
+        return;
+    };
+    let waiter = {
+        let q = q.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            q.wait_for_work("wake", Duration::from_secs(30)).await;
+            started.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    q.push(job("wake", 1)).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not woken")
+        .unwrap();
+    assert!(waited < Duration::from_secs(2), "woke after {waited:?}");
+    assert_eq!(q.pop(PopRequest::new("wake")).await.unwrap().len(), 1);
+    q.drop_tables().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_closed_pool_is_unavailable() {
+    let Some(q) = queue(ClaimStrategy::SkipLocked).await else {
+        return;
+    };
+    let admin = MySqlQueue::builder(url())
+        .table_prefix(q.table_prefix())
+        .connect()
+        .await
+        .unwrap();
+    q.pool().close().await;
+    let err = q.push(job("closed", 1)).await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    let err = q.pop(PopRequest::new("closed")).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert_eq!(count(&admin, "1=1").await, 0);
+    admin.drop_tables().await.unwrap();
+}
