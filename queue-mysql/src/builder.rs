@@ -16,6 +16,10 @@ use crate::queue::{Inner, MySqlQueue, ServerInfo};
 /// longest name made from it is `{prefix}migrations`.
 const MAX_PREFIX: usize = 64 - "migrations".len();
 
+/// Most jobs one claim may take: the optimistic claim's UPDATE binds 5 values per job, and a
+/// statement takes at most 65,535.
+const MAX_POP: usize = 13_000;
+
 /// Room left in a packet for everything of a job but its payload (ids, queue, dedup key, ...).
 const PACKET_OVERHEAD: u64 = 64 * 1024;
 
@@ -139,6 +143,15 @@ impl MySqlQueueBuilder {
             return Err(Error::invalid(
                 "claim_strategy",
                 "MySQL and MariaDB support skip_locked or optimistic, not write_lock",
+            ));
+        }
+        if self.limits.max_pop > MAX_POP {
+            return Err(Error::invalid(
+                "limits.max_pop",
+                format!(
+                    "must be at most {MAX_POP}: a claim binds five values per job and a \
+                     statement takes at most 65,535"
+                ),
             ));
         }
         let options = self.options()?;

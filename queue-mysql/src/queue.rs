@@ -29,6 +29,8 @@ const LOG: &str = "queue::mysql";
 
 /// Rows per multi-row INSERT (7 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
+/// Leases per `ack_batch` statement (3 placeholders each, under the 65,535 limit).
+const ACK_CHUNK: usize = 20_000;
 /// Expired leases rescued per statement.
 const RESCUE_CHUNK: u64 = 1_000;
 /// Rows deleted per `prune` statement.
@@ -951,20 +953,25 @@ impl Queue for MySqlQueue {
         if leases.is_empty() {
             return Ok(0);
         }
-        let sql = self.inner.sql.ack_batch(leases.len());
-        let done = self
-            .with_lock_retry("ack_batch", || {
-                let mut q = sqlx::query(&sql);
-                for l in leases {
-                    q = q.bind(l.job_id.0);
-                }
-                for l in leases {
-                    q = q.bind(l.job_id.0).bind(l.token);
-                }
-                q.execute(&self.inner.pool)
-            })
-            .await?;
-        Ok(done.rows_affected())
+        // One statement unless the leases would need more than 65,535 placeholders.
+        let mut total = 0;
+        for chunk in leases.chunks(ACK_CHUNK) {
+            let sql = self.inner.sql.ack_batch(chunk.len());
+            let done = self
+                .with_lock_retry("ack_batch", || {
+                    let mut q = sqlx::query(&sql);
+                    for l in chunk {
+                        q = q.bind(l.job_id.0);
+                    }
+                    for l in chunk {
+                        q = q.bind(l.job_id.0).bind(l.token);
+                    }
+                    q.execute(&self.inner.pool)
+                })
+                .await?;
+            total += done.rows_affected();
+        }
+        Ok(total)
     }
 
     async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {

@@ -160,6 +160,19 @@ async fn payload_limit_must_fit_the_servers_packet() {
 }
 
 #[tokio::test]
+async fn pop_limit_must_fit_the_placeholder_limit() {
+    let err = MySqlQueue::builder(url())
+        .limits(queue_core::Limits {
+            max_pop: 50_000,
+            ..Default::default()
+        })
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "limits.max_pop"));
+}
+
+#[tokio::test]
 async fn unreachable_server_is_unavailable_quickly_and_redacted() {
     let started = std::time::Instant::now();
     let err = MySqlQueue::builder("mariadb://user:hunter2@127.0.0.1:1/db")
