@@ -511,20 +511,29 @@ impl MySqlQueue {
         Ok(id)
     }
 
-    /// Stores `jobs` inside the caller's transaction (all with it, or none).
+    /// Stores `jobs` inside the caller's transaction: all of them iff the transaction commits.
+    /// A failed batch stores nothing (a savepoint is rolled back) and leaves the caller's own
+    /// writes in place.
     ///
     /// # Errors
-    /// As [`Queue::push_batch`]; after an error the caller should roll back.
+    /// As [`Queue::push_batch`].
     pub async fn push_batch_in_tx(
         &self,
         tx: &mut Transaction<'_, MySql>,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<JobId>> {
         validate_batch(&jobs, &self.inner.limits)?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
         check_batch_dedup(&jobs)?;
-        self.insert(&mut *tx, &jobs)
+        // A savepoint makes the batch all-or-nothing even when it spans several statements,
+        // without undoing the caller's own writes.
+        let mut savepoint = sqlx::Acquire::begin(&mut *tx).await.map_err(error::map)?;
+        self.insert(&mut savepoint, &jobs)
             .await
             .map_err(|e| error::map_push(e, &jobs))?;
+        savepoint.commit().await.map_err(error::map)?;
         Ok(jobs.iter().map(NewJob::id).collect())
     }
 

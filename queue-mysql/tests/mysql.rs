@@ -681,9 +681,25 @@ async fn push_in_tx_exists_iff_the_transaction_commits() {
     assert!(q.get(batch[0]).await.unwrap().is_none());
     assert_eq!(count(&q, "1=1").await, 0);
 
+    // A failed batch inside the transaction stores nothing and keeps the caller's earlier push.
+    q.push(job("tx", 0).dedup_key("taken")).await.unwrap();
     let mut tx = q.pool().begin().await.unwrap();
     let kept = q.push_in_tx(&mut tx, job("tx", 4)).await.unwrap();
+    let mut clash: Vec<_> = (0..600).map(|n| job("tx", 10 + n)).collect();
+    clash.push(job("tx", 9).dedup_key("taken"));
+    assert!(matches!(
+        q.push_batch_in_tx(&mut tx, clash).await,
+        Err(Error::Duplicate { .. })
+    ));
     tx.commit().await.unwrap();
+    assert_eq!(count(&q, "1=1").await, 2);
+    sqlx::query(&format!(
+        "DELETE FROM {} WHERE dedup_key = 'taken'",
+        q.jobs_table()
+    ))
+    .execute(q.pool())
+    .await
+    .unwrap();
     q.notify_pushed("tx", 1);
     let got = q.pop(PopRequest::new("tx").limit(10)).await.unwrap();
     assert_eq!(got.len(), 1);
