@@ -1,0 +1,160 @@
+//! What the workloads need from a database: fresh, isolated namespaces for our queue and for
+//! the hand-written baseline, and a way to check the outcome in the database itself.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use async_trait::async_trait;
+use clap::ValueEnum;
+use queue_core::Queue;
+
+/// The database kinds the bench knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum BackendKind {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+impl BackendKind {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            BackendKind::Sqlite => "sqlite",
+            BackendKind::Postgres => "postgres",
+            BackendKind::Mysql => "mysql",
+        }
+    }
+
+    /// The URL used when none is given (`None` for SQLite: a temporary directory).
+    pub(crate) fn default_url(&self) -> Option<String> {
+        match self {
+            BackendKind::Sqlite => None,
+            BackendKind::Postgres => Some("postgres://postgres@127.0.0.1:5432/test".into()),
+            BackendKind::Mysql => Some("mysql://root@127.0.0.1:3306/test".into()),
+        }
+    }
+}
+
+/// Connects to the server (within a few seconds, or fails).
+pub(crate) async fn connect(kind: BackendKind, url: Option<&str>) -> Result<Box<dyn Server>> {
+    Ok(match kind {
+        BackendKind::Sqlite => Box::new(crate::sqlite::SqliteServer::new(url)?),
+        BackendKind::Postgres => {
+            let Some(url) = url else {
+                bail!("postgres needs --url")
+            };
+            Box::new(crate::pg::PgServer::connect(url).await?)
+        }
+        BackendKind::Mysql => {
+            let Some(url) = url else {
+                bail!("mysql needs --url")
+            };
+            Box::new(crate::mysql::MySqlServer::connect(url).await?)
+        }
+    })
+}
+
+/// A unique, valid identifier fragment for one namespace of this process.
+pub(crate) fn fresh_tag(prefix: &str) -> Result<String> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tag = format!(
+        "{prefix}_{}_{n}_{:04x}",
+        std::process::id(),
+        fastrand::u16(..)
+    );
+    queue_core::validate::identifier("namespace", &tag)?;
+    Ok(tag)
+}
+
+/// One database server.
+#[async_trait]
+pub(crate) trait Server: Send + Sync {
+    /// Which kind it is.
+    fn kind(&self) -> BackendKind;
+    /// Version and durability settings, as name/value pairs.
+    async fn describe(&self) -> Result<Vec<(String, String)>>;
+    /// A freshly migrated, isolated namespace for our queue, with `pool` connections.
+    async fn ours(&self, pool: u32) -> Result<Box<dyn OursNs>>;
+    /// A fresh, isolated baseline table, with `pool` connections.
+    async fn baseline(&self, pool: u32) -> Result<Box<dyn BaselineNs>>;
+}
+
+/// Our queue in its own namespace, plus direct SQL access to check and seed its table.
+#[async_trait]
+pub(crate) trait OursNs: Send + Sync {
+    /// The queue under test.
+    fn queue(&self) -> Arc<dyn Queue>;
+    /// Counts of the queue's rows, straight from the table.
+    async fn check(&self, queue: &str) -> Result<DrainCheck>;
+    /// Inserts `rows` completed jobs into `queue` with set-based SQL, then brings planner
+    /// statistics up to date as the server's background maintenance would.
+    async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()>;
+    /// Drops the namespace.
+    async fn cleanup(&self) -> Result<()>;
+}
+
+/// The hand-written queue a team would write instead: a minimal table and plain SQL.
+#[async_trait]
+pub(crate) trait BaselineNs: Send + Sync {
+    /// One INSERT of one job.
+    async fn insert_one(&self, payload: &str) -> Result<()>;
+    /// One multi-row INSERT of all payloads.
+    async fn insert_many(&self, payloads: &[String]) -> Result<()>;
+    /// Claims up to `limit` pending jobs (state running, attempts + 1); returns their ids.
+    async fn claim(&self, limit: usize) -> Result<Vec<i64>>;
+    /// Marks the claimed jobs done in one UPDATE.
+    async fn complete(&self, ids: &[i64]) -> Result<()>;
+    /// Counts of the table's rows.
+    async fn check(&self) -> Result<DrainCheck>;
+    /// Drops the table (or schema).
+    async fn cleanup(&self) -> Result<()>;
+}
+
+/// Row counts read back from the database after a workload.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub(crate) struct DrainCheck {
+    /// Rows in the queue.
+    pub(crate) total: u64,
+    /// Rows in the finished-successfully state.
+    pub(crate) completed: u64,
+    /// Finished rows whose attempts is not exactly 1.
+    pub(crate) not_once: u64,
+}
+
+impl DrainCheck {
+    /// The violations of "all `expected` jobs completed, each claimed exactly once".
+    pub(crate) fn violations(&self, expected: u64) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.total != expected {
+            v.push(format!(
+                "{} rows in the table, expected {expected}",
+                self.total
+            ));
+        }
+        if self.completed != expected {
+            v.push(format!(
+                "{} rows completed, expected {expected}",
+                self.completed
+            ));
+        }
+        if self.not_once != 0 {
+            v.push(format!(
+                "{} rows with attempts != 1 (claimed more than once or never)",
+                self.not_once
+            ));
+        }
+        v
+    }
+
+    /// Enqueue checks: exactly `expected` rows stored.
+    pub(crate) fn count_violations(&self, expected: u64) -> Vec<String> {
+        if self.total == expected {
+            Vec::new()
+        } else {
+            vec![format!("{} rows stored, expected {expected}", self.total)]
+        }
+    }
+}

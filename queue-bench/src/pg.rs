@@ -1,0 +1,274 @@
+//! PostgreSQL: our queue in a fresh schema per workload, and the hand-written
+//! `FOR UPDATE SKIP LOCKED` queue in another.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use async_trait::async_trait;
+use queue_core::Queue;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::Row;
+
+use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, OursNs, Server};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct PgServer {
+    url: String,
+    admin: PgPool,
+}
+
+async fn pool(url: &str, size: u32) -> Result<PgPool> {
+    let opts: PgConnectOptions = url
+        .parse()
+        .with_context(|| format!("bad URL {}", queue_core::validate::redact_url(url)))?;
+    PgPoolOptions::new()
+        .max_connections(size)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_with(opts)
+        .await
+        .with_context(|| format!("connect to {}", queue_core::validate::redact_url(url)))
+}
+
+impl PgServer {
+    pub(crate) async fn connect(url: &str) -> Result<Self> {
+        let admin = pool(url, 2).await?;
+        sqlx::query("SELECT 1").execute(&admin).await?;
+        Ok(PgServer {
+            url: url.to_owned(),
+            admin,
+        })
+    }
+}
+
+#[async_trait]
+impl Server for PgServer {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Postgres
+    }
+
+    async fn describe(&self) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        let v: String = sqlx::query_scalar("SELECT version()")
+            .fetch_one(&self.admin)
+            .await?;
+        out.push(("version".into(), v));
+        for name in [
+            "synchronous_commit",
+            "fsync",
+            "wal_level",
+            "shared_buffers",
+            "max_connections",
+        ] {
+            let v: String = sqlx::query_scalar("SELECT current_setting($1)")
+                .bind(name)
+                .fetch_one(&self.admin)
+                .await?;
+            out.push((name.into(), v));
+        }
+        out.push(("url".into(), queue_core::validate::redact_url(&self.url)));
+        Ok(out)
+    }
+
+    async fn ours(&self, pool_size: u32) -> Result<Box<dyn OursNs>> {
+        let schema = fresh_tag("bench_q")?;
+        let queue = open_queue(&self.url, &schema, pool_size).await?;
+        Ok(Box::new(PgOurs {
+            schema,
+            queue,
+            admin: self.admin.clone(),
+        }))
+    }
+
+    async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
+        let schema = fresh_tag("bench_b")?;
+        sqlx::raw_sql(&format!(
+            "CREATE SCHEMA {schema};
+             CREATE TABLE {schema}.jobs (
+                 id       bigserial PRIMARY KEY,
+                 payload  jsonb     NOT NULL,
+                 state    text      NOT NULL DEFAULT 'pending',
+                 attempts integer   NOT NULL DEFAULT 0
+             );
+             CREATE INDEX jobs_pending ON {schema}.jobs (id) WHERE state = 'pending';"
+        ))
+        .execute(&self.admin)
+        .await
+        .context("create the baseline table")?;
+        let pool = pool(&self.url, pool_size).await?;
+        Ok(Box::new(PgBaseline {
+            claim: format!(
+                "WITH c AS (SELECT id FROM {schema}.jobs WHERE state = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) \
+                 UPDATE {schema}.jobs t SET state = 'running', attempts = t.attempts + 1 FROM c WHERE t.id = c.id \
+                 RETURNING t.id, t.payload"
+            ),
+            complete_one: format!("UPDATE {schema}.jobs SET state = 'done' WHERE id = $1"),
+            complete_many: format!("UPDATE {schema}.jobs SET state = 'done' WHERE id = ANY($1)"),
+            insert_one: format!("INSERT INTO {schema}.jobs (payload) VALUES ($1::jsonb)"),
+            insert_many: format!(
+                "INSERT INTO {schema}.jobs (payload) SELECT p FROM UNNEST($1::jsonb[]) AS u (p)"
+            ),
+            check: format!(
+                "SELECT count(*), count(*) FILTER (WHERE state = 'done'), \
+                 count(*) FILTER (WHERE state = 'done' AND attempts <> 1) FROM {schema}.jobs"
+            ),
+            schema,
+            pool,
+            admin: self.admin.clone(),
+        }))
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn open_queue(url: &str, schema: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+    let q = queue_postgres::PostgresQueue::builder(url)
+        .schema(schema)
+        .max_connections(pool_size)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .connect()
+        .await?;
+    q.migrate().await?;
+    Ok(Arc::new(q))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_queue(_url: &str, _schema: &str, _pool_size: u32) -> Result<Arc<dyn Queue>> {
+    anyhow::bail!("queue-bench was built without the `postgres` feature")
+}
+
+struct PgOurs {
+    schema: String,
+    queue: Arc<dyn Queue>,
+    admin: PgPool,
+}
+
+#[async_trait]
+impl OursNs for PgOurs {
+    fn queue(&self) -> Arc<dyn Queue> {
+        self.queue.clone()
+    }
+
+    async fn check(&self, queue: &str) -> Result<DrainCheck> {
+        let s = &self.schema;
+        let row = sqlx::query(&format!(
+            "SELECT count(*), count(*) FILTER (WHERE state = 'completed'), \
+             count(*) FILTER (WHERE state = 'completed' AND attempts <> 1) \
+             FROM {s}.jobs WHERE queue = $1"
+        ))
+        .bind(queue)
+        .fetch_one(&self.admin)
+        .await?;
+        Ok(DrainCheck {
+            total: row.try_get::<i64, _>(0)? as u64,
+            completed: row.try_get::<i64, _>(1)? as u64,
+            not_once: row.try_get::<i64, _>(2)? as u64,
+        })
+    }
+
+    async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()> {
+        let s = &self.schema;
+        sqlx::query(&format!(
+            "INSERT INTO {s}.jobs (id, queue, payload, priority, state, attempts, max_attempts, \
+                 run_at, created_at, updated_at, finished_at) \
+             SELECT gen_random_uuid(), $1, $2::jsonb, 0, 'completed', 1, 25, \
+                 now() - interval '1 day' + g * interval '1 microsecond', \
+                 now() - interval '1 day', now() - interval '1 day', now() - interval '1 day' \
+             FROM generate_series(1, $3::bigint) AS g"
+        ))
+        .bind(queue)
+        .bind(payload)
+        .bind(rows as i64)
+        .execute(&self.admin)
+        .await?;
+        // What autovacuum would have done while this history accumulated.
+        sqlx::raw_sql(&format!("VACUUM ANALYZE {s}.jobs"))
+            .execute(&self.admin)
+            .await?;
+        Ok(())
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .execute(&self.admin)
+            .await?;
+        Ok(())
+    }
+}
+
+struct PgBaseline {
+    schema: String,
+    pool: PgPool,
+    admin: PgPool,
+    claim: String,
+    complete_one: String,
+    complete_many: String,
+    insert_one: String,
+    insert_many: String,
+    check: String,
+}
+
+#[async_trait]
+impl BaselineNs for PgBaseline {
+    async fn insert_one(&self, payload: &str) -> Result<()> {
+        sqlx::query(&self.insert_one)
+            .bind(payload)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn insert_many(&self, payloads: &[String]) -> Result<()> {
+        sqlx::query(&self.insert_many)
+            .bind(payloads)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
+        let rows = sqlx::query(&self.claim)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                // The payload comes back as a handler would need it.
+                let _payload: sqlx::types::Json<Box<serde_json::value::RawValue>> = r.try_get(1)?;
+                Ok(r.try_get::<i64, _>(0)?)
+            })
+            .collect()
+    }
+
+    async fn complete(&self, ids: &[i64]) -> Result<()> {
+        if let [id] = ids {
+            sqlx::query(&self.complete_one)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        } else {
+            sqlx::query(&self.complete_many)
+                .bind(ids)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn check(&self) -> Result<DrainCheck> {
+        let row = sqlx::query(&self.check).fetch_one(&self.admin).await?;
+        Ok(DrainCheck {
+            total: row.try_get::<i64, _>(0)? as u64,
+            completed: row.try_get::<i64, _>(1)? as u64,
+            not_once: row.try_get::<i64, _>(2)? as u64,
+        })
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        self.pool.close().await;
+        sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .execute(&self.admin)
+            .await?;
+        Ok(())
+    }
+}
