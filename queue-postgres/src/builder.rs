@@ -87,7 +87,7 @@ impl PostgresQueueBuilder {
         self
     }
 
-    /// Most pooled connections (default 16). The LISTEN task, once started, holds one of them.
+    /// Most pooled connections (default 16). Waiting for work adds one more, for LISTEN.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n;
         self
@@ -181,6 +181,13 @@ impl PostgresQueueBuilder {
             // A ping before every checkout would double the round trips of every call; a dead
             // connection surfaces as Error::Unavailable once and is then discarded instead.
             .test_before_acquire(false)
+            .connect_lazy_with(options.clone());
+        // The LISTEN connection has a pool of its own, so it never takes a connection the
+        // queue's calls need; it connects only when the first wait starts the listener.
+        let listen_pool = PgPoolOptions::new()
+            .max_connections(1)
+            .min_connections(0)
+            .acquire_timeout(self.connect_timeout)
             .connect_lazy_with(options);
         let sql = Statements::new(&self.schema);
         let version = tokio::time::timeout(
@@ -203,6 +210,7 @@ impl PostgresQueueBuilder {
         Ok(PostgresQueue {
             inner: Arc::new(Inner {
                 pool,
+                listen_pool,
                 channel: channel_name(&self.schema),
                 schema: self.schema,
                 sql,

@@ -46,6 +46,7 @@ pub struct PostgresQueue {
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) pool: PgPool,
+    pub(crate) listen_pool: PgPool,
     pub(crate) schema: String,
     pub(crate) channel: String,
     pub(crate) sql: Statements,
@@ -691,7 +692,7 @@ impl Queue for PostgresQueue {
         let inner = &self.inner;
         inner
             .listener
-            .ensure(queue, &inner.pool, &inner.channel, &inner.hub);
+            .ensure(queue, &inner.listen_pool, &inner.channel, &inner.hub);
         inner.hub.wait(queue, timeout).await;
     }
 
