@@ -1,0 +1,152 @@
+//! The catalogue of behaviour cases. Each case takes a [`Ctx`](crate::Ctx), makes its own
+//! isolated queue(s), and checks what is stored in the database afterwards, not just what the
+//! calls returned.
+
+pub mod admin;
+pub mod basic;
+pub mod concurrency;
+pub mod dedup;
+pub mod leases;
+pub mod lifecycle;
+pub mod transactions;
+pub mod validation;
+pub mod wakeups;
+pub mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use queue_core::{Error, Job, JobId, JobState, Leased, ListRequest, NewJob, PopRequest, Queue};
+
+/// The lease most cases take: long enough never to expire by itself during a case.
+pub const LONG_LEASE: Duration = Duration::from_secs(30);
+/// A lease short enough to expire within a case.
+pub const SHORT_LEASE: Duration = Duration::from_millis(250);
+
+/// A job for `queue` with `payload`.
+pub fn job(queue: &str, payload: serde_json::Value) -> NewJob {
+    NewJob::new(queue, &payload).expect("a JSON value always serializes")
+}
+
+/// Pops up to `limit` jobs from `queue` with `lease` as worker `worker`.
+pub async fn pop(
+    q: &Arc<dyn Queue>,
+    queue: &str,
+    limit: usize,
+    lease: Duration,
+    worker: &str,
+) -> anyhow::Result<Vec<Leased>> {
+    q.pop(
+        PopRequest::new(queue)
+            .limit(limit)
+            .lease(lease)
+            .worker(worker),
+    )
+    .await
+    .with_context(|| format!("pop {limit} from {queue}"))
+}
+
+/// Pops exactly one job from `queue` (long lease), failing when there is none.
+pub async fn pop_one(q: &Arc<dyn Queue>, queue: &str) -> anyhow::Result<Leased> {
+    let mut got = pop(q, queue, 1, LONG_LEASE, "w1").await?;
+    match got.len() {
+        1 => Ok(got.remove(0)),
+        n => bail!("expected one job from {queue}, popped {n}"),
+    }
+}
+
+/// Reads a job that must exist.
+pub async fn get(q: &Arc<dyn Queue>, id: JobId) -> anyhow::Result<Job> {
+    q.get(id)
+        .await
+        .with_context(|| format!("get {id}"))?
+        .ok_or_else(|| anyhow!("job {id} is not stored"))
+}
+
+/// Asserts the stored state of `id`.
+pub async fn expect_state(q: &Arc<dyn Queue>, id: JobId, state: JobState) -> anyhow::Result<Job> {
+    let j = get(q, id).await?;
+    anyhow::ensure!(
+        j.state == state,
+        "job {id}: expected state {state}, stored {}",
+        j.state
+    );
+    Ok(j)
+}
+
+/// Every stored job (at most 1000), newest first.
+pub async fn all_jobs(q: &Arc<dyn Queue>) -> anyhow::Result<Vec<Job>> {
+    Ok(q.list(ListRequest {
+        queue: None,
+        state: None,
+        limit: 1000,
+    })
+    .await?)
+}
+
+/// The field named by an [`Error::InvalidInput`], or a description of the wrong outcome.
+pub fn invalid_field<T: std::fmt::Debug>(r: &queue_core::Result<T>) -> Result<String, String> {
+    match r {
+        Err(Error::InvalidInput { field, .. }) => Ok(field.clone()),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+/// Fails unless `r` is [`Error::LeaseLost`] for `id`.
+pub fn expect_lease_lost<T: std::fmt::Debug>(
+    what: &str,
+    id: JobId,
+    r: queue_core::Result<T>,
+) -> anyhow::Result<()> {
+    match r {
+        Err(Error::LeaseLost { job }) if job == id => Ok(()),
+        other => bail!("{what}: expected LeaseLost for {id}, got {other:?}"),
+    }
+}
+
+/// Fails unless `r` is [`Error::Cancelled`] for `id`.
+pub fn expect_cancelled<T: std::fmt::Debug>(
+    what: &str,
+    id: JobId,
+    r: queue_core::Result<T>,
+) -> anyhow::Result<()> {
+    match r {
+        Err(Error::Cancelled { job }) if job == id => Ok(()),
+        other => bail!("{what}: expected Cancelled for {id}, got {other:?}"),
+    }
+}
+
+/// The fields of a row that a fenced-off call must not change.
+pub fn row_fingerprint(j: &Job) -> String {
+    format!(
+        "state={} attempts={} max={} run_at={:?} lease_expires_at={:?} worker={:?} last_error={:?} updated_at={:?} finished_at={:?}",
+        j.state,
+        j.attempts,
+        j.max_attempts,
+        j.run_at,
+        j.lease_expires_at,
+        j.worker,
+        j.last_error,
+        j.updated_at,
+        j.finished_at
+    )
+}
+
+/// Sleeps until the database clock has passed `at` (plus a margin for clock precision).
+pub async fn sleep_until_db(
+    q: &Arc<dyn Queue>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<()> {
+    let margin = q.capabilities().time_precision + Duration::from_millis(20);
+    for _ in 0..200 {
+        let now = q.now().await?;
+        if now > at {
+            tokio::time::sleep(margin).await;
+            return Ok(());
+        }
+        let left = (at - now).to_std().unwrap_or(Duration::ZERO) + margin;
+        tokio::time::sleep(left.min(Duration::from_secs(2))).await;
+    }
+    bail!("the database clock never passed {at}")
+}

@@ -1,0 +1,79 @@
+//! Waiting for work: in-process wake-ups everywhere, and cross-process ones where the database
+//! delivers notifications (capability `Wakeups::ListenNotify`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context as _};
+use queue_core::{Queue, Wakeups};
+use serde_json::json;
+
+use super::{job, pop, LONG_LEASE};
+use crate::Ctx;
+
+/// Waits on `waiter` (re-waiting after spurious wake-ups) until a job of `queue` can be
+/// popped; returns when it was popped.
+fn spawn_waiter(
+    waiter: Arc<dyn Queue>,
+    queue: &'static str,
+) -> tokio::task::JoinHandle<anyhow::Result<(Instant, usize)>> {
+    tokio::spawn(async move {
+        let mut waits = 0;
+        loop {
+            waiter.wait_for_work(queue, Duration::from_secs(10)).await;
+            waits += 1;
+            let got = pop(&waiter, queue, 1, LONG_LEASE, "waiter").await?;
+            if !got.is_empty() {
+                return Ok((Instant::now(), waits));
+            }
+            anyhow::ensure!(waits < 50, "woken 50 times without work");
+        }
+    })
+}
+
+/// A waiter in `wait_for_work` wakes soon after a push through the same queue value.
+pub async fn push_wakes_waiter_in_process(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let waiter = spawn_waiter(q.clone(), "wake-local");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pushed = Instant::now();
+    q.push(job("wake-local", json!(1))).await?;
+    let (woke, waits) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .context("the waiter never woke")???;
+    let latency = woke.saturating_duration_since(pushed);
+    println!("in-process wake-up after {latency:?} ({waits} waits)");
+    ensure!(
+        latency < Duration::from_secs(1),
+        "woke {latency:?} after the push"
+    );
+    Ok(())
+}
+
+/// With LISTEN/NOTIFY, a waiter on queue value A wakes within milliseconds of a push through a
+/// separate queue value B (its own pool, as another process).
+pub async fn listen_notify_wakes_other_value(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let a = fx.queue();
+    if a.capabilities().wakeups != Wakeups::ListenNotify {
+        ctx.skip("capability `Wakeups::ListenNotify` is absent");
+        return Ok(());
+    }
+    let b = fx.another().await?;
+    // Let A start listening before B pushes.
+    let warmup = spawn_waiter(a.clone(), "wake-remote");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pushed = Instant::now();
+    b.push(job("wake-remote", json!(1))).await?;
+    let (woke, waits) = tokio::time::timeout(Duration::from_secs(8), warmup)
+        .await
+        .context("the waiter on A never woke")???;
+    let latency = woke.saturating_duration_since(pushed);
+    println!("cross-process wake-up after {latency:?} ({waits} waits)");
+    ensure!(
+        latency < Duration::from_secs(1),
+        "A woke {latency:?} after B's push"
+    );
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! What a backend provides to the suite ([`Harness`], [`Fixture`], [`Transactions`]) and the
+//! runner that sets up, runs and tears down one case ([`run`]).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use queue_core::{ClaimStrategy, JobId, Lease, Limits, NewJob, Queue, RetryPolicy};
+
+/// The settings a case asks for when it makes a queue.
+#[derive(Clone, Debug)]
+pub struct TestConfig {
+    /// The claim strategy under test.
+    pub claim: ClaimStrategy,
+    /// The retry policy of the queue (fast by default, so retries happen within a test).
+    pub retry: RetryPolicy,
+    /// The size limits of the queue.
+    pub limits: Limits,
+}
+
+impl TestConfig {
+    /// The defaults of the suite for `claim`: retries after 100 ms doubling to at most 2 s with
+    /// ±10 % jitter; payloads up to 2 MiB, batches up to 500 jobs, pops up to 100 jobs.
+    pub fn new(claim: ClaimStrategy) -> Self {
+        TestConfig {
+            claim,
+            retry: RetryPolicy {
+                base: Duration::from_millis(100),
+                factor: 2.0,
+                max: Duration::from_secs(2),
+                jitter: 0.1,
+            },
+            limits: Limits {
+                max_payload_bytes: 2 * 1024 * 1024,
+                max_batch: 500,
+                max_pop: 100,
+            },
+        }
+    }
+}
+
+/// A database server the cases of one backend run against.
+#[derive(Clone, Debug)]
+pub struct Server {
+    /// Names the server in messages, e.g. `mysql:8.4` or `QUEUE_TEST_POSTGRES_URL`.
+    pub label: String,
+    /// Its URL (empty for SQLite, which needs no server).
+    pub url: String,
+}
+
+/// Where the servers of a backend come from, or why there are none.
+#[derive(Clone, Debug)]
+pub enum Discovery {
+    /// Run every case against each of these.
+    Servers(Vec<Server>),
+    /// No server: this says what is missing (e.g. `set QUEUE_TEST_POSTGRES_URL or start Docker`).
+    Missing(String),
+}
+
+/// One backend with one claim strategy, as the suite sees it. Each backend's test file
+/// implements it and hands it to [`suite!`](crate::suite).
+#[async_trait]
+pub trait Harness: Send + Sync + 'static {
+    /// The backend's name as `QUEUE_TEST_REQUIRE` spells it: `sqlite`, `postgres`, `mysql`.
+    fn backend(&self) -> &'static str;
+
+    /// The claim strategy under test.
+    fn claim(&self) -> ClaimStrategy;
+
+    /// How many concurrent poppers the concurrency case runs (at least 16).
+    fn poppers(&self) -> usize {
+        16
+    }
+
+    /// Finds the servers to run against.
+    async fn servers(&self) -> Discovery;
+
+    /// Makes a fresh, isolated (own file, schema or table prefix) queue on `server`, migrated
+    /// when `migrate` (otherwise nothing exists in its namespace yet).
+    async fn fixture(
+        &self,
+        server: &Server,
+        config: &TestConfig,
+        migrate: bool,
+    ) -> anyhow::Result<Box<dyn Fixture>>;
+
+    /// Connects a queue to a database that cannot be reached. Either this returns
+    /// `Err(Unavailable)` or every later call on the returned queue does.
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>>;
+}
+
+/// One isolated, migrated namespace (file, schema, table prefix) and a queue on it.
+#[async_trait]
+pub trait Fixture: Send + Sync + 'static {
+    /// The queue under test.
+    fn queue(&self) -> Arc<dyn Queue>;
+
+    /// A second, separately connected queue value (its own pool) on the same namespace, with the
+    /// same settings, as another process would have. Not migrated by this call.
+    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>>;
+
+    /// The caller-transaction hooks, where the backend offers them
+    /// (`capabilities().transactions`).
+    fn transactions(&self) -> Option<&dyn Transactions> {
+        None
+    }
+
+    /// Drops the namespace (schema, tables, file).
+    async fn teardown(&self) -> anyhow::Result<()>;
+}
+
+/// Work inside a transaction of the caller's own, on the same database, with a table of the
+/// caller's (`effects`, one text column) to show which writes committed.
+#[async_trait]
+pub trait Transactions: Send + Sync {
+    /// In one transaction: inserts the effect `marker` and pushes `job`; then commits when
+    /// `commit`, else rolls back. Returns the job's id.
+    async fn push_in_tx(
+        &self,
+        job: NewJob,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<JobId>;
+
+    /// In one transaction: inserts the effect `marker` and completes the job held by `lease`;
+    /// commits when completing succeeded, else rolls back and returns its error.
+    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()>;
+
+    /// How many effects named `marker` are committed.
+    async fn effects(&self, marker: &str) -> anyhow::Result<u64>;
+}
+
+/// What a case gets: the harness, the server, and a way to make isolated queues that are torn
+/// down after the case.
+#[derive(Clone)]
+pub struct Ctx {
+    harness: Arc<dyn Harness>,
+    server: Server,
+    fixtures: Arc<Mutex<Vec<Arc<dyn Fixture>>>>,
+}
+
+impl Ctx {
+    /// The harness under test.
+    pub fn harness(&self) -> &dyn Harness {
+        &*self.harness
+    }
+
+    /// The server under test.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The suite's default settings for this harness.
+    pub fn config(&self) -> TestConfig {
+        TestConfig::new(self.harness.claim())
+    }
+
+    /// A fresh isolated queue with the default settings.
+    ///
+    /// # Errors
+    /// When the backend cannot set one up.
+    pub async fn fixture(&self) -> anyhow::Result<Arc<dyn Fixture>> {
+        self.fixture_with(self.config()).await
+    }
+
+    /// A fresh isolated queue with `config`.
+    ///
+    /// # Errors
+    /// When the backend cannot set one up.
+    pub async fn fixture_with(&self, config: TestConfig) -> anyhow::Result<Arc<dyn Fixture>> {
+        self.make(config, true).await
+    }
+
+    /// A fresh isolated namespace where nothing is migrated yet, and a queue on it.
+    ///
+    /// # Errors
+    /// When the backend cannot set one up.
+    pub async fn unmigrated_fixture(&self) -> anyhow::Result<Arc<dyn Fixture>> {
+        self.make(self.config(), false).await
+    }
+
+    async fn make(&self, config: TestConfig, migrate: bool) -> anyhow::Result<Arc<dyn Fixture>> {
+        let fx: Arc<dyn Fixture> =
+            Arc::from(self.harness.fixture(&self.server, &config, migrate).await?);
+        self.fixtures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(fx.clone());
+        Ok(fx)
+    }
+
+    /// Says on stdout that the case does not apply here (a capability is missing).
+    pub fn skip(&self, why: &str) {
+        println!(
+            "skipped on {}/{} ({}): {why}",
+            self.harness.backend(),
+            self.harness.claim().as_str(),
+            self.server.label
+        );
+    }
+}
+
+/// Whether `QUEUE_TEST_REQUIRE` names `backend` (a missing server is then a failure).
+pub fn required(backend: &str) -> bool {
+    std::env::var("QUEUE_TEST_REQUIRE")
+        .map(|v| v.split(',').any(|b| b.trim().eq_ignore_ascii_case(backend)))
+        .unwrap_or(false)
+}
+
+/// Runs the case `name` (`case`) against every server of `harness`, tearing down every fixture
+/// it made. Panics (fails the test) when the case fails, or when no server is found and
+/// `QUEUE_TEST_REQUIRE` names the backend; otherwise prints one line and returns.
+pub async fn run<F, Fut>(harness: Arc<dyn Harness>, name: &str, case: F)
+where
+    F: Fn(Ctx) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let backend = harness.backend();
+    let servers = match harness.servers().await {
+        Discovery::Servers(servers) => servers,
+        Discovery::Missing(what) => {
+            if required(backend) {
+                panic!("{backend} is required by QUEUE_TEST_REQUIRE but missing: {what}");
+            }
+            println!("SKIPPED {backend}: {what}");
+            return;
+        }
+    };
+    for server in servers {
+        let ctx = Ctx {
+            harness: harness.clone(),
+            server: server.clone(),
+            fixtures: Arc::default(),
+        };
+        let outcome = tokio::spawn(case(ctx.clone())).await;
+        let fixtures = std::mem::take(&mut *ctx.fixtures.lock().unwrap_or_else(|e| e.into_inner()));
+        for fx in fixtures {
+            if let Err(e) = fx.teardown().await {
+                eprintln!(
+                    "{backend} ({}): teardown after {name} failed: {e:#}",
+                    server.label
+                );
+            }
+        }
+        let where_ = format!("{backend}/{} on {}", harness.claim().as_str(), server.label);
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("{name} failed on {where_}: {e:?}"),
+            Err(join) if join.is_panic() => {
+                eprintln!("{name} panicked on {where_}");
+                std::panic::resume_unwind(join.into_panic())
+            }
+            Err(join) => panic!("{name} did not finish on {where_}: {join}"),
+        }
+    }
+}
