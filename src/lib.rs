@@ -1,1 +1,26 @@
-//! Facade.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod connect;
+
+pub use connect::{connect, connect_and_migrate, connect_with, Backend, Options};
+pub use queue_core::*;
+
+/// The SQLite backend (feature `sqlite`, on by default).
+#[cfg(feature = "sqlite")]
+pub use queue_sqlite as sqlite;
+#[cfg(feature = "sqlite")]
+pub use queue_sqlite::SqliteQueue;
+
+/// The PostgreSQL backend (feature `postgres`).
+#[cfg(feature = "postgres")]
+pub use queue_postgres as postgres;
+#[cfg(feature = "postgres")]
+pub use queue_postgres::PostgresQueue;
+
+/// The MySQL and MariaDB backend (feature `mysql`).
+#[cfg(feature = "mysql")]
+pub use queue_mysql as mysql;
+#[cfg(feature = "mysql")]
+pub use queue_mysql::MySqlQueue;

@@ -1,0 +1,103 @@
+//! `work`: a smoke worker that logs each job's payload and completes it, until Ctrl-C.
+
+use clap::Args;
+use queue_core::validate::redact_url;
+use queue_core::{validate, JobContext, JobError, Worker};
+
+use crate::admin::Target;
+use crate::duration;
+use crate::failure::CliError;
+use crate::table;
+use crate::LOG_TARGET;
+
+/// `work`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The queue to work on.
+    #[arg(long)]
+    queue: String,
+    /// Handlers running at once.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// How long each claim lasts before it must be extended, e.g. 30s.
+    #[arg(long, default_value = "30s")]
+    lease: String,
+    /// How long running jobs may take to finish after Ctrl-C before they are released.
+    #[arg(long, default_value = "30s")]
+    shutdown_timeout: String,
+}
+
+pub(crate) async fn run(args: WorkArgs) -> Result<(), CliError> {
+    validate::queue_name(&args.queue)?;
+    let lease = duration::parse("lease", &args.lease)?;
+    let shutdown_timeout = duration::parse("shutdown_timeout", &args.shutdown_timeout)?;
+    let queue = args.target.connect().await?;
+    // Surfaces a missing schema or an unreachable server now, as one error, rather than as
+    // failed pops inside the running worker.
+    queue.stats(Some(&args.queue)).await?;
+    let worker = Worker::builder(queue.clone(), args.queue.as_str())
+        .concurrency(args.concurrency)
+        .lease(lease)
+        .shutdown_timeout(shutdown_timeout)
+        .handler_fn(log_payload)
+        .build()?;
+    eprintln!(
+        "working on queue {} of {} with concurrency {}; press Ctrl-C to stop",
+        args.queue,
+        redact_url(&args.target.url),
+        args.concurrency
+    );
+    let report = worker.run_until(stop_signal()).await;
+    let c = report.counters;
+    eprintln!(
+        "stopped after {:.1?}: {} completed, {} retried, {} dead, {} released, {} lease lost",
+        report.elapsed, c.completed, c.retried, c.dead, c.released, c.lease_lost
+    );
+    if !report.all_settled() {
+        return Err(CliError::other(format!(
+            "{} job(s) were still running at the deadline; they return to pending when their \
+             lease expires",
+            c.claimed.saturating_sub(c.settled())
+        )));
+    }
+    Ok(())
+}
+
+/// The smoke handler: logs the job and completes it.
+async fn log_payload(ctx: JobContext) -> Result<(), JobError> {
+    tracing::info!(
+        target: LOG_TARGET,
+        job = %ctx.id(),
+        queue = %ctx.job.queue,
+        attempt = ctx.attempt(),
+        payload = %table::clip(ctx.job.payload.get(), 1000),
+        "ran job"
+    );
+    Ok(())
+}
+
+/// Completes on Ctrl-C, or on SIGTERM where there are signals.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    eprintln!("stopping: no new jobs are claimed; running jobs may finish");
+}
