@@ -228,30 +228,55 @@ where
         }
     };
     for server in servers {
-        let ctx = Ctx {
-            harness: harness.clone(),
-            server: server.clone(),
-            fixtures: Arc::default(),
-        };
-        let outcome = tokio::spawn(case(ctx.clone())).await;
-        let fixtures = std::mem::take(&mut *ctx.fixtures.lock().unwrap_or_else(|e| e.into_inner()));
-        for fx in fixtures {
-            if let Err(e) = fx.teardown().await {
-                eprintln!(
-                    "{backend} ({}): teardown after {name} failed: {e:#}",
-                    server.label
-                );
-            }
-        }
         let where_ = format!("{backend}/{} on {}", harness.claim().as_str(), server.label);
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => panic!("{name} failed on {where_}: {e:?}"),
-            Err(join) if join.is_panic() => {
-                eprintln!("{name} panicked on {where_}");
-                std::panic::resume_unwind(join.into_panic())
-            }
-            Err(join) => panic!("{name} did not finish on {where_}: {join}"),
+        if let Err(e) = run_on(harness.clone(), &server, name, &case).await {
+            panic!("{name} failed on {where_}: {e:?}");
         }
+    }
+}
+
+/// Runs the case `name` once against `server` and tears down every fixture it made; returns
+/// the case's outcome (a panic inside the case is turned into an error).
+///
+/// # Errors
+/// Whatever the case reported.
+pub async fn run_on<F, Fut>(
+    harness: Arc<dyn Harness>,
+    server: &Server,
+    name: &str,
+    case: &F,
+) -> anyhow::Result<()>
+where
+    F: Fn(Ctx) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let backend = harness.backend();
+    let ctx = Ctx {
+        harness,
+        server: server.clone(),
+        fixtures: Arc::default(),
+    };
+    let outcome = tokio::spawn(case(ctx.clone())).await;
+    let fixtures = std::mem::take(&mut *ctx.fixtures.lock().unwrap_or_else(|e| e.into_inner()));
+    for fx in fixtures {
+        if let Err(e) = fx.teardown().await {
+            eprintln!(
+                "{backend} ({}): teardown after {name} failed: {e:#}",
+                server.label
+            );
+        }
+    }
+    match outcome {
+        Ok(result) => result,
+        Err(join) if join.is_panic() => {
+            let payload = join.into_panic();
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "a panic".into());
+            Err(anyhow::anyhow!("{name} panicked: {msg}"))
+        }
+        Err(join) => Err(anyhow::anyhow!("{name} did not finish: {join}")),
     }
 }

@@ -7,4 +7,6 @@ pub mod harness;
 pub mod servers;
 mod suite;
 
-pub use harness::{run, Ctx, Discovery, Fixture, Harness, Server, TestConfig, Transactions};
+pub use harness::{
+    run, run_on, Ctx, Discovery, Fixture, Harness, Server, TestConfig, Transactions,
+};
