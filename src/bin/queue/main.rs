@@ -112,13 +112,22 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
+            // The first paragraph is the message (a list of missing arguments included); the
+            // usage and tips that follow are one `--help` away.
             let rendered = e.render().to_string();
             let line = rendered
+                .trim()
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
                 .lines()
                 .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("error: invalid arguments");
-            if line.starts_with("error:") {
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if line.is_empty() {
+                eprintln!("error: invalid arguments; see --help");
+            } else if line.starts_with("error:") {
                 eprintln!("{line}");
             } else {
                 eprintln!("error: {line}");
@@ -140,6 +149,7 @@ fn init_tracing(verbose: u8, quiet_worker: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
