@@ -135,3 +135,32 @@ async fn the_claim_uses_the_partial_index() {
         "sorts instead of walking the index: {detail}"
     );
 }
+
+#[tokio::test]
+async fn a_write_lock_held_past_the_busy_timeout_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.db");
+    let q = SqliteQueue::builder(path.display().to_string())
+        .busy_timeout(Duration::from_millis(100))
+        .connect()
+        .await
+        .unwrap();
+    q.migrate().await.unwrap();
+    // Another process holds the write lock.
+    let other = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let holder = other.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    let t = Instant::now();
+    let err = q.push(NewJob::new("q", &1).unwrap()).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(t.elapsed() >= Duration::from_millis(100));
+    assert!(matches!(
+        q.pop(PopRequest::new("q")).await.unwrap_err(),
+        Error::Unavailable { .. }
+    ));
+    // Reads go on under WAL, and writes resume once the lock is released.
+    assert!(q.stats(None).await.unwrap().is_empty());
+    holder.rollback().await.unwrap();
+    q.push(NewJob::new("q", &1).unwrap()).await.unwrap();
+}
