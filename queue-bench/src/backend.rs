@@ -158,3 +158,38 @@ impl DrainCheck {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_drain_has_no_violations() {
+        let c = DrainCheck {
+            total: 10,
+            completed: 10,
+            not_once: 0,
+        };
+        assert!(c.violations(10).is_empty());
+    }
+
+    #[test]
+    fn double_claims_and_missing_jobs_are_violations() {
+        let c = DrainCheck {
+            total: 10,
+            completed: 9,
+            not_once: 2,
+        };
+        let v = c.violations(10);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(c.count_violations(11).len(), 1);
+    }
+
+    #[test]
+    fn namespaces_are_fresh_valid_identifiers() {
+        let a = fresh_tag("bench_q").unwrap();
+        let b = fresh_tag("bench_q").unwrap();
+        assert_ne!(a, b);
+        assert!(queue_core::validate::identifier("t", &a).is_ok());
+    }
+}

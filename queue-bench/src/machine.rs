@@ -7,6 +7,8 @@ pub(crate) struct Machine {
     pub(crate) memory_gib: Option<f64>,
     pub(crate) cpu_model: Option<String>,
     pub(crate) os: String,
+    /// `/proc/loadavg` when the run started: other work on the machine skews the numbers.
+    pub(crate) load_at_start: Option<String>,
 }
 
 impl Machine {
@@ -32,18 +34,28 @@ impl Machine {
             memory_gib,
             cpu_model,
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            load_at_start: load_average(),
         }
     }
 
     pub(crate) fn describe(&self) -> String {
         format!(
-            "{} cores ({}), {} memory, {}",
+            "{} cores ({}), {} memory, {}; load average at start {}, now {}",
             self.cores,
             self.cpu_model.as_deref().unwrap_or("unknown CPU"),
             self.memory_gib
                 .map(|g| format!("{g:.1} GiB"))
                 .unwrap_or_else(|| "unknown".into()),
-            self.os
+            self.os,
+            self.load_at_start.as_deref().unwrap_or("unknown"),
+            load_average().as_deref().unwrap_or("unknown")
         )
     }
+}
+
+/// The 1, 5 and 15 minute load averages.
+pub(crate) fn load_average() -> Option<String> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }

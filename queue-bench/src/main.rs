@@ -160,7 +160,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 .any(|r| r.trim().eq_ignore_ascii_case(kind.name()));
             match backend::connect(kind, url.as_deref()).await {
                 Ok(server) => {
-                    let sr = run_server(server.as_ref(), &workloads, &settings, !cli.json).await;
+                    let sr = run_server(server.as_ref(), &workloads, &settings, true).await;
                     report.servers.push(sr);
                 }
                 Err(e) if !must && kind != BackendKind::Sqlite => {
@@ -195,7 +195,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         let url = cli.url.clone().or_else(|| cli.backend.default_url());
         let server = backend::connect(cli.backend, url.as_deref()).await?;
         let workloads = cli.workload.expand(cli.batch);
-        let sr = run_server(server.as_ref(), &workloads, &settings, !cli.json).await;
+        let sr = run_server(server.as_ref(), &workloads, &settings, true).await;
         report.servers.push(sr);
     }
     report.command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -257,4 +257,32 @@ async fn run_server(
         }
     }
     sr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drain_runs_both_batch_sizes_unless_batch_is_one() {
+        assert_eq!(
+            WorkloadArg::Drain.expand(100),
+            vec![Workload::Drain { batch: 100 }, Workload::Drain { batch: 1 }]
+        );
+        assert_eq!(
+            WorkloadArg::Drain.expand(1),
+            vec![Workload::Drain { batch: 1 }]
+        );
+        assert_eq!(WorkloadArg::All.expand(50).len(), 6);
+    }
+
+    #[test]
+    fn cli_defaults_match_the_documented_ones() {
+        let cli = Cli::parse_from(["queue-bench"]);
+        assert_eq!(cli.backend, BackendKind::Sqlite);
+        assert_eq!(cli.jobs, 20_000);
+        assert_eq!(cli.workers, 16);
+        assert_eq!(cli.batch, 100);
+        assert_eq!(cli.backlog_rows, 1_000_000);
+    }
 }

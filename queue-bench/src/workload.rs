@@ -514,7 +514,9 @@ async fn drain_ours(
     if snap.retried + snap.dead + snap.lease_lost + snap.abandoned + snap.pop_errors != 0 {
         violations.push(format!("unexpected worker outcomes: {snap:?}"));
     }
-    notes.push(format!("worker shutdown: {report:?}"));
+    if report.aborted != 0 {
+        notes.push(format!("worker shutdown: {report:?}"));
+    }
     Ok((
         Measurement::new(
             format!(
@@ -670,13 +672,13 @@ async fn latency_ours(
         }
         commit.push(at.saturating_duration_since(*t1));
     }
-    let notes = vec![
-        format!(
+    let mut notes = vec![format!(
             "{} slots, prefetch {}; producer and worker share one queue value; {} jobs started before their push call returned (counted as 0 in push-return latency)",
-            s.workers, s.batch, early
-        ),
-        format!("worker shutdown: {report:?}"),
-    ];
+        s.workers, s.batch, early
+    )];
+    if report.aborted != 0 {
+        notes.push(format!("worker shutdown: {report:?}"));
+    }
     Ok((
         vec![
             Latency::of("push call -> handler start (client clock)", call),
@@ -686,4 +688,50 @@ async fn latency_ours(
         notes,
         violations,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_pick_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let l = Latency::of("x", samples);
+        assert_eq!(l.samples, 100);
+        assert_eq!(l.p50_ms, 50.0);
+        assert_eq!(l.p99_ms, 99.0);
+        assert_eq!(l.max_ms, 100.0);
+        let empty = Latency::of("x", Vec::new());
+        assert_eq!(empty.max_ms, 0.0);
+    }
+
+    #[test]
+    fn payload_has_about_the_asked_size_and_is_json() {
+        let s = Settings {
+            jobs: 1,
+            workers: 1,
+            batch: 1,
+            payload_bytes: 64,
+            producers: 1,
+            push_batch: 1,
+            backlog_rows: 0,
+            latency_rate: 1,
+            latency_jobs: 1,
+            baseline: true,
+            smoke: false,
+        };
+        let p = s.payload();
+        assert_eq!(p.len(), 64);
+        assert!(serde_json::from_str::<serde_json::Value>(&p).is_ok());
+    }
+
+    #[test]
+    fn ratio_is_ours_over_baseline() {
+        let mut r = WorkloadResult::new(Workload::Enqueue);
+        r.ours = Some(Measurement::new("a", 100, Duration::from_secs(1)));
+        r.baseline = Some(Measurement::new("b", 200, Duration::from_secs(1)));
+        r.set_ratio();
+        assert_eq!(r.ratio, Some(0.5));
+    }
 }
