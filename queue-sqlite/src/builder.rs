@@ -119,9 +119,14 @@ impl SqliteQueueBuilder {
         if t.is_empty() {
             return Err(Error::invalid("url", "must name a database file"));
         }
-        if let Some(rest) = t.strip_prefix("sqlite:") {
+        // The scheme is case-insensitive; sqlx expects it in lowercase.
+        if let Some(rest) = t
+            .get(..7)
+            .filter(|scheme| scheme.eq_ignore_ascii_case("sqlite:"))
+            .map(|_| &t[7..])
+        {
             let memory = rest.contains(":memory:") || rest.contains("mode=memory");
-            let opts = SqliteConnectOptions::from_str(t)
+            let opts = SqliteConnectOptions::from_str(&format!("sqlite:{rest}"))
                 .map_err(|e| Error::invalid("url", format!("is not a valid sqlite URL ({e})")))?;
             return Ok((opts, memory));
         }

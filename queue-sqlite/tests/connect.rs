@@ -61,6 +61,7 @@ async fn every_spelling_of_a_path_opens_the_file() {
     for url in [
         format!("sqlite://{}", path.display()),
         format!("sqlite:{}", path.display()),
+        format!("SQLite://{}", path.display()),
     ] {
         let q = SqliteQueue::builder(url).connect().await.unwrap();
         assert_eq!(q.get(id).await.unwrap().unwrap().id, id);
