@@ -119,6 +119,9 @@ async fn main() -> queue_core::Result<()> {
     let (cross, cross_push) = cross?;
     report("push to start, same value (in-process wake)", &same);
     report("push to start, second value (NOTIFY/LISTEN)", &cross);
-    report("the push call alone (commit included)", &[same_push, cross_push].concat());
+    report(
+        "the push call alone (commit included)",
+        &[same_push, cross_push].concat(),
+    );
     Ok(())
 }

@@ -995,3 +995,39 @@ async fn single_push_notifications_are_coalesced_but_never_lost() {
     assert_eq!(got, vec!["burst".to_string()]);
     teardown(q).await;
 }
+
+#[tokio::test]
+async fn a_killed_connection_is_unavailable_once_then_replaced() {
+    let Some(q) = setup_with(|b| b.max_connections(1)).await else {
+        return;
+    };
+    let id = q.push(job("k", 1)).await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(q.pool())
+        .await
+        .unwrap();
+    let admin = builder(q.schema()).connect().await.unwrap();
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(admin.pool())
+        .await
+        .unwrap();
+    assert!(killed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    match q.get(id).await {
+        Ok(job) => assert!(job.is_some()),
+        Err(e) => {
+            eprintln!("first call after the kill: {e}");
+            assert!(
+                e.is_transient(),
+                "a dropped connection is Unavailable: {e:?}"
+            )
+        }
+    }
+    let job = q
+        .get(id)
+        .await
+        .expect("the pool replaced the dead connection");
+    assert_eq!(job.unwrap().state, JobState::Pending);
+    teardown(q).await;
+}
