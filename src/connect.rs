@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::validate::redact_url;
-use queue_core::{ClaimStrategy, Error, Limits, Queue, Result, RetryPolicy};
+use queue_core::{ClaimStrategy, CommonOptions, Error, Limits, Queue, Result, RetryPolicy};
 
 /// The log target of this module.
 const LOG_TARGET: &str = "queue::connect";
@@ -176,6 +176,19 @@ pub struct Options {
 }
 
 impl Options {
+    /// The settings every backend shares.
+    fn common(&self) -> CommonOptions {
+        let defaults = CommonOptions::default();
+        CommonOptions {
+            claim_strategy: self.claim_strategy,
+            retry_policy: self.retry_policy.clone(),
+            limits: self.limits.clone(),
+            max_connections: self.max_connections,
+            connect_timeout: self.connect_timeout.unwrap_or(defaults.connect_timeout),
+            ..defaults
+        }
+    }
+
     /// Rejects settings that do not apply to `backend`, so that a misplaced setting is never
     /// silently ignored.
     fn check_applies_to(&self, backend: Backend) -> Result<()> {
@@ -267,63 +280,28 @@ pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn Queue>>
 
 #[cfg(feature = "sqlite")]
 async fn connect_sqlite(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
-    let mut builder = queue_sqlite::SqliteQueue::builder(url)
-        .retry_policy(options.retry_policy)
-        .limits(options.limits)
-        .synchronous_full(options.sqlite_synchronous_full);
-    if let Some(claim) = options.claim_strategy {
-        builder = builder.claim_strategy(claim);
-    }
-    if let Some(n) = options.max_connections {
-        builder = builder.max_connections(n);
-    }
-    if let Some(t) = options.connect_timeout {
-        builder = builder.connect_timeout(t);
-    }
-    Ok(Arc::new(builder.connect().await?))
+    let queue = queue_sqlite::SqliteQueue::builder(url)
+        .common_options(options.common())
+        .synchronous_full(options.sqlite_synchronous_full)
+        .connect()
+        .await?;
+    Ok(Arc::new(queue))
 }
 
 #[cfg(feature = "postgres")]
 async fn connect_postgres(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
-    let mut builder = queue_postgres::PostgresQueue::builder(url)
-        .retry_policy(options.retry_policy)
-        .limits(options.limits);
+    let mut builder = queue_postgres::PostgresQueue::builder(url).common_options(options.common());
     if let Some(schema) = options.schema {
         builder = builder.schema(schema);
-    }
-    if let Some(claim) = options.claim_strategy {
-        builder = builder.claim_strategy(claim);
-    }
-    if let Some(n) = options.max_connections {
-        builder = builder.max_connections(n);
-    }
-    if let Some(t) = options.connect_timeout {
-        builder = builder.connect_timeout(t);
     }
     Ok(Arc::new(builder.connect().await?))
 }
 
 #[cfg(feature = "mysql")]
 async fn connect_mysql(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
-    // sqlx speaks one protocol for both servers and knows only the `mysql` scheme.
-    let url = match url.split_once("://") {
-        Some((_, rest)) => format!("mysql://{rest}"),
-        None => url.to_owned(),
-    };
-    let mut builder = queue_mysql::MySqlQueue::builder(url)
-        .retry_policy(options.retry_policy)
-        .limits(options.limits);
+    let mut builder = queue_mysql::MySqlQueue::builder(url).common_options(options.common());
     if let Some(prefix) = options.table_prefix {
         builder = builder.table_prefix(prefix);
-    }
-    if let Some(claim) = options.claim_strategy {
-        builder = builder.claim_strategy(claim);
-    }
-    if let Some(n) = options.max_connections {
-        builder = builder.max_connections(n);
-    }
-    if let Some(t) = options.connect_timeout {
-        builder = builder.connect_timeout(t);
     }
     Ok(Arc::new(builder.connect().await?))
 }

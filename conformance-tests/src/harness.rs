@@ -1,5 +1,5 @@
-//! What a backend provides to the suite ([`Harness`], [`Fixture`], [`Transactions`]) and the
-//! runner that sets up, runs and tears down one case ([`run`]).
+//! What a backend provides to the suite ([`Harness`], [`Fixture`], [`Transactions`]) and what
+//! sets up, runs and tears down one case ([`run_on`]).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -190,49 +190,30 @@ impl Ctx {
         Ok(fx)
     }
 
-    /// Says on stdout that the case does not apply here (a capability is missing).
-    pub fn skip(&self, why: &str) {
-        println!(
-            "skipped on {}/{} ({}): {why}",
-            self.harness.backend(),
-            self.harness.claim().as_str(),
-            self.server.label
-        );
+    /// The error that ends a case that does not apply here (a capability is missing): the
+    /// runner reports the case as ignored with this reason, never as passed.
+    pub fn skip(&self, why: &str) -> anyhow::Error {
+        anyhow::Error::new(Skipped(why.to_owned()))
     }
 }
+
+/// Why a case did not run; the runner reports it as ignored.
+#[derive(Debug)]
+pub struct Skipped(pub String);
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped: {}", self.0)
+    }
+}
+
+impl std::error::Error for Skipped {}
 
 /// Whether `QUEUE_TEST_REQUIRE` names `backend` (a missing server is then a failure).
 pub fn required(backend: &str) -> bool {
     std::env::var("QUEUE_TEST_REQUIRE")
         .map(|v| v.split(',').any(|b| b.trim().eq_ignore_ascii_case(backend)))
         .unwrap_or(false)
-}
-
-/// Runs the case `name` (`case`) against every server of `harness`, tearing down every fixture
-/// it made. Panics (fails the test) when the case fails, or when no server is found and
-/// `QUEUE_TEST_REQUIRE` names the backend; otherwise prints one line and returns.
-pub async fn run<F, Fut>(harness: Arc<dyn Harness>, name: &str, case: F)
-where
-    F: Fn(Ctx) -> Fut,
-    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
-{
-    let backend = harness.backend();
-    let servers = match harness.servers().await {
-        Discovery::Servers(servers) => servers,
-        Discovery::Missing(what) => {
-            if required(backend) {
-                panic!("{backend} is required by QUEUE_TEST_REQUIRE but missing: {what}");
-            }
-            println!("SKIPPED {backend}: {what}");
-            return;
-        }
-    };
-    for server in servers {
-        let where_ = format!("{backend}/{} on {}", harness.claim().as_str(), server.label);
-        if let Err(e) = run_on(harness.clone(), &server, name, &case).await {
-            panic!("{name} failed on {where_}: {e:?}");
-        }
-    }
 }
 
 /// Runs the case `name` once against `server` and tears down every fixture it made; returns

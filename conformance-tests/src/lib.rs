@@ -2,11 +2,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod backend;
 pub mod cases;
 pub mod harness;
+pub mod runner;
 pub mod servers;
-mod suite;
+pub mod suite;
 
+pub use backend::{Namespace, SqlBackend, SqlHarness};
 pub use harness::{
-    run, run_on, Ctx, Discovery, Fixture, Harness, Server, TestConfig, Transactions,
+    required, run_on, Ctx, Discovery, Fixture, Harness, Server, Skipped, TestConfig, Transactions,
 };
+pub use runner::{main, run_suite, DialectTest, TestFuture};

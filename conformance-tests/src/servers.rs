@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 use crate::harness::{Discovery, Server};
 
 /// Whether a Docker engine answers a ping within a second (`DOCKER_HOST`, else the default
@@ -51,55 +50,37 @@ async fn ping_docker() -> bool {
     text.starts_with("HTTP/1.") && text.lines().next().is_some_and(|l| l.contains(" 200"))
 }
 
-/// The PostgreSQL servers: `QUEUE_TEST_POSTGRES_URL`, else a PostgreSQL 16 container.
-#[cfg(feature = "postgres")]
-pub async fn postgres() -> Discovery {
-    if let Some(url) = env_url("QUEUE_TEST_POSTGRES_URL") {
-        return Discovery::Servers(vec![Server {
-            label: "QUEUE_TEST_POSTGRES_URL".into(),
-            url,
-        }]);
-    }
-    if !docker_answers().await {
-        return Discovery::Missing("set QUEUE_TEST_POSTGRES_URL or start Docker".into());
-    }
-    match containers::postgres().await {
-        Ok(url) => Discovery::Servers(vec![Server {
-            label: "postgres:16 container".into(),
-            url,
-        }]),
-        Err(e) => Discovery::Missing(format!(
-            "Docker answers but the postgres container did not start ({e}); set QUEUE_TEST_POSTGRES_URL"
-        )),
-    }
-}
+/// A container that started, as a URL, or why it did not.
+type Started = Result<String, String>;
 
-/// The MySQL servers: `QUEUE_TEST_MYSQL_URL`, else both a MySQL 8.4 and a MariaDB 11
-/// container (every case runs on each).
-#[cfg(feature = "mysql")]
-pub async fn mysql() -> Discovery {
-    if let Some(url) = env_url("QUEUE_TEST_MYSQL_URL") {
+/// The servers of a backend: the URL in `var` when set; otherwise the containers `start`s,
+/// when a Docker engine answers (every case then runs on each); otherwise what is missing.
+async fn discover<F>(var: &str, start: F) -> Discovery
+where
+    F: FnOnce() -> Vec<(
+        &'static str,
+        std::pin::Pin<Box<dyn std::future::Future<Output = Started> + Send>>,
+    )>,
+{
+    if let Some(url) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
         return Discovery::Servers(vec![Server {
-            label: "QUEUE_TEST_MYSQL_URL".into(),
+            label: var.to_owned(),
             url,
         }]);
     }
     if !docker_answers().await {
-        return Discovery::Missing("set QUEUE_TEST_MYSQL_URL or start Docker".into());
+        return Discovery::Missing(format!("set {var} or start Docker"));
     }
     let mut servers = Vec::new();
-    for (label, started) in [
-        ("mysql:8.4 container", containers::mysql().await),
-        ("mariadb:11 container", containers::mariadb().await),
-    ] {
-        match started {
+    for (label, started) in start() {
+        match started.await {
             Ok(url) => servers.push(Server {
                 label: label.into(),
                 url,
             }),
             Err(e) => {
                 return Discovery::Missing(format!(
-                    "Docker answers but the {label} did not start ({e}); set QUEUE_TEST_MYSQL_URL"
+                    "Docker answers but the {label} did not start ({e}); set {var}"
                 ))
             }
         }
@@ -107,9 +88,56 @@ pub async fn mysql() -> Discovery {
     Discovery::Servers(servers)
 }
 
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-fn env_url(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+/// The PostgreSQL servers: `QUEUE_TEST_POSTGRES_URL`, else a PostgreSQL 16 container.
+#[cfg(feature = "postgres")]
+pub async fn postgres() -> Discovery {
+    use testcontainers_modules::postgres::Postgres;
+    use testcontainers_modules::testcontainers::ImageExt;
+    discover("QUEUE_TEST_POSTGRES_URL", || {
+        vec![(
+            "postgres:16 container",
+            Box::pin(containers::start(
+                "postgres:16",
+                Postgres::default().with_host_auth().with_tag("16-alpine"),
+                5432,
+                |host, port| format!("postgres://postgres@{host}:{port}/postgres"),
+            )) as _,
+        )]
+    })
+    .await
+}
+
+/// The MySQL servers: `QUEUE_TEST_MYSQL_URL`, else both a MySQL 8.4 and a MariaDB 11
+/// container (every case runs on each).
+#[cfg(feature = "mysql")]
+pub async fn mysql() -> Discovery {
+    use testcontainers_modules::mariadb::Mariadb;
+    use testcontainers_modules::mysql::Mysql;
+    use testcontainers_modules::testcontainers::ImageExt;
+    let url = |host: &str, port: u16| format!("mysql://root@{host}:{port}/test");
+    discover("QUEUE_TEST_MYSQL_URL", || {
+        vec![
+            (
+                "mysql:8.4 container",
+                Box::pin(containers::start(
+                    "mysql:8.4",
+                    Mysql::default().with_tag("8.4"),
+                    3306,
+                    url,
+                )) as _,
+            ),
+            (
+                "mariadb:11 container",
+                Box::pin(containers::start(
+                    "mariadb:11",
+                    Mariadb::default().with_tag("11.4"),
+                    3306,
+                    url,
+                )) as _,
+            ),
+        ]
+    })
+    .await
 }
 
 /// A short random lowercase name part, for schemas and table prefixes.
@@ -123,111 +151,65 @@ mod containers {
     //! until the test binary exits.
 
     use std::any::Any;
-    use std::future::Future;
-    use std::sync::{Mutex, OnceLock};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
 
+    use testcontainers_modules::testcontainers::runners::AsyncRunner;
+    use testcontainers_modules::testcontainers::Image;
     use tokio::sync::OnceCell;
+
+    use super::Started;
 
     static RUNTIME: OnceLock<Option<tokio::runtime::Runtime>> = OnceLock::new();
     static KEEP: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
+    /// One start per container key, shared by every test of the binary.
+    type Starts = HashMap<&'static str, Arc<OnceCell<Started>>>;
+    static STARTED: Mutex<Option<Starts>> = Mutex::new(None);
 
-    async fn on_container_runtime<F>(fut: F) -> Result<String, String>
+    /// Starts the container `request` once per test binary (later calls with the same `key`
+    /// get the first one's URL), and makes its URL from its host and the port mapped to `port`.
+    pub(super) async fn start<I, R>(
+        key: &'static str,
+        request: R,
+        port: u16,
+        url: fn(&str, u16) -> String,
+    ) -> Started
     where
-        F: Future<Output = Result<String, String>> + Send + 'static,
+        I: Image + 'static,
+        R: AsyncRunner<I> + Send + 'static,
     {
-        let rt = RUNTIME.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .ok()
-        });
-        match rt {
-            Some(rt) => rt
-                .spawn(fut)
-                .await
-                .unwrap_or_else(|e| Err(format!("container task failed: {e}"))),
-            None => Err("could not start a runtime for containers".into()),
-        }
-    }
-
-    fn keep(c: impl Any + Send) {
-        KEEP.lock()
+        let cell = STARTED
+            .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(c));
-    }
-
-    #[cfg(feature = "postgres")]
-    pub(super) async fn postgres() -> Result<String, String> {
-        static URL: OnceCell<Result<String, String>> = OnceCell::const_new();
-        URL.get_or_init(|| {
-            on_container_runtime(async {
-                use testcontainers_modules::postgres::Postgres;
-                use testcontainers_modules::testcontainers::{runners::AsyncRunner, ImageExt};
-                let c = Postgres::default()
-                    .with_host_auth()
-                    .with_tag("16-alpine")
-                    .start()
-                    .await
-                    .map_err(|e| e.to_string())?;
+            .get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async move {
+            let rt = RUNTIME.get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .ok()
+            });
+            let Some(rt) = rt else {
+                return Err("could not start a runtime for containers".into());
+            };
+            rt.spawn(async move {
+                let c = request.start().await.map_err(|e| e.to_string())?;
                 let host = c.get_host().await.map_err(|e| e.to_string())?;
-                let port = c
-                    .get_host_port_ipv4(5432)
+                let mapped = c
+                    .get_host_port_ipv4(port)
                     .await
                     .map_err(|e| e.to_string())?;
-                keep(c);
-                Ok(format!("postgres://postgres@{host}:{port}/postgres"))
+                KEEP.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Box::new(c));
+                Ok(url(&host.to_string(), mapped))
             })
-        })
-        .await
-        .clone()
-    }
-
-    #[cfg(feature = "mysql")]
-    pub(super) async fn mysql() -> Result<String, String> {
-        static URL: OnceCell<Result<String, String>> = OnceCell::const_new();
-        URL.get_or_init(|| {
-            on_container_runtime(async {
-                use testcontainers_modules::mysql::Mysql;
-                use testcontainers_modules::testcontainers::{runners::AsyncRunner, ImageExt};
-                let c = Mysql::default()
-                    .with_tag("8.4")
-                    .start()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let host = c.get_host().await.map_err(|e| e.to_string())?;
-                let port = c
-                    .get_host_port_ipv4(3306)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                keep(c);
-                Ok(format!("mysql://root@{host}:{port}/test"))
-            })
-        })
-        .await
-        .clone()
-    }
-
-    #[cfg(feature = "mysql")]
-    pub(super) async fn mariadb() -> Result<String, String> {
-        static URL: OnceCell<Result<String, String>> = OnceCell::const_new();
-        URL.get_or_init(|| {
-            on_container_runtime(async {
-                use testcontainers_modules::mariadb::Mariadb;
-                use testcontainers_modules::testcontainers::{runners::AsyncRunner, ImageExt};
-                let c = Mariadb::default()
-                    .with_tag("11.4")
-                    .start()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let host = c.get_host().await.map_err(|e| e.to_string())?;
-                let port = c
-                    .get_host_port_ipv4(3306)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                keep(c);
-                Ok(format!("mysql://root@{host}:{port}/test"))
-            })
+            .await
+            .unwrap_or_else(|e| Err(format!("container task failed: {e}")))
         })
         .await
         .clone()

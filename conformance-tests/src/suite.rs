@@ -1,95 +1,77 @@
-//! [`suite!`](crate::suite): the one list of cases, expanded into named tests.
+//! The catalogue: the one list of cases every backend and claim strategy runs.
 
-/// Expands into a module `$name` holding one `#[tokio::test]` per case of the catalogue, each
-/// running the case against the harness `$harness` (an expression evaluated per test, whose
-/// type implements [`Harness`](crate::Harness)).
-///
-/// ```ignore
-/// mod sqlite {
-///     use super::*;
-///     conformance_tests::suite!(optimistic, SqliteHarness::new(ClaimStrategy::Optimistic));
-/// }
-/// // -> tests named sqlite::optimistic::fifo_within_priority, ...
-/// ```
-#[macro_export]
-macro_rules! suite {
-    ($name:ident, $harness:expr) => {
-        $crate::__suite_expand!(
-            $name,
-            $harness,
-            [
-                basic::round_trip_payloads,
-                basic::empty_pop_returns_at_once,
-                basic::fifo_within_priority,
-                basic::higher_priority_first,
-                basic::delayed_job_invisible_until_due,
-                basic::run_at_schedules,
-                basic::queues_are_isolated,
-                basic::pop_limit_respected,
-                basic::pop_records_the_claim,
-                basic::get_unknown_is_none,
-                basic::push_batch_returns_ids_in_order,
-                concurrency::concurrent_poppers_exactly_once,
-                lifecycle::ack_completes_and_never_returns,
-                lifecycle::ack_batch_skips_lost_leases,
-                lifecycle::fail_reschedules_by_backoff,
-                lifecycle::fail_after_max_attempts_goes_dead,
-                lifecycle::permanent_failure_goes_dead,
-                lifecycle::retry_brings_dead_back,
-                lifecycle::release_does_not_consume_attempt,
-                lifecycle::cancel_pending,
-                lifecycle::cancel_running_reports_cancelled,
-                lifecycle::cancel_finished_is_invalid_state,
-                lifecycle::unknown_id_not_found,
-                leases::expired_lease_rescued_and_redelivered,
-                leases::rescue_after_last_attempt_goes_dead,
-                leases::stale_holder_gets_lease_lost,
-                leases::extend_prevents_rescue,
-                dedup::dedup_rejected_while_live,
-                dedup::dedup_reusable_after_finish,
-                dedup::batch_with_invalid_job_stores_nothing,
-                dedup::batch_with_dedup_clash_stores_nothing,
-                admin::stats_per_state,
-                admin::prune_removes_only_old_finished,
-                admin::list_filters_by_queue_and_state,
-                admin::migrate_twice,
-                admin::concurrent_migrate,
-                admin::concurrent_first_migrate,
-                admin::unreachable_is_unavailable,
-                validation::bad_input_rejected,
-                worker::worker_graceful_shutdown_loses_nothing,
-                worker::worker_panic_recorded_as_failure,
-                worker::worker_heartbeat_keeps_long_job,
-                worker::worker_drains_with_retries,
-                worker::worker_wakes_on_push,
-                transactions::tx_push_rolled_back_is_invisible,
-                transactions::tx_push_committed_is_visible,
-                transactions::tx_complete_exactly_once,
-                wakeups::push_wakes_waiter_in_process,
-                wakeups::listen_notify_wakes_other_value,
-            ]
-        );
+use crate::harness::Ctx;
+use crate::runner::TestFuture;
+
+/// One case of the catalogue.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// Its name (the test is called `<backend>::<claim strategy>::<name>`).
+    pub name: &'static str,
+    /// The case.
+    pub run: fn(Ctx) -> TestFuture,
+}
+
+macro_rules! catalogue {
+    ($($module:ident :: $case:ident),* $(,)?) => {
+        vec![$(Case {
+            name: stringify!($case),
+            run: |ctx| Box::pin(crate::cases::$module::$case(ctx)),
+        }),*]
     };
 }
 
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __suite_expand {
-    ($name:ident, $harness:expr, [$($module:ident :: $case:ident),* $(,)?]) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::run(
-                        ::std::sync::Arc::new($harness),
-                        ::std::stringify!($case),
-                        $crate::cases::$module::$case,
-                    )
-                    .await;
-                }
-            )*
-        }
-    };
+/// Every case, in the order they are listed (and reported).
+pub fn catalogue() -> Vec<Case> {
+    catalogue![
+        basic::round_trip_payloads,
+        basic::empty_pop_returns_at_once,
+        basic::fifo_within_priority,
+        basic::higher_priority_first,
+        basic::delayed_job_invisible_until_due,
+        basic::run_at_schedules,
+        basic::queues_are_isolated,
+        basic::pop_limit_respected,
+        basic::pop_records_the_claim,
+        basic::get_unknown_is_none,
+        basic::push_batch_returns_ids_in_order,
+        concurrency::concurrent_poppers_exactly_once,
+        lifecycle::ack_completes_and_never_returns,
+        lifecycle::ack_batch_skips_lost_leases,
+        lifecycle::fail_reschedules_by_backoff,
+        lifecycle::fail_after_max_attempts_goes_dead,
+        lifecycle::permanent_failure_goes_dead,
+        lifecycle::retry_brings_dead_back,
+        lifecycle::release_does_not_consume_attempt,
+        lifecycle::cancel_pending,
+        lifecycle::cancel_running_reports_cancelled,
+        lifecycle::cancel_finished_is_invalid_state,
+        lifecycle::unknown_id_not_found,
+        leases::expired_lease_rescued_and_redelivered,
+        leases::rescue_after_last_attempt_goes_dead,
+        leases::stale_holder_gets_lease_lost,
+        leases::extend_prevents_rescue,
+        dedup::dedup_rejected_while_live,
+        dedup::dedup_reusable_after_finish,
+        dedup::batch_with_invalid_job_stores_nothing,
+        dedup::batch_with_dedup_clash_stores_nothing,
+        admin::stats_per_state,
+        admin::prune_removes_only_old_finished,
+        admin::list_filters_by_queue_and_state,
+        admin::migrate_twice,
+        admin::concurrent_migrate,
+        admin::concurrent_first_migrate,
+        admin::unreachable_is_unavailable,
+        validation::bad_input_rejected,
+        worker::worker_graceful_shutdown_loses_nothing,
+        worker::worker_panic_recorded_as_failure,
+        worker::worker_heartbeat_keeps_long_job,
+        worker::worker_drains_with_retries,
+        worker::worker_wakes_on_push,
+        transactions::tx_push_rolled_back_is_invisible,
+        transactions::tx_push_committed_is_visible,
+        transactions::tx_complete_exactly_once,
+        wakeups::push_wakes_waiter_in_process,
+        wakeups::listen_notify_wakes_other_value,
+    ]
 }

@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use conformance_tests::cases;
 use conformance_tests::{run_on, Discovery, Fixture, Harness, Server, TestConfig};
 use queue_core::{
-    Capabilities, ClaimStrategy, FailOutcome, Failure, FailureKind, Job, JobId, Lease, Leased,
-    ListRequest, NewJob, PopRequest, PruneRequest, Queue, QueueStats,
+    Capabilities, CheckedPop, ClaimStrategy, FailOutcome, Failure, FailureKind, Job, JobId, Lease,
+    Leased, ListRequest, NewJob, PruneRequest, Queue, QueueStats,
 };
 use queue_sqlite::SqliteQueue;
 
@@ -54,8 +54,8 @@ impl Queue for Faulty {
         }
         self.inner.push_batch(jobs).await
     }
-    async fn pop(&self, req: PopRequest) -> queue_core::Result<Vec<Leased>> {
-        let mut got = self.inner.pop(req).await?;
+    async fn pop_checked(&self, req: &CheckedPop) -> queue_core::Result<Vec<Leased>> {
+        let mut got = self.inner.pop_checked(req).await?;
         if self.fault == Fault::PopDeliversTwice {
             let again = got.clone();
             got.extend(again);

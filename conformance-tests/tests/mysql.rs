@@ -1,194 +1,332 @@
-//! The conformance suite on MySQL and MariaDB: a fresh table prefix `t<random>_` per test, its
-//! tables dropped at the end, with both claim strategies and 32 concurrent poppers.
-#![cfg(feature = "mysql")]
+//! The conformance suite on MySQL and MariaDB (a table prefix `t<random>_` per case, both claim
+//! strategies, 32 concurrent poppers), and what is theirs alone: server detection and session
+//! settings, packet and placeholder limits, statement chunking, the claim's query plan.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use anyhow::{bail, ensure};
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
-use conformance_tests::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
-use queue_core::{ClaimStrategy, JobId, Lease, NewJob, Queue};
-use queue_mysql::MySqlQueue;
+use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
+use queue_core::{ClaimStrategy, Dialect, Error, JobId, Lease, Limits, NewJob, PopRequest, Queue};
+use queue_mysql::{MySqlQueue, MySqlQueueBuilder};
+use sqlx::{AssertSqlSafe, MySql, Row, Transaction};
 
-struct MySqlHarness(ClaimStrategy);
+struct Backend;
 
-async fn connect(url: &str, prefix: &str, config: &TestConfig) -> queue_core::Result<MySqlQueue> {
+fn builder(url: &str, prefix: &str) -> MySqlQueueBuilder {
     MySqlQueue::builder(url)
         .table_prefix(prefix)
-        .claim_strategy(config.claim)
-        .retry_policy(config.retry.clone())
-        .limits(config.limits.clone())
-        .max_connections(24)
+        .max_connections(40)
         .connect_timeout(Duration::from_secs(5))
-        .connect()
-        .await
+}
+
+/// A statement naming tables of `prefix`, a plain identifier made by the suite (`t` and hex).
+fn in_prefix(sql: &str, prefix: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql.replace("{prefix}", prefix))
 }
 
 #[async_trait]
-impl Harness for MySqlHarness {
-    fn backend(&self) -> &'static str {
-        "mysql"
-    }
+impl SqlBackend for Backend {
+    type Db = MySql;
+    type Queue = MySqlQueue;
+    const NAME: &'static str = "mysql";
+    const CLAIMS: &'static [ClaimStrategy] =
+        &[ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic];
+    const POPPERS: usize = 32;
 
-    fn claim(&self) -> ClaimStrategy {
-        self.0
-    }
-
-    fn poppers(&self) -> usize {
-        32
-    }
-
-    async fn servers(&self) -> Discovery {
+    async fn servers() -> Discovery {
         conformance_tests::servers::mysql().await
     }
 
-    async fn fixture(
-        &self,
-        server: &Server,
-        config: &TestConfig,
-        migrate: bool,
-    ) -> anyhow::Result<Box<dyn Fixture>> {
-        let prefix = format!("t{}_", random_suffix());
-        let queue = connect(&server.url, &prefix, config).await?;
-        let fx = MySqlFixture {
-            queue,
-            url: server.url.clone(),
-            prefix,
-            config: config.clone(),
-            others: Mutex::default(),
-        };
-        if migrate {
-            fx.queue.migrate().await?;
-            // `prefix` is a plain identifier made above: `t`, hex digits and `_`.
-            sqlx::query(&format!(
-                "CREATE TABLE {}effects (marker TEXT NOT NULL)",
-                fx.prefix
-            ))
-            .execute(fx.queue.pool())
-            .await?;
-        }
-        Ok(Box::new(fx))
+    fn namespace(_server: &Server) -> anyhow::Result<Namespace> {
+        Ok(Namespace::named(format!("t{}_", random_suffix())))
     }
 
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
-        let q = MySqlQueue::builder("mysql://root:secret@127.0.0.1:1/test")
+    async fn connect(
+        server: &Server,
+        ns: &str,
+        config: &TestConfig,
+    ) -> queue_core::Result<MySqlQueue> {
+        builder(&server.url, ns)
+            .claim_strategy(config.claim)
+            .retry_policy(config.retry.clone())
+            .limits(config.limits.clone())
+            .connect()
+            .await
+    }
+
+    async fn unreachable(config: &TestConfig) -> queue_core::Result<MySqlQueue> {
+        MySqlQueue::builder("mysql://root:secret@127.0.0.1:1/test")
             .claim_strategy(config.claim)
             .connect_timeout(Duration::from_secs(2))
             .connect()
-            .await?;
-        Ok(Arc::new(q))
-    }
-}
-
-struct MySqlFixture {
-    queue: MySqlQueue,
-    url: String,
-    prefix: String,
-    config: TestConfig,
-    others: Mutex<Vec<MySqlQueue>>,
-}
-
-#[async_trait]
-impl Fixture for MySqlFixture {
-    fn queue(&self) -> Arc<dyn Queue> {
-        Arc::new(self.queue.clone())
+            .await
     }
 
-    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>> {
-        let q = connect(&self.url, &self.prefix, &self.config).await?;
-        self.others.lock().unwrap().push(q.clone());
-        Ok(Arc::new(q))
-    }
-
-    fn transactions(&self) -> Option<&dyn Transactions> {
-        Some(self)
-    }
-
-    async fn teardown(&self) -> anyhow::Result<()> {
-        let others = std::mem::take(&mut *self.others.lock().unwrap());
-        for q in others {
-            q.pool().close().await;
-        }
-        self.queue.drop_tables().await?;
-        sqlx::query(&format!("DROP TABLE IF EXISTS {}effects", self.prefix))
-            .execute(self.queue.pool())
-            .await?;
-        self.queue.pool().close().await;
+    async fn create_effects(q: &MySqlQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::query(in_prefix(
+            "CREATE TABLE {prefix}effects (marker VARCHAR(255) NOT NULL) ENGINE = InnoDB",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
         Ok(())
     }
-}
 
-#[async_trait]
-impl Transactions for MySqlFixture {
-    async fn push_in_tx(
-        &self,
-        job: NewJob,
+    async fn insert_effect(
+        tx: &mut Transaction<'static, MySql>,
+        ns: &str,
         marker: &str,
-        commit: bool,
-    ) -> queue_core::Result<JobId> {
-        let mut tx = self
-            .queue
-            .pool()
-            .begin()
-            .await
-            .map_err(queue_core::Error::database)?;
-        sqlx::query(&format!(
-            "INSERT INTO {}effects (marker) VALUES (?)",
-            self.prefix
+    ) -> anyhow::Result<()> {
+        sqlx::query(in_prefix(
+            "INSERT INTO {prefix}effects (marker) VALUES (?)",
+            ns,
         ))
         .bind(marker)
-        .execute(&mut *tx)
-        .await
-        .map_err(queue_core::Error::database)?;
-        let id = self.queue.push_in_tx(&mut tx, job).await?;
-        if commit {
-            tx.commit().await.map_err(queue_core::Error::database)?;
-        } else {
-            tx.rollback().await.map_err(queue_core::Error::database)?;
-        }
-        Ok(id)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
 
-    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
-        let mut tx = self
-            .queue
-            .pool()
-            .begin()
-            .await
-            .map_err(queue_core::Error::database)?;
-        sqlx::query(&format!(
-            "INSERT INTO {}effects (marker) VALUES (?)",
-            self.prefix
+    async fn count_effects(q: &MySqlQueue, ns: &str, marker: &str) -> anyhow::Result<u64> {
+        let n: i64 = sqlx::query_scalar(in_prefix(
+            "SELECT COUNT(*) FROM {prefix}effects WHERE marker = ?",
+            ns,
         ))
         .bind(marker)
-        .execute(&mut *tx)
-        .await
-        .map_err(queue_core::Error::database)?;
-        match self.queue.complete_in_tx(&mut tx, lease).await {
-            Ok(()) => tx.commit().await.map_err(queue_core::Error::database),
-            Err(e) => {
-                tx.rollback().await.map_err(queue_core::Error::database)?;
-                Err(e)
-            }
-        }
-    }
-
-    async fn effects(&self, marker: &str) -> anyhow::Result<u64> {
-        let n: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM {}effects WHERE marker = ?",
-            self.prefix
-        ))
-        .bind(marker)
-        .fetch_one(self.queue.pool())
+        .fetch_one(q.pool())
         .await?;
         Ok(n as u64)
     }
+
+    async fn begin(q: &MySqlQueue) -> queue_core::Result<Transaction<'static, MySql>> {
+        q.pool().begin().await.map_err(Error::database)
+    }
+
+    async fn push_in_tx(
+        q: &MySqlQueue,
+        tx: &mut Transaction<'static, MySql>,
+        job: NewJob,
+    ) -> queue_core::Result<JobId> {
+        q.push_in_tx(tx, job).await
+    }
+
+    async fn complete_in_tx(
+        q: &MySqlQueue,
+        tx: &mut Transaction<'static, MySql>,
+        lease: &Lease,
+    ) -> queue_core::Result<()> {
+        q.complete_in_tx(tx, lease).await
+    }
+
+    async fn drop_namespace(q: &MySqlQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::query(in_prefix("DROP TABLE IF EXISTS {prefix}effects", ns))
+            .execute(q.pool())
+            .await?;
+        q.drop_tables().await?;
+        q.pool().close().await;
+        Ok(())
+    }
+
+    async fn close(q: &MySqlQueue) {
+        q.pool().close().await;
+    }
 }
 
-mod mysql {
-    use super::*;
+/// A migrated queue with its own tables, set up by `f`.
+async fn fresh(
+    server: &Server,
+    f: impl FnOnce(MySqlQueueBuilder) -> MySqlQueueBuilder,
+) -> anyhow::Result<MySqlQueue> {
+    let q = f(builder(&server.url, &format!("t{}_", random_suffix())))
+        .connect()
+        .await?;
+    q.migrate().await?;
+    Ok(q)
+}
 
-    conformance_tests::suite!(skip_locked, MySqlHarness(ClaimStrategy::SkipLocked));
-    conformance_tests::suite!(optimistic, MySqlHarness(ClaimStrategy::Optimistic));
+async fn count(q: &MySqlQueue, condition: &'static str) -> anyhow::Result<i64> {
+    let sql = format!("SELECT COUNT(*) FROM {{prefix}}jobs WHERE {condition}");
+    Ok(sqlx::query_scalar(in_prefix(&sql, q.table_prefix()))
+        .fetch_one(q.pool())
+        .await?)
+}
+
+fn job(queue: &str, n: u64) -> NewJob {
+    NewJob::new(queue, &serde_json::json!({ "n": n })).expect("a JSON value serializes")
+}
+
+/// The server is detected (MySQL or MariaDB), and every session is UTC and READ COMMITTED.
+async fn capabilities_and_detection(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let caps = q.capabilities();
+    let version = caps.server_version.clone().unwrap_or_default();
+    let expect = if version.contains("MariaDB") {
+        Dialect::MariaDb
+    } else {
+        Dialect::MySql
+    };
+    ensure!(caps.dialect == expect, "{version}: {:?}", caps.dialect);
+    ensure!(caps.claim == ClaimStrategy::SkipLocked);
+    let tz: String = sqlx::query_scalar("SELECT @@session.time_zone")
+        .fetch_one(q.pool())
+        .await?;
+    ensure!(tz == "+00:00", "{tz}");
+    // MySQL 8 and MariaDB 11.1+ name it transaction_isolation, older MariaDB tx_isolation.
+    let iso: String = match sqlx::query_scalar("SELECT @@session.transaction_isolation")
+        .fetch_one(q.pool())
+        .await
+    {
+        Ok(v) => v,
+        Err(_) => {
+            sqlx::query_scalar("SELECT @@session.tx_isolation")
+                .fetch_one(q.pool())
+                .await?
+        }
+    };
+    ensure!(iso == "READ-COMMITTED", "{iso}");
+    let db_now = q.now().await?;
+    ensure!((db_now - chrono::Utc::now()).num_seconds().abs() < 5);
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// Settings are checked before connecting; limits the server cannot carry are refused; a
+/// closed port is Unavailable with its address and without the password.
+async fn bad_settings_and_unreachable_servers(server: Server) -> anyhow::Result<()> {
+    let field = |r: queue_core::Result<MySqlQueue>| match r {
+        Err(Error::InvalidInput { field, .. }) => Ok(field),
+        other => Err(anyhow::anyhow!("expected InvalidInput, got {other:?}")),
+    };
+    let url = &server.url;
+    ensure!(
+        field(
+            MySqlQueue::builder(url)
+                .table_prefix("bad-prefix;")
+                .connect()
+                .await
+        )? == "table_prefix"
+    );
+    ensure!(
+        field(
+            MySqlQueue::builder(url)
+                .table_prefix("p".repeat(55))
+                .connect()
+                .await
+        )? == "table_prefix"
+    );
+    ensure!(
+        field(
+            MySqlQueue::builder(url)
+                .claim_strategy(ClaimStrategy::WriteLock)
+                .connect()
+                .await
+        )? == "claim_strategy"
+    );
+    ensure!(
+        field(
+            MySqlQueue::builder("postgres://u:secret@h/db")
+                .connect()
+                .await
+        )? == "url"
+    );
+    let huge = Limits {
+        max_payload_bytes: 2 * 1024 * 1024 * 1024,
+        ..Limits::default()
+    };
+    ensure!(
+        field(MySqlQueue::builder(url).limits(huge).connect().await)? == "limits.max_payload_bytes"
+    );
+    let wide = Limits {
+        max_pop: 50_000,
+        ..Limits::default()
+    };
+    ensure!(field(MySqlQueue::builder(url).limits(wide).connect().await)? == "limits.max_pop");
+    let t = Instant::now();
+    let err = match MySqlQueue::builder("mariadb://user:hunter2@127.0.0.1:1/db")
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+    {
+        Err(e) => e,
+        Ok(_) => bail!("connected to a closed port"),
+    };
+    ensure!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    ensure!(t.elapsed() < Duration::from_secs(5));
+    let shown = format!("{err} {err:?}");
+    ensure!(
+        shown.contains("127.0.0.1:1"),
+        "the address is named: {shown}"
+    );
+    ensure!(
+        !shown.contains("pool timed out"),
+        "the real reason is given: {shown}"
+    );
+    ensure!(!shown.contains("hunter2"), "{shown}");
+    Ok(())
+}
+
+/// Batches beyond one statement (500 rows) are split inside one transaction: all stored, or
+/// none when a row of the last chunk clashes; the clash names its key.
+async fn push_batch_is_chunked_and_atomic(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let jobs: Vec<_> = (0..1_234).map(|n| job("b", n)).collect();
+    let want: Vec<_> = jobs.iter().map(|j| j.id()).collect();
+    ensure!(q.push_batch(jobs).await? == want);
+    ensure!(count(&q, "queue = 'b' AND state = 'pending'").await? == 1_234);
+    q.push(job("c", 0).dedup_key("last")).await?;
+    let mut jobs: Vec<_> = (0..1_100).map(|n| job("c", n)).collect();
+    jobs.push(job("c", 9).dedup_key("last"));
+    match q.push_batch(jobs).await {
+        Err(Error::Duplicate { queue, dedup_key }) => ensure!(queue == "c" && dedup_key == "last"),
+        other => bail!("expected Duplicate, got {other:?}"),
+    }
+    ensure!(count(&q, "queue = 'c'").await? == 1);
+    // ack_batch of 100 in one statement; a lease acked before is skipped.
+    let leased = q.pop(PopRequest::new("b").limit(100)).await?;
+    ensure!(leased.len() == 100);
+    q.ack(&leased[0].lease).await?;
+    let leases: Vec<_> = leased.iter().map(|l| l.lease.clone()).collect();
+    ensure!(q.ack_batch(&leases).await? == 99);
+    ensure!(count(&q, "state = 'completed'").await? == 100);
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// The claim is an ascending scan of index `claim`, without a sort.
+async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    q.push_batch(
+        (0..200)
+            .map(|n| job("x", n).priority((n % 4) as i32))
+            .collect(),
+    )
+    .await?;
+    let row = sqlx::query(in_prefix(
+        "EXPLAIN SELECT id FROM {prefix}jobs WHERE queue = 'x' AND state = 'pending' \
+         AND run_at <= UTC_TIMESTAMP(6) ORDER BY claim_priority, run_at, id LIMIT 10 \
+         FOR UPDATE SKIP LOCKED",
+        q.table_prefix(),
+    ))
+    .fetch_one(q.pool())
+    .await?;
+    let key: Option<String> = row.try_get_unchecked("key")?;
+    let extra: Option<String> = row.try_get_unchecked("Extra")?;
+    ensure!(key.as_deref() == Some("claim"), "{key:?}");
+    ensure!(
+        !extra.unwrap_or_default().contains("filesort"),
+        "the claim must not sort"
+    );
+    q.drop_tables().await?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
+        capabilities_and_detection,
+        bad_settings_and_unreachable_servers,
+        push_batch_is_chunked_and_atomic,
+        the_claim_reads_the_claim_index,
+    ])
 }

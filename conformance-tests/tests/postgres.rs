@@ -1,193 +1,446 @@
-//! The conformance suite on PostgreSQL: a fresh schema `t_<random>` per test, dropped at the
-//! end, with both claim strategies.
-#![cfg(feature = "postgres")]
+//! The conformance suite on PostgreSQL (a fresh schema `t_<random>` per case, dropped at the end,
+//! both claim strategies), and what is PostgreSQL's own: LISTEN/NOTIFY delivery and coalescing,
+//! the listener's reconnection, statement chunking, configuration, the claim's query plan.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use anyhow::{bail, ensure};
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
-use conformance_tests::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
-use queue_core::{ClaimStrategy, JobId, Lease, NewJob, Queue};
-use queue_postgres::PostgresQueue;
+use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
+use queue_core::{ClaimStrategy, Error, JobId, Lease, Limits, NewJob, Queue};
+use queue_postgres::{PostgresQueue, PostgresQueueBuilder};
+use sqlx::postgres::PgListener;
+use sqlx::{AssertSqlSafe, Postgres, Transaction};
 
-struct PostgresHarness(ClaimStrategy);
+struct Backend;
 
-async fn connect(
-    url: &str,
-    schema: &str,
-    config: &TestConfig,
-) -> queue_core::Result<PostgresQueue> {
+fn builder(url: &str, schema: &str) -> PostgresQueueBuilder {
     PostgresQueue::builder(url)
         .schema(schema)
-        .claim_strategy(config.claim)
-        .retry_policy(config.retry.clone())
-        .limits(config.limits.clone())
         .max_connections(24)
         .connect_timeout(Duration::from_secs(5))
-        .connect()
-        .await
+}
+
+/// A statement naming `schema`, which is a plain identifier made by the suite (`t_` and hex).
+fn in_schema(sql: &str, schema: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql.replace("{schema}", schema))
 }
 
 #[async_trait]
-impl Harness for PostgresHarness {
-    fn backend(&self) -> &'static str {
-        "postgres"
-    }
+impl SqlBackend for Backend {
+    type Db = Postgres;
+    type Queue = PostgresQueue;
+    const NAME: &'static str = "postgres";
+    const CLAIMS: &'static [ClaimStrategy] =
+        &[ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic];
 
-    fn claim(&self) -> ClaimStrategy {
-        self.0
-    }
-
-    async fn servers(&self) -> Discovery {
+    async fn servers() -> Discovery {
         conformance_tests::servers::postgres().await
     }
 
-    async fn fixture(
-        &self,
-        server: &Server,
-        config: &TestConfig,
-        migrate: bool,
-    ) -> anyhow::Result<Box<dyn Fixture>> {
-        let schema = format!("t_{}", random_suffix());
-        let queue = connect(&server.url, &schema, config).await?;
-        let fx = PostgresFixture {
-            queue,
-            url: server.url.clone(),
-            schema,
-            config: config.clone(),
-            others: Mutex::default(),
-        };
-        if migrate {
-            fx.queue.migrate().await?;
-            // `schema` is a plain identifier made above: `t_` and hex digits.
-            sqlx::query(&format!(
-                "CREATE TABLE {}.effects (marker TEXT NOT NULL)",
-                fx.schema
-            ))
-            .execute(fx.queue.pool())
-            .await?;
-        }
-        Ok(Box::new(fx))
+    fn namespace(_server: &Server) -> anyhow::Result<Namespace> {
+        Ok(Namespace::named(format!("t_{}", random_suffix())))
     }
 
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
-        let q = PostgresQueue::builder("postgres://postgres:secret@127.0.0.1:1/test")
+    async fn connect(
+        server: &Server,
+        ns: &str,
+        config: &TestConfig,
+    ) -> queue_core::Result<PostgresQueue> {
+        builder(&server.url, ns)
+            .claim_strategy(config.claim)
+            .retry_policy(config.retry.clone())
+            .limits(config.limits.clone())
+            .connect()
+            .await
+    }
+
+    async fn unreachable(config: &TestConfig) -> queue_core::Result<PostgresQueue> {
+        PostgresQueue::builder("postgres://postgres:secret@127.0.0.1:1/test")
             .claim_strategy(config.claim)
             .connect_timeout(Duration::from_secs(2))
             .connect()
-            .await?;
-        Ok(Arc::new(q))
-    }
-}
-
-struct PostgresFixture {
-    queue: PostgresQueue,
-    url: String,
-    schema: String,
-    config: TestConfig,
-    others: Mutex<Vec<PostgresQueue>>,
-}
-
-#[async_trait]
-impl Fixture for PostgresFixture {
-    fn queue(&self) -> Arc<dyn Queue> {
-        Arc::new(self.queue.clone())
+            .await
     }
 
-    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>> {
-        let q = connect(&self.url, &self.schema, &self.config).await?;
-        self.others.lock().unwrap().push(q.clone());
-        Ok(Arc::new(q))
-    }
-
-    fn transactions(&self) -> Option<&dyn Transactions> {
-        Some(self)
-    }
-
-    async fn teardown(&self) -> anyhow::Result<()> {
-        let others = std::mem::take(&mut *self.others.lock().unwrap());
-        for q in others {
-            q.pool().close().await;
-        }
-        sqlx::query(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
-            .execute(self.queue.pool())
-            .await?;
-        self.queue.pool().close().await;
+    async fn create_effects(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::query(in_schema(
+            "CREATE TABLE {schema}.effects (marker TEXT NOT NULL)",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
         Ok(())
     }
-}
 
-#[async_trait]
-impl Transactions for PostgresFixture {
-    async fn push_in_tx(
-        &self,
-        job: NewJob,
+    async fn insert_effect(
+        tx: &mut Transaction<'static, Postgres>,
+        ns: &str,
         marker: &str,
-        commit: bool,
-    ) -> queue_core::Result<JobId> {
-        let mut tx = self
-            .queue
-            .pool()
-            .begin()
-            .await
-            .map_err(queue_core::Error::database)?;
-        sqlx::query(&format!(
-            "INSERT INTO {}.effects (marker) VALUES ($1)",
-            self.schema
+    ) -> anyhow::Result<()> {
+        sqlx::query(in_schema(
+            "INSERT INTO {schema}.effects (marker) VALUES ($1)",
+            ns,
         ))
         .bind(marker)
-        .execute(&mut *tx)
-        .await
-        .map_err(queue_core::Error::database)?;
-        let id = self.queue.push_in_tx(&mut tx, job).await?;
-        if commit {
-            tx.commit().await.map_err(queue_core::Error::database)?;
-        } else {
-            tx.rollback().await.map_err(queue_core::Error::database)?;
-        }
-        Ok(id)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
 
-    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
-        let mut tx = self
-            .queue
-            .pool()
-            .begin()
-            .await
-            .map_err(queue_core::Error::database)?;
-        sqlx::query(&format!(
-            "INSERT INTO {}.effects (marker) VALUES ($1)",
-            self.schema
+    async fn count_effects(q: &PostgresQueue, ns: &str, marker: &str) -> anyhow::Result<u64> {
+        let n: i64 = sqlx::query_scalar(in_schema(
+            "SELECT COUNT(*) FROM {schema}.effects WHERE marker = $1",
+            ns,
         ))
         .bind(marker)
-        .execute(&mut *tx)
-        .await
-        .map_err(queue_core::Error::database)?;
-        match self.queue.complete_in_tx(&mut tx, lease).await {
-            Ok(()) => tx.commit().await.map_err(queue_core::Error::database),
-            Err(e) => {
-                tx.rollback().await.map_err(queue_core::Error::database)?;
-                Err(e)
-            }
-        }
-    }
-
-    async fn effects(&self, marker: &str) -> anyhow::Result<u64> {
-        let n: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM {}.effects WHERE marker = $1",
-            self.schema
-        ))
-        .bind(marker)
-        .fetch_one(self.queue.pool())
+        .fetch_one(q.pool())
         .await?;
         Ok(n as u64)
     }
+
+    async fn begin(q: &PostgresQueue) -> queue_core::Result<Transaction<'static, Postgres>> {
+        q.pool().begin().await.map_err(Error::database)
+    }
+
+    async fn push_in_tx(
+        q: &PostgresQueue,
+        tx: &mut Transaction<'static, Postgres>,
+        job: NewJob,
+    ) -> queue_core::Result<JobId> {
+        q.push_in_tx(tx, job).await
+    }
+
+    async fn complete_in_tx(
+        q: &PostgresQueue,
+        tx: &mut Transaction<'static, Postgres>,
+        lease: &Lease,
+    ) -> queue_core::Result<()> {
+        q.complete_in_tx(tx, lease).await
+    }
+
+    async fn drop_namespace(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::query(in_schema("DROP SCHEMA IF EXISTS {schema} CASCADE", ns))
+            .execute(q.pool())
+            .await?;
+        q.pool().close().await;
+        Ok(())
+    }
+
+    async fn close(q: &PostgresQueue) {
+        q.pool().close().await;
+    }
 }
 
-mod postgres {
-    use super::*;
+/// A migrated queue in a fresh schema, set up by `f`.
+async fn fresh(
+    server: &Server,
+    f: impl FnOnce(PostgresQueueBuilder) -> PostgresQueueBuilder,
+) -> anyhow::Result<PostgresQueue> {
+    let q = f(builder(&server.url, &format!("t_{}", random_suffix())))
+        .connect()
+        .await?;
+    q.migrate().await?;
+    Ok(q)
+}
 
-    conformance_tests::suite!(skip_locked, PostgresHarness(ClaimStrategy::SkipLocked));
-    conformance_tests::suite!(optimistic, PostgresHarness(ClaimStrategy::Optimistic));
+async fn drop_schema(q: &PostgresQueue) -> anyhow::Result<()> {
+    Backend::drop_namespace(q, q.schema()).await
+}
+
+async fn count_jobs(q: &PostgresQueue) -> anyhow::Result<i64> {
+    Ok(
+        sqlx::query_scalar(in_schema("SELECT count(*) FROM {schema}.jobs", q.schema()))
+            .fetch_one(q.pool())
+            .await?,
+    )
+}
+
+fn job(queue: &str, n: i64) -> NewJob {
+    NewJob::new(queue, &serde_json::json!({ "n": n })).expect("a JSON value serializes")
+}
+
+/// Collects the notifications that arrive on the listener within `window`.
+async fn notifications(listener: &mut PgListener, window: Duration) -> Vec<String> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + window;
+    while let Ok(Ok(n)) = tokio::time::timeout_at(deadline.into(), listener.recv()).await {
+        got.push(n.payload().to_owned());
+    }
+    got
+}
+
+/// A batch push and a push inside a transaction send one NOTIFY per queue, at commit (none on
+/// rollback); a queue built with `notify(false)` sends none.
+async fn one_notification_per_queue_per_transaction(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let mut listener = PgListener::connect(&server.url).await?;
+    listener.listen(q.channel()).await?;
+
+    let batch = (0..50)
+        .map(|i| job(if i % 2 == 0 { "x" } else { "y" }, i))
+        .collect();
+    q.push_batch(batch).await?;
+    let mut got = notifications(&mut listener, Duration::from_millis(300)).await;
+    got.sort();
+    ensure!(got == ["x", "y"], "{got:?}");
+
+    let mut tx = q.pool().begin().await?;
+    q.push_in_tx(&mut tx, job("x", 1)).await?;
+    q.push_in_tx(&mut tx, job("x", 2)).await?;
+    ensure!(notifications(&mut listener, Duration::from_millis(200))
+        .await
+        .is_empty());
+    tx.commit().await?;
+    let got = notifications(&mut listener, Duration::from_millis(300)).await;
+    ensure!(got == ["x"], "{got:?}");
+    let mut tx = q.pool().begin().await?;
+    q.push_in_tx(&mut tx, job("x", 3)).await?;
+    tx.rollback().await?;
+    ensure!(notifications(&mut listener, Duration::from_millis(200))
+        .await
+        .is_empty());
+
+    let quiet = builder(&server.url, q.schema())
+        .notify(false)
+        .connect()
+        .await?;
+    quiet.push(job("x", 4)).await?;
+    quiet.push_batch(vec![job("x", 5)]).await?;
+    ensure!(notifications(&mut listener, Duration::from_millis(200))
+        .await
+        .is_empty());
+    ensure!(count_jobs(&q).await? == 54);
+    drop_schema(&q).await
+}
+
+/// Single pushes within the coalescing window share one trailing NOTIFY; none is lost.
+async fn single_push_notifications_are_coalesced_but_never_lost(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let producer = builder(&server.url, q.schema())
+        .notify_window(Duration::from_millis(300))
+        .connect()
+        .await?;
+    let mut listener = PgListener::connect(&server.url).await?;
+    listener.listen(q.channel()).await?;
+    let t = Instant::now();
+    for i in 0..20 {
+        producer.push(job("burst", i)).await?;
+    }
+    let pushed_in = t.elapsed();
+    let got = notifications(&mut listener, Duration::from_millis(800)).await;
+    if pushed_in < Duration::from_millis(300) {
+        // The first push notified at once; the other 19 share one trailing notification.
+        ensure!(
+            got == ["burst", "burst"],
+            "pushed in {pushed_in:?}: {got:?}"
+        );
+    } else {
+        ensure!(got.len() >= 2 && got.len() < 20, "{got:?}");
+    }
+    ensure!(count_jobs(&q).await? == 20);
+    // A quiet queue notifies at once again.
+    producer.push(job("burst", 20)).await?;
+    let got = notifications(&mut listener, Duration::from_millis(200)).await;
+    ensure!(got == ["burst"], "{got:?}");
+    drop_schema(&q).await
+}
+
+/// The LISTEN task notices its backend was terminated, listens again on a new one, and pushes
+/// from elsewhere wake through it.
+async fn the_listener_reconnects_after_its_backend_is_killed(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let producer = builder(&server.url, q.schema()).connect().await?;
+    q.wait_for_work("rc", Duration::from_millis(10)).await;
+    let listen_sql = format!("LISTEN \"{}\"", q.channel());
+    let pid_of_listener = || async {
+        let t = Instant::now();
+        loop {
+            let pid: Option<i32> =
+                sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE query = $1")
+                    .bind(&listen_sql)
+                    .fetch_optional(producer.pool())
+                    .await?;
+            if let Some(pid) = pid {
+                return Ok::<_, anyhow::Error>(pid);
+            }
+            ensure!(t.elapsed() < Duration::from_secs(10), "no listener backend");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let old = pid_of_listener().await?;
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(old)
+        .fetch_one(producer.pool())
+        .await?;
+    ensure!(killed);
+    let t = Instant::now();
+    while pid_of_listener().await? == old {
+        ensure!(
+            t.elapsed() < Duration::from_secs(10),
+            "the listener never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while !q.is_listening() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Drain the catch-up wake-up; then a push from elsewhere must arrive through the new LISTEN.
+    q.wait_for_work("rc", Duration::from_millis(100)).await;
+    let waiter = {
+        let q = q.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            q.wait_for_work("rc", Duration::from_secs(10)).await;
+            t.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    producer.push(job("rc", 1)).await?;
+    let waited = waiter.await?;
+    ensure!(
+        waited < Duration::from_secs(5),
+        "woken through the new connection: {waited:?}"
+    );
+    drop_schema(&q).await
+}
+
+/// A pool connection killed by the server surfaces once as Unavailable, then is replaced.
+async fn a_killed_connection_is_unavailable_once_then_replaced(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.max_connections(1)).await?;
+    let id = q.push(job("k", 1)).await?;
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(q.pool())
+        .await?;
+    let admin = builder(&server.url, q.schema()).connect().await?;
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(admin.pool())
+        .await?;
+    ensure!(killed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    if let Err(e) = q.get(id).await {
+        ensure!(
+            e.is_transient(),
+            "a dropped connection is Unavailable: {e:?}"
+        );
+    }
+    let job = q.get(id).await?;
+    ensure!(job.is_some(), "the pool replaced the dead connection");
+    drop_schema(&q).await
+}
+
+/// Batches beyond one statement's chunk (5,000 rows) are split inside one transaction: all
+/// stored, or none when a row of the last chunk is refused.
+async fn batches_span_chunks_atomically(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| {
+        b.limits(Limits {
+            max_batch: 20_000,
+            ..Limits::default()
+        })
+    })
+    .await?;
+    let jobs: Vec<NewJob> = (0..12_000).map(|i| job("bulk", i)).collect();
+    let ids: Vec<JobId> = jobs.iter().map(NewJob::id).collect();
+    ensure!(q.push_batch(jobs).await? == ids);
+    ensure!(count_jobs(&q).await? == 12_000);
+    // An id clash in the last chunk rolls back the first ones too.
+    let mut jobs: Vec<NewJob> = (0..11_000).map(|i| job("bulk2", i)).collect();
+    jobs.push(job("bulk2", 0).with_id(ids[0]));
+    let r = q.push_batch(jobs).await;
+    ensure!(matches!(r, Err(Error::Database { .. })), "{r:?}");
+    ensure!(count_jobs(&q).await? == 12_000);
+    drop_schema(&q).await
+}
+
+/// Settings are checked before connecting; a closed port is Unavailable with its address and
+/// without the password.
+async fn bad_configuration_and_unreachable_servers(server: Server) -> anyhow::Result<()> {
+    let field = |r: queue_core::Result<PostgresQueue>| match r {
+        Err(Error::InvalidInput { field, .. }) => Ok(field),
+        other => Err(anyhow::anyhow!("expected InvalidInput, got {other:?}")),
+    };
+    ensure!(
+        field(
+            PostgresQueue::builder(&server.url)
+                .schema("bad-schema;")
+                .connect()
+                .await
+        )? == "schema"
+    );
+    ensure!(
+        field(
+            PostgresQueue::builder("mysql://x@localhost/db")
+                .connect()
+                .await
+        )? == "url"
+    );
+    ensure!(
+        field(
+            PostgresQueue::builder(&server.url)
+                .claim_strategy(ClaimStrategy::WriteLock)
+                .connect()
+                .await
+        )? == "claim_strategy"
+    );
+    let t = Instant::now();
+    let err = match PostgresQueue::builder("postgres://user:hunter2@127.0.0.1:1/db")
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+    {
+        Err(e) => e,
+        Ok(_) => bail!("connected to a closed port"),
+    };
+    ensure!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    ensure!(t.elapsed() < Duration::from_secs(5));
+    let shown = format!("{err} {err:?}");
+    ensure!(
+        shown.contains("127.0.0.1:1"),
+        "the address is named: {shown}"
+    );
+    ensure!(
+        !shown.contains("pool timed out"),
+        "the real reason is given: {shown}"
+    );
+    ensure!(!shown.contains("hunter2"), "{shown}");
+    let shown = format!(
+        "{:?}",
+        PostgresQueue::builder("postgres://user:hunter2@h/db")
+    );
+    ensure!(!shown.contains("hunter2"), "{shown}");
+    Ok(())
+}
+
+/// The claim reads the partial claim index in order: no sort, no scan of finished rows.
+async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let plan: Vec<String> = sqlx::query_scalar(in_schema(
+        "EXPLAIN SELECT id FROM {schema}.jobs WHERE queue = 'q' AND state = 'pending' \
+         AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED",
+        q.schema(),
+    ))
+    .fetch_all(q.pool())
+    .await?;
+    let plan = plan.join("\n");
+    ensure!(plan.contains("jobs_claim_idx"), "{plan}");
+    ensure!(!plan.contains("Sort"), "{plan}");
+    drop_schema(&q).await
+}
+
+fn main() -> std::process::ExitCode {
+    conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
+        one_notification_per_queue_per_transaction,
+        single_push_notifications_are_coalesced_but_never_lost,
+        the_listener_reconnects_after_its_backend_is_killed,
+        a_killed_connection_is_unavailable_once_then_replaced,
+        batches_span_chunks_atomically,
+        bad_configuration_and_unreachable_servers,
+        the_claim_reads_the_claim_index,
+    ])
 }

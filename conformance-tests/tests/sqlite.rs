@@ -1,166 +1,269 @@
-//! The conformance suite on SQLite: a fresh temporary database file per test, with both claim
-//! strategies.
-#![cfg(feature = "sqlite")]
+//! The conformance suite on SQLite (a fresh temporary database file per case, both claim
+//! strategies), and what is SQLite's own: file paths and URLs, in-memory databases, the busy
+//! timeout, the claim's query plan.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use anyhow::ensure;
 use async_trait::async_trait;
-use conformance_tests::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
-use queue_core::{ClaimStrategy, JobId, Lease, NewJob, Queue};
+use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
+use queue_core::{ClaimStrategy, Error, JobId, Lease, NewJob, PopRequest, Queue};
 use queue_sqlite::SqliteQueue;
+use sqlx::{Sqlite, Transaction};
 
-struct SqliteHarness(ClaimStrategy);
+struct Backend;
 
-async fn connect(path: &str, config: &TestConfig) -> queue_core::Result<SqliteQueue> {
+async fn open(path: &str, config: &TestConfig) -> queue_core::Result<SqliteQueue> {
     SqliteQueue::builder(path)
         .claim_strategy(config.claim)
         .retry_policy(config.retry.clone())
         .limits(config.limits.clone())
-        .connect_timeout(Duration::from_secs(5))
         .connect()
         .await
 }
 
 #[async_trait]
-impl Harness for SqliteHarness {
-    fn backend(&self) -> &'static str {
-        "sqlite"
-    }
+impl SqlBackend for Backend {
+    type Db = Sqlite;
+    type Queue = SqliteQueue;
+    const NAME: &'static str = "sqlite";
+    const CLAIMS: &'static [ClaimStrategy] = &[ClaimStrategy::WriteLock, ClaimStrategy::Optimistic];
 
-    fn claim(&self) -> ClaimStrategy {
-        self.0
-    }
-
-    async fn servers(&self) -> Discovery {
+    async fn servers() -> Discovery {
         Discovery::Servers(vec![Server {
             label: "temporary file".into(),
             url: String::new(),
         }])
     }
 
-    async fn fixture(
-        &self,
-        _server: &Server,
-        config: &TestConfig,
-        migrate: bool,
-    ) -> anyhow::Result<Box<dyn Fixture>> {
+    fn namespace(_server: &Server) -> anyhow::Result<Namespace> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("queue.db").to_string_lossy().into_owned();
-        let queue = connect(&path, config).await?;
-        if migrate {
-            queue.migrate().await?;
-            sqlx::query("CREATE TABLE effects (marker TEXT NOT NULL)")
-                .execute(queue.writer_pool())
-                .await?;
-        }
-        Ok(Box::new(SqliteFixture {
-            queue,
-            path,
-            config: config.clone(),
-            others: Mutex::default(),
-            dir: Mutex::new(Some(dir)),
-        }))
+        Ok(Namespace {
+            name: path,
+            keep: Some(dir),
+        })
     }
 
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
-        let q = connect(
+    async fn connect(
+        _server: &Server,
+        ns: &str,
+        config: &TestConfig,
+    ) -> queue_core::Result<SqliteQueue> {
+        open(ns, config).await
+    }
+
+    async fn unreachable(config: &TestConfig) -> queue_core::Result<SqliteQueue> {
+        open(
             "/nonexistent-directory-for-queue-tests/sub/queue.db",
             config,
         )
-        .await?;
-        Ok(Arc::new(q))
-    }
-}
-
-struct SqliteFixture {
-    queue: SqliteQueue,
-    path: String,
-    config: TestConfig,
-    others: Mutex<Vec<SqliteQueue>>,
-    dir: Mutex<Option<tempfile::TempDir>>,
-}
-
-#[async_trait]
-impl Fixture for SqliteFixture {
-    fn queue(&self) -> Arc<dyn Queue> {
-        Arc::new(self.queue.clone())
+        .await
     }
 
-    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>> {
-        let q = connect(&self.path, &self.config).await?;
-        self.others.lock().unwrap().push(q.clone());
-        Ok(Arc::new(q))
-    }
-
-    fn transactions(&self) -> Option<&dyn Transactions> {
-        Some(self)
-    }
-
-    async fn teardown(&self) -> anyhow::Result<()> {
-        let others = std::mem::take(&mut *self.others.lock().unwrap());
-        for q in others {
-            q.close().await;
-        }
-        self.queue.close().await;
-        if let Some(dir) = self.dir.lock().unwrap().take() {
-            dir.close()?;
-        }
+    async fn create_effects(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {
+        sqlx::query("CREATE TABLE effects (marker TEXT NOT NULL)")
+            .execute(q.writer_pool())
+            .await?;
         Ok(())
     }
-}
 
-#[async_trait]
-impl Transactions for SqliteFixture {
-    async fn push_in_tx(
-        &self,
-        job: NewJob,
+    async fn insert_effect(
+        tx: &mut Transaction<'static, Sqlite>,
+        _ns: &str,
         marker: &str,
-        commit: bool,
-    ) -> queue_core::Result<JobId> {
-        let mut tx = self.queue.begin().await?;
+    ) -> anyhow::Result<()> {
         sqlx::query("INSERT INTO effects (marker) VALUES (?)")
             .bind(marker)
-            .execute(&mut *tx)
-            .await
-            .map_err(queue_core::Error::database)?;
-        let id = self.queue.push_in_tx(&mut tx, job).await?;
-        if commit {
-            tx.commit().await.map_err(queue_core::Error::database)?;
-        } else {
-            tx.rollback().await.map_err(queue_core::Error::database)?;
-        }
-        Ok(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
     }
 
-    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
-        let mut tx = self.queue.begin().await?;
-        sqlx::query("INSERT INTO effects (marker) VALUES (?)")
-            .bind(marker)
-            .execute(&mut *tx)
-            .await
-            .map_err(queue_core::Error::database)?;
-        match self.queue.complete_in_tx(&mut tx, lease).await {
-            Ok(()) => tx.commit().await.map_err(queue_core::Error::database),
-            Err(e) => {
-                tx.rollback().await.map_err(queue_core::Error::database)?;
-                Err(e)
-            }
-        }
-    }
-
-    async fn effects(&self, marker: &str) -> anyhow::Result<u64> {
+    async fn count_effects(q: &SqliteQueue, _ns: &str, marker: &str) -> anyhow::Result<u64> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM effects WHERE marker = ?")
             .bind(marker)
-            .fetch_one(self.queue.writer_pool())
+            .fetch_one(q.writer_pool())
             .await?;
         Ok(n as u64)
     }
+
+    async fn begin(q: &SqliteQueue) -> queue_core::Result<Transaction<'static, Sqlite>> {
+        q.begin().await
+    }
+
+    async fn push_in_tx(
+        q: &SqliteQueue,
+        tx: &mut Transaction<'static, Sqlite>,
+        job: NewJob,
+    ) -> queue_core::Result<JobId> {
+        q.push_in_tx(tx, job).await
+    }
+
+    async fn complete_in_tx(
+        q: &SqliteQueue,
+        tx: &mut Transaction<'static, Sqlite>,
+        lease: &Lease,
+    ) -> queue_core::Result<()> {
+        q.complete_in_tx(tx, lease).await
+    }
+
+    async fn drop_namespace(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {
+        // The file goes with its temporary directory.
+        q.close().await;
+        Ok(())
+    }
+
+    async fn close(q: &SqliteQueue) {
+        q.close().await;
+    }
 }
 
-mod sqlite {
-    use super::*;
+async fn a_missing_directory_is_unavailable_quickly(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("no/such/dir/queue.db");
+    let t = Instant::now();
+    let err = SqliteQueue::builder(format!("sqlite://{}", path.display()))
+        .connect()
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("opened a file in a missing directory"))?;
+    ensure!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    ensure!(t.elapsed() < Duration::from_secs(5));
+    ensure!(!path.exists());
+    Ok(())
+}
 
-    conformance_tests::suite!(write_lock, SqliteHarness(ClaimStrategy::WriteLock));
-    conformance_tests::suite!(optimistic, SqliteHarness(ClaimStrategy::Optimistic));
+async fn bad_settings_are_rejected(_: Server) -> anyhow::Result<()> {
+    let field = |r: queue_core::Result<SqliteQueue>| match r {
+        Err(Error::InvalidInput { field, rule }) => Ok((field, rule)),
+        other => Err(anyhow::anyhow!("expected InvalidInput, got {other:?}")),
+    };
+    let (f, rule) = field(
+        SqliteQueue::builder("sqlite://x.db")
+            .claim_strategy(ClaimStrategy::SkipLocked)
+            .connect()
+            .await,
+    )?;
+    ensure!(
+        f == "claim_strategy" && rule.contains("skip_locked"),
+        "{f}: {rule}"
+    );
+    let (f, rule) = field(
+        SqliteQueue::builder("postgres://u:secret@h/db")
+            .connect()
+            .await,
+    )?;
+    ensure!(f == "url" && !rule.contains("secret"), "{f}: {rule}");
+    let (f, _) = field(
+        SqliteQueue::builder("sqlite://x.db")
+            .max_connections(0)
+            .connect()
+            .await,
+    )?;
+    ensure!(f == "max_connections");
+    ensure!(
+        !std::path::Path::new("x.db").exists(),
+        "a refused setting created the file"
+    );
+    Ok(())
+}
+
+async fn every_spelling_of_a_path_opens_the_file(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("spelled.db");
+    let plain = SqliteQueue::builder(path.display().to_string())
+        .connect()
+        .await?;
+    plain.migrate().await?;
+    let id = plain.push(NewJob::new("q", &1)?).await?;
+    ensure!(path.exists());
+    for url in [
+        format!("sqlite://{}", path.display()),
+        format!("sqlite:{}", path.display()),
+        format!("SQLite://{}", path.display()),
+    ] {
+        let q = SqliteQueue::builder(url).connect().await?;
+        ensure!(q.get(id).await?.map(|j| j.id) == Some(id));
+    }
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(plain.writer_pool())
+        .await?;
+    ensure!(mode == "wal", "journal mode {mode}");
+    Ok(())
+}
+
+async fn in_memory_database_works(_: Server) -> anyhow::Result<()> {
+    let q = SqliteQueue::builder("sqlite::memory:").connect().await?;
+    q.migrate().await?;
+    let id = q.push(NewJob::new("q", &1)?).await?;
+    ensure!(q.get(id).await?.map(|j| j.id) == Some(id));
+    let got = q.pop(PopRequest::new("q")).await?;
+    ensure!(got.len() == 1);
+    q.ack(&got[0].lease).await?;
+    Ok(())
+}
+
+async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let q = SqliteQueue::builder(dir.path().join("plan.db").display().to_string())
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let rows = sqlx::query(
+        "EXPLAIN QUERY PLAN SELECT rowid FROM queue_jobs \
+         WHERE queue = ?1 AND state = 'pending' AND run_at <= ?2 \
+         ORDER BY priority DESC, run_at, id LIMIT ?3",
+    )
+    .bind("q")
+    .bind(0i64)
+    .bind(1i64)
+    .fetch_all(q.writer_pool())
+    .await?;
+    let detail: Vec<String> = rows
+        .iter()
+        .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
+        .collect();
+    let detail = detail.join("\n");
+    ensure!(detail.contains("queue_jobs_claim"), "{detail}");
+    ensure!(
+        !detail.contains("TEMP B-TREE"),
+        "sorts instead of walking the index: {detail}"
+    );
+    Ok(())
+}
+
+async fn a_write_lock_held_past_the_busy_timeout_is_unavailable(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("busy.db");
+    let q = SqliteQueue::builder(path.display().to_string())
+        .busy_timeout(Duration::from_millis(100))
+        .connect()
+        .await?;
+    q.migrate().await?;
+    // Another process holds the write lock.
+    let other = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await?;
+    let holder = other.begin_with("BEGIN IMMEDIATE").await?;
+    let t = Instant::now();
+    let err = q.push(NewJob::new("q", &1)?).await.err();
+    ensure!(matches!(err, Some(Error::Unavailable { .. })), "{err:?}");
+    ensure!(t.elapsed() >= Duration::from_millis(100));
+    let err = q.pop(PopRequest::new("q")).await.err();
+    ensure!(matches!(err, Some(Error::Unavailable { .. })), "{err:?}");
+    // Reads go on under WAL, and writes resume once the lock is released.
+    ensure!(q.stats(None).await?.is_empty());
+    holder.rollback().await?;
+    q.push(NewJob::new("q", &1)?).await?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
+        a_missing_directory_is_unavailable_quickly,
+        bad_settings_are_rejected,
+        every_spelling_of_a_path_opens_the_file,
+        in_memory_database_works,
+        the_claim_uses_the_partial_index,
+        a_write_lock_held_past_the_busy_timeout_is_unavailable,
+    ])
 }

@@ -1,6 +1,7 @@
 //! MySQL and MariaDB: our queue under a fresh table prefix per workload, and the hand-written
 //! `SELECT ... FOR UPDATE SKIP LOCKED` + `UPDATE` queue in a table of its own.
 
+use sqlx::AssertSqlSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,7 +65,7 @@ async fn drop_prefixed(admin: &MySqlPool, prefix: &str) -> Result<()> {
     .await?;
     for name in names {
         queue_core::validate::identifier("table", &name)?;
-        sqlx::raw_sql(&format!("DROP TABLE IF EXISTS {name}"))
+        sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE IF EXISTS {name}")))
             .execute(admin)
             .await?;
     }
@@ -118,7 +119,7 @@ impl Server for MySqlServer {
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
         let prefix = format!("{}_", fresh_tag("bench_b")?);
         let t = format!("{prefix}jobs");
-        sqlx::raw_sql(&format!(
+        sqlx::raw_sql(AssertSqlSafe(format!(
             "CREATE TABLE {t} (
                  id       BIGINT      NOT NULL AUTO_INCREMENT PRIMARY KEY,
                  payload  LONGTEXT    NOT NULL,
@@ -126,7 +127,7 @@ impl Server for MySqlServer {
                  attempts INT         NOT NULL DEFAULT 0,
                  KEY pending (state, id)
              ) ENGINE = InnoDB"
-        ))
+        )))
         .execute(&self.admin)
         .await
         .context("create the baseline table")?;
@@ -172,7 +173,7 @@ fn placeholders(n: usize) -> String {
 }
 
 async fn check_counts(admin: &MySqlPool, sql: &str, queue: Option<&str>) -> Result<DrainCheck> {
-    let mut q = sqlx::query(sql);
+    let mut q = sqlx::query(AssertSqlSafe(sql.to_owned()));
     if let Some(queue) = queue {
         q = q.bind(queue);
     }
@@ -225,7 +226,7 @@ impl OursNs for MyOurs {
         ]
         .join(",");
         let sql = format!("INSERT INTO {t} ({cols}) VALUES {values}");
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for _ in 0..first {
             q = q.bind(queue).bind(payload);
         }
@@ -233,19 +234,19 @@ impl OursNs for MyOurs {
         let mut have = first as u64;
         while have < rows {
             let add = (rows - have).min(have);
-            sqlx::query(&format!(
+            sqlx::query(AssertSqlSafe(format!(
                 "INSERT INTO {t} ({cols}) \
                  SELECT UNHEX(REPLACE(UUID(), '-', '')), queue, payload, priority, state, attempts, \
                         max_attempts, run_at, created_at, updated_at, finished_at \
                  FROM {t} WHERE queue = ? AND state = 'completed' LIMIT ?"
-            ))
+            )))
             .bind(queue)
             .bind(add as i64)
             .execute(&self.admin)
             .await?;
             have += add;
         }
-        sqlx::raw_sql(&format!("ANALYZE TABLE {t}"))
+        sqlx::raw_sql(AssertSqlSafe(format!("ANALYZE TABLE {t}")))
             .execute(&self.admin)
             .await?;
         Ok(())
@@ -267,17 +268,20 @@ struct MyBaseline {
 #[async_trait]
 impl BaselineNs for MyBaseline {
     async fn insert_one(&self, payload: &str) -> Result<()> {
-        sqlx::query(&format!("INSERT INTO {} (payload) VALUES (?)", self.table))
-            .bind(payload)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {} (payload) VALUES (?)",
+            self.table
+        )))
+        .bind(payload)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
     async fn insert_many(&self, payloads: &[String]) -> Result<()> {
         let values = vec!["(?)"; payloads.len()].join(",");
         let sql = format!("INSERT INTO {} (payload) VALUES {values}", self.table);
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for p in payloads {
             q = q.bind(p);
         }
@@ -287,7 +291,7 @@ impl BaselineNs for MyBaseline {
 
     async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
         let mut tx = self.pool.begin().await?;
-        let rows = sqlx::query(&self.select)
+        let rows = sqlx::query(AssertSqlSafe(self.select.to_string()))
             .bind(limit as i64)
             .fetch_all(&mut *tx)
             .await?;
@@ -305,7 +309,7 @@ impl BaselineNs for MyBaseline {
             self.table,
             placeholders(ids.len())
         );
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for id in &ids {
             q = q.bind(id);
         }
@@ -320,7 +324,7 @@ impl BaselineNs for MyBaseline {
             self.table,
             placeholders(ids.len())
         );
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for id in ids {
             q = q.bind(id);
         }

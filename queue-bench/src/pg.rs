@@ -1,6 +1,7 @@
 //! PostgreSQL: our queue in a fresh schema per workload, and the hand-written
 //! `FOR UPDATE SKIP LOCKED` queue in another.
 
+use sqlx::AssertSqlSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,7 +84,7 @@ impl Server for PgServer {
 
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
         let schema = fresh_tag("bench_b")?;
-        sqlx::raw_sql(&format!(
+        sqlx::raw_sql(AssertSqlSafe(format!(
             "CREATE SCHEMA {schema};
              CREATE TABLE {schema}.jobs (
                  id       bigserial PRIMARY KEY,
@@ -92,7 +93,7 @@ impl Server for PgServer {
                  attempts integer   NOT NULL DEFAULT 0
              );
              CREATE INDEX jobs_pending ON {schema}.jobs (id) WHERE state = 'pending';"
-        ))
+        )))
         .execute(&self.admin)
         .await
         .context("create the baseline table")?;
@@ -151,11 +152,11 @@ impl OursNs for PgOurs {
 
     async fn check(&self, queue: &str) -> Result<DrainCheck> {
         let s = &self.schema;
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "SELECT count(*), count(*) FILTER (WHERE state = 'completed'), \
              count(*) FILTER (WHERE state = 'completed' AND attempts <> 1) \
              FROM {s}.jobs WHERE queue = $1"
-        ))
+        )))
         .bind(queue)
         .fetch_one(&self.admin)
         .await?;
@@ -168,30 +169,33 @@ impl OursNs for PgOurs {
 
     async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()> {
         let s = &self.schema;
-        sqlx::query(&format!(
+        sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO {s}.jobs (id, queue, payload, priority, state, attempts, max_attempts, \
                  run_at, created_at, updated_at, finished_at) \
              SELECT gen_random_uuid(), $1, $2::jsonb, 0, 'completed', 1, 25, \
                  now() - interval '1 day' + g * interval '1 microsecond', \
                  now() - interval '1 day', now() - interval '1 day', now() - interval '1 day' \
              FROM generate_series(1, $3::bigint) AS g"
-        ))
+        )))
         .bind(queue)
         .bind(payload)
         .bind(rows as i64)
         .execute(&self.admin)
         .await?;
         // What autovacuum would have done while this history accumulated.
-        sqlx::raw_sql(&format!("VACUUM ANALYZE {s}.jobs"))
+        sqlx::raw_sql(AssertSqlSafe(format!("VACUUM ANALYZE {s}.jobs")))
             .execute(&self.admin)
             .await?;
         Ok(())
     }
 
     async fn cleanup(&self) -> Result<()> {
-        sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
-            .execute(&self.admin)
-            .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            self.schema
+        )))
+        .execute(&self.admin)
+        .await?;
         Ok(())
     }
 }
@@ -211,7 +215,7 @@ struct PgBaseline {
 #[async_trait]
 impl BaselineNs for PgBaseline {
     async fn insert_one(&self, payload: &str) -> Result<()> {
-        sqlx::query(&self.insert_one)
+        sqlx::query(AssertSqlSafe(self.insert_one.to_string()))
             .bind(payload)
             .execute(&self.pool)
             .await?;
@@ -219,7 +223,7 @@ impl BaselineNs for PgBaseline {
     }
 
     async fn insert_many(&self, payloads: &[String]) -> Result<()> {
-        sqlx::query(&self.insert_many)
+        sqlx::query(AssertSqlSafe(self.insert_many.to_string()))
             .bind(payloads)
             .execute(&self.pool)
             .await?;
@@ -227,7 +231,7 @@ impl BaselineNs for PgBaseline {
     }
 
     async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
-        let rows = sqlx::query(&self.claim)
+        let rows = sqlx::query(AssertSqlSafe(self.claim.to_string()))
             .bind(limit as i64)
             .fetch_all(&self.pool)
             .await?;
@@ -242,12 +246,12 @@ impl BaselineNs for PgBaseline {
 
     async fn complete(&self, ids: &[i64]) -> Result<()> {
         if let [id] = ids {
-            sqlx::query(&self.complete_one)
+            sqlx::query(AssertSqlSafe(self.complete_one.to_string()))
                 .bind(id)
                 .execute(&self.pool)
                 .await?;
         } else {
-            sqlx::query(&self.complete_many)
+            sqlx::query(AssertSqlSafe(self.complete_many.to_string()))
                 .bind(ids)
                 .execute(&self.pool)
                 .await?;
@@ -256,7 +260,9 @@ impl BaselineNs for PgBaseline {
     }
 
     async fn check(&self) -> Result<DrainCheck> {
-        let row = sqlx::query(&self.check).fetch_one(&self.admin).await?;
+        let row = sqlx::query(AssertSqlSafe(self.check.to_string()))
+            .fetch_one(&self.admin)
+            .await?;
         Ok(DrainCheck {
             total: row.try_get::<i64, _>(0)? as u64,
             completed: row.try_get::<i64, _>(1)? as u64,
@@ -266,9 +272,12 @@ impl BaselineNs for PgBaseline {
 
     async fn cleanup(&self) -> Result<()> {
         self.pool.close().await;
-        sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
-            .execute(&self.admin)
-            .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            self.schema
+        )))
+        .execute(&self.admin)
+        .await?;
         Ok(())
     }
 }

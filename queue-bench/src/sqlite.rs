@@ -1,6 +1,7 @@
 //! SQLite: a new database file per workload for our queue and another for the hand-written
 //! `UPDATE ... RETURNING` queue under `BEGIN IMMEDIATE`.
 
+use sqlx::AssertSqlSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -243,7 +244,7 @@ impl BaselineNs for SqliteBaseline {
             "INSERT INTO jobs (payload) VALUES {}",
             vec!["(?)"; payloads.len()].join(",")
         );
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for p in payloads {
             q = q.bind(p);
         }
@@ -283,7 +284,7 @@ impl BaselineNs for SqliteBaseline {
             "UPDATE jobs SET state = 'done' WHERE id IN ({})",
             placeholders(ids.len())
         );
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
         for id in ids {
             q = q.bind(id);
         }

@@ -128,5 +128,30 @@ impl Error {
     }
 }
 
+/// A first connection to a database server that failed, naming the server's address (never its
+/// credentials) and the driver's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot connect to {what} at {address}: {source}")]
+pub struct ConnectError {
+    /// The kind of server, e.g. `PostgreSQL`.
+    pub what: &'static str,
+    /// `host:port` (or the socket path) that was tried.
+    pub address: String,
+    /// Why it failed.
+    #[source]
+    pub source: BoxError,
+}
+
+impl ConnectError {
+    /// A failed connection to the `what` server at `address`.
+    pub fn new(what: &'static str, address: String, source: impl Into<BoxError>) -> Self {
+        ConnectError {
+            what,
+            address,
+            source: source.into(),
+        }
+    }
+}
+
 /// Result with the queue's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

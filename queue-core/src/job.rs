@@ -369,6 +369,30 @@ pub struct Leased {
     pub lease: Lease,
 }
 
+impl Leased {
+    /// A job row as a claim stored it, with the claim's lease `token`.
+    ///
+    /// # Errors
+    /// [`Error::Database`] when the row carries no lease expiry (a claim always sets one).
+    pub fn from_claimed(job: Job, token: uuid::Uuid) -> Result<Self> {
+        let Some(expires_at) = job.lease_expires_at else {
+            return Err(Error::database(format!(
+                "claimed job {} has no lease",
+                job.id
+            )));
+        };
+        let lease = Lease {
+            job_id: job.id,
+            queue: job.queue.clone(),
+            token,
+            expires_at,
+            attempt: job.attempts,
+            max_attempts: job.max_attempts,
+        };
+        Ok(Leased { job, lease })
+    }
+}
+
 /// Why a job failed, as the worker reports it.
 #[derive(Clone, Debug)]
 pub struct Failure {

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod engine;
 pub mod error;
 pub mod job;
 pub mod queue;
@@ -21,13 +22,14 @@ pub mod validate;
 pub mod wake;
 pub mod worker;
 
+pub use engine::{Backend, CommonOptions, Engine};
 pub use error::{BoxError, Error, Result};
 pub use job::{
     FailOutcome, Failure, FailureKind, Job, JobId, JobState, Lease, Leased, NewJob, Schedule,
 };
 pub use queue::{
-    Capabilities, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue, QueueStats,
-    Wakeups,
+    Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,
+    QueueStats, Wakeups,
 };
 pub use retry::{FailDecision, RetryPolicy};
 pub use validate::Limits;

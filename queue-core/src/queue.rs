@@ -135,6 +135,40 @@ impl PopRequest {
     }
 }
 
+/// A [`PopRequest`] that passed validation, so a worker that claims again and again checks its
+/// request once. Only [`CheckedPop::new`] and [`CheckedPop::with_limit`] make one.
+#[derive(Clone, Debug)]
+pub struct CheckedPop {
+    req: PopRequest,
+}
+
+impl CheckedPop {
+    /// Checks every field of `req` against `limits`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field.
+    pub fn new(req: PopRequest, limits: &Limits) -> Result<Self> {
+        req.validate(limits)?;
+        Ok(CheckedPop { req })
+    }
+
+    /// The same request claiming up to `limit` jobs; only the limit is checked again.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `limit`.
+    pub fn with_limit(&self, limit: usize, limits: &Limits) -> Result<Self> {
+        validate::pop_limit(limit, limits)?;
+        let mut req = self.req.clone();
+        req.limit = limit;
+        Ok(CheckedPop { req })
+    }
+
+    /// The request.
+    pub fn request(&self) -> &PopRequest {
+        &self.req
+    }
+}
+
 /// `hostname:pid`, a reasonable default worker id.
 pub fn default_worker_id() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
@@ -219,7 +253,8 @@ impl PruneRequest {
     }
 }
 
-/// Which jobs `list` returns, newest first.
+/// Which jobs `list` returns, newest first (by id: ids are time-ordered UUID v7, so this is
+/// the order of creation).
 #[derive(Clone, Debug)]
 pub struct ListRequest {
     /// Only this queue.
@@ -228,6 +263,9 @@ pub struct ListRequest {
     pub state: Option<JobState>,
     /// Most rows (1..=1000).
     pub limit: usize,
+    /// Only jobs older than this one (their id sorts before it): the next page after a page
+    /// that ended with this id. Paging by id reads an index instead of skipping rows.
+    pub before: Option<JobId>,
 }
 
 impl Default for ListRequest {
@@ -236,6 +274,7 @@ impl Default for ListRequest {
             queue: None,
             state: None,
             limit: 100,
+            before: None,
         }
     }
 }
@@ -290,7 +329,18 @@ pub trait Queue: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a bad request; [`Error::Unavailable`].
-    async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>>;
+    async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>> {
+        let checked = CheckedPop::new(req, &self.capabilities().limits)?;
+        self.pop_checked(&checked).await
+    }
+
+    /// [`Queue::pop`] with a request validated once before (a worker claims with the same
+    /// request again and again). Only the limit is checked again, against this queue's limits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the limit exceeds this queue's `max_pop`;
+    /// [`Error::Unavailable`].
+    async fn pop_checked(&self, req: &CheckedPop) -> Result<Vec<Leased>>;
 
     /// Marks the job completed.
     ///

@@ -41,6 +41,33 @@ pub enum FailDecision {
 }
 
 impl RetryPolicy {
+    /// Checks the policy: a finite `factor` of at least 1, a `jitter` within 0..=1, and a `max`
+    /// of at most ten years.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `retry_policy.<field>`.
+    pub fn validate(&self) -> crate::Result<()> {
+        if !self.factor.is_finite() || self.factor < 1.0 {
+            return Err(crate::Error::invalid(
+                "retry_policy.factor",
+                "must be a finite number of at least 1",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(crate::Error::invalid(
+                "retry_policy.jitter",
+                "must be between 0 and 1",
+            ));
+        }
+        if self.max > crate::validate::MAX_DELAY {
+            return Err(crate::Error::invalid(
+                "retry_policy.max",
+                "must be at most 10 years",
+            ));
+        }
+        Ok(())
+    }
+
     /// The wait before attempt `attempt + 1`, without jitter.
     pub fn backoff(&self, attempt: u32) -> Duration {
         let exp = attempt.saturating_sub(1).min(64) as i32;

@@ -134,10 +134,13 @@ pub fn run_at(at: DateTime<Utc>, now: DateTime<Utc>) -> Result<()> {
     Ok(())
 }
 
-/// A dedup key: 1..=255 characters.
+/// A dedup key: 1..=255 characters, no NUL (some databases cannot store it in text).
 pub fn dedup_key(key: &str) -> Result<()> {
     if key.is_empty() {
         return Err(Error::invalid("dedup_key", "must not be empty"));
+    }
+    if key.contains('\0') {
+        return Err(Error::invalid("dedup_key", "must not contain NUL (U+0000)"));
     }
     if key.chars().count() > MAX_DEDUP_KEY {
         return Err(Error::invalid(
@@ -187,10 +190,13 @@ pub fn lease(field: &'static str, d: Duration) -> Result<()> {
     Ok(())
 }
 
-/// A worker id: 1..=128 characters.
+/// A worker id: 1..=128 characters, no NUL.
 pub fn worker_id(id: &str) -> Result<()> {
     if id.is_empty() {
         return Err(Error::invalid("worker", "must not be empty"));
+    }
+    if id.contains('\0') {
+        return Err(Error::invalid("worker", "must not contain NUL (U+0000)"));
     }
     if id.chars().count() > MAX_WORKER_ID {
         return Err(Error::invalid(
@@ -230,6 +236,17 @@ pub fn truncate_error(message: &str) -> &str {
     match message.char_indices().nth(MAX_ERROR_CHARS) {
         Some((i, _)) => &message[..i],
         None => message,
+    }
+}
+
+/// A failure message as stored in `last_error`: cut to [`MAX_ERROR_CHARS`] characters, with
+/// every NUL replaced by U+FFFD, which every backend can store (PostgreSQL text cannot hold NUL).
+pub fn error_text(message: &str) -> std::borrow::Cow<'_, str> {
+    let cut = truncate_error(message);
+    if cut.contains('\0') {
+        std::borrow::Cow::Owned(cut.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(cut)
     }
 }
 
@@ -278,6 +295,17 @@ mod tests {
         for bad in ["", "1abc", "a-b", "a;drop table x", "x\"y", &"a".repeat(64)] {
             assert!(identifier("schema", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn nul_is_refused_in_keys_and_replaced_in_errors() {
+        assert!(dedup_key("a\0b").is_err());
+        assert!(worker_id("w\0").is_err());
+        assert_eq!(error_text("bad \0 byte"), "bad \u{FFFD} byte");
+        assert!(matches!(
+            error_text("fine"),
+            std::borrow::Cow::Borrowed("fine")
+        ));
     }
 
     #[test]

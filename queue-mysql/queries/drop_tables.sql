@@ -1,2 +1,2 @@
--- name: DropTables
+-- name: drop_tables
 DROP TABLE IF EXISTS {prefix}jobs, {prefix}migrations

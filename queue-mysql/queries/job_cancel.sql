@@ -1,4 +1,4 @@
--- name: JobCancel
+-- name: job_cancel
 -- The lease token is kept so the holder's next transition reports Cancelled.
 UPDATE {prefix}jobs
 SET lease_expires_at = NULL,

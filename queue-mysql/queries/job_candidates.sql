@@ -1,4 +1,4 @@
--- name: JobCandidates
+-- name: job_candidates
 -- ORDER BY claim_priority (= -priority) is `priority DESC` as an ascending scan of index `claim`.
 -- Optimistic claim, step 1: read due rows without locks, with their versions.
 SELECT id, queue, payload, priority, attempts, max_attempts, run_at, last_error, dedup_key,

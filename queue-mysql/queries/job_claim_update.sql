@@ -1,4 +1,4 @@
--- name: JobClaimUpdate
+-- name: job_claim_update
 -- SkipLocked claim, step 2: lease the rows locked by step 1. Each row gets its own token:
 -- {token_cases} expands to `WHEN ? THEN ?` per row and {ids} to `?, ?, ...` (placeholders only).
 -- Assignments run left to right on MySQL and MariaDB; none reads a column assigned before it.

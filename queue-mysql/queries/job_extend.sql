@@ -1,4 +1,4 @@
--- name: JobExtend
+-- name: job_extend
 -- The new expiry is computed from the database's now (read just before) and bound, so the
 -- returned lease carries exactly the stored value.
 UPDATE {prefix}jobs

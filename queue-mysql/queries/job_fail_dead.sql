@@ -1,4 +1,4 @@
--- name: JobFailDead
+-- name: job_fail_dead
 UPDATE {prefix}jobs
 SET last_error = ?,
     lease_token = NULL,

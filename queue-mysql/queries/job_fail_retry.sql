@@ -1,5 +1,6 @@
--- name: JobFailRetry
--- Back to pending after a backoff (microseconds) decided by the retry policy; attempts kept.
+-- name: job_fail_retry
+-- Back to pending after a backoff (microseconds) decided by the retry policy; attempts kept;
+-- no one holds it now, so the worker is cleared.
 UPDATE {prefix}jobs
 SET run_at = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6)),
     last_error = ?,

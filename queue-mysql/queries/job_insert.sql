@@ -1,5 +1,5 @@
--- name: JobInsert
--- One row; push_batch repeats the VALUES tuple for multi-row inserts.
+-- name: job_insert
+-- One row; the driver repeats the VALUES tuple for multi-row inserts.
 -- run_at = the database's now + a delay in microseconds.
 INSERT INTO {prefix}jobs
     (id, queue, payload, priority, state, attempts, max_attempts, run_at, dedup_key, version, created_at, updated_at)

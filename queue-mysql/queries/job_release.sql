@@ -1,4 +1,4 @@
--- name: JobRelease
+-- name: job_release
 -- Back to pending, due now, the attempt not counted.
 UPDATE {prefix}jobs
 SET run_at = UTC_TIMESTAMP(6),

@@ -1,4 +1,4 @@
--- name: JobRetry
+-- name: job_retry
 -- Redrive a dead or cancelled job; fails with 1062 on dedup_live when a live job holds its key.
 UPDATE {prefix}jobs
 SET attempts = 0,

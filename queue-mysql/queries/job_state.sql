@@ -1,3 +1,3 @@
--- name: JobState
--- Decides why a fenced transition changed nothing (cancelled, lease lost, not found).
+-- name: job_state
+-- Why a transition changed nothing (cancelled, lease lost, not found).
 SELECT state FROM {prefix}jobs WHERE id = ?

@@ -1,4 +1,4 @@
--- name: JobStats
+-- name: job_stats
 -- Counts per queue and state; an optional queue filter (a NULL binding disables it).
 SELECT queue,
        CAST(SUM(state = 'pending' AND run_at <= UTC_TIMESTAMP(6)) AS SIGNED) AS available,

@@ -1,16 +1,19 @@
 //! The builder: connection settings, table prefix, claim strategy, policies.
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
+use queue_core::engine::{CommonOptions, DriverFault, RemoteWakeups};
+use queue_core::error::ConnectError;
 use queue_core::validate::{self, redact_url};
-use queue_core::{ClaimStrategy, Error, Limits, Result, RetryPolicy};
-use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::Executor;
+use queue_core::{Capabilities, ClaimStrategy, Engine, Error, Result, Wakeups};
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
+use sqlx::{Connection, Executor};
 
-use crate::error;
-use crate::queue::{Inner, MySqlQueue, ServerInfo};
+use crate::driver::MySqlDriver;
+use crate::queue::MySqlQueue;
+use crate::server::ServerInfo;
+use crate::sql::Statements;
 
 /// Longest table prefix: MySQL and MariaDB table names are at most 64 characters, and the
 /// longest name made from it is `{prefix}migrations`.
@@ -23,17 +26,23 @@ const MAX_POP: usize = 13_000;
 /// Room left in a packet for everything of a job but its payload (ids, queue, dedup key, ...).
 const PACKET_OVERHEAD: u64 = 64 * 1024;
 
+/// Pooled connections unless set otherwise.
+const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
+/// Claims need READ COMMITTED: no gap locks, and locks on rows that do not match are released
+/// at once. Set on every connection.
+const READ_COMMITTED: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
 /// Configures and connects a [`MySqlQueue`]. Made by [`MySqlQueue::builder`].
+///
+/// Claim strategies: [`ClaimStrategy::SkipLocked`] (the default where the server has
+/// `SKIP LOCKED`: MySQL 8.0.1+, MariaDB 10.6+) or [`ClaimStrategy::Optimistic`] (the default on
+/// older servers). [`ClaimStrategy::WriteLock`] is refused by `connect`. Default pool size: 10.
 #[derive(Clone, Debug)]
 pub struct MySqlQueueBuilder {
     url: String,
     table_prefix: String,
-    claim: Option<ClaimStrategy>,
-    retry_policy: RetryPolicy,
-    limits: Limits,
-    max_connections: u32,
-    connect_timeout: Duration,
-    lock_retries: u32,
+    common: CommonOptions,
 }
 
 impl MySqlQueueBuilder {
@@ -41,58 +50,16 @@ impl MySqlQueueBuilder {
         MySqlQueueBuilder {
             url: url.into(),
             table_prefix: "queue_".into(),
-            claim: None,
-            retry_policy: RetryPolicy::default(),
-            limits: Limits::default(),
-            max_connections: 10,
-            connect_timeout: Duration::from_secs(5),
-            lock_retries: 5,
+            common: CommonOptions::default(),
         }
     }
+
+    queue_core::common_builder_methods!();
 
     /// Prefix of the table names (`{prefix}jobs`, `{prefix}migrations`); default `queue_`.
     /// Must be a plain identifier (letters, digits, `_`, not starting with a digit).
     pub fn table_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.table_prefix = prefix.into();
-        self
-    }
-
-    /// How `pop` claims: [`ClaimStrategy::SkipLocked`] (the default where the server has
-    /// `SKIP LOCKED`: MySQL 8.0.1+, MariaDB 10.6+) or [`ClaimStrategy::Optimistic`] (the
-    /// default on older servers). [`ClaimStrategy::WriteLock`] is rejected by `connect`.
-    pub fn claim_strategy(mut self, strategy: ClaimStrategy) -> Self {
-        self.claim = Some(strategy);
-        self
-    }
-
-    /// The retry policy `fail` applies; default [`RetryPolicy::default`].
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry_policy = policy;
-        self
-    }
-
-    /// Size limits; default [`Limits::default`].
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Most pooled connections; default 10.
-    pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n;
-        self
-    }
-
-    /// How long to wait for a connection before [`Error::Unavailable`]; default 5 s.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How many times a claim that hit a deadlock (1213) or lock wait timeout (1205) is retried,
-    /// with jittered backoff, before the error surfaces; default 5.
-    pub fn lock_retries(mut self, n: u32) -> Self {
-        self.lock_retries = n;
         self
     }
 
@@ -136,16 +103,9 @@ impl MySqlQueueBuilder {
                 ),
             ));
         }
-        if self.max_connections == 0 {
-            return Err(Error::invalid("max_connections", "must be at least 1"));
-        }
-        if let Some(ClaimStrategy::WriteLock) = self.claim {
-            return Err(Error::invalid(
-                "claim_strategy",
-                "MySQL and MariaDB support skip_locked or optimistic, not write_lock",
-            ));
-        }
-        if self.limits.max_pop > MAX_POP {
+        let supported = [ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic];
+        self.common.validate("MySQL and MariaDB", &supported)?;
+        if self.common.limits.max_pop > MAX_POP {
             return Err(Error::invalid(
                 "limits.max_pop",
                 format!(
@@ -155,29 +115,12 @@ impl MySqlQueueBuilder {
             ));
         }
         let options = self.options()?;
-        let pool = MySqlPoolOptions::new()
-            .max_connections(self.max_connections)
-            .acquire_timeout(self.connect_timeout)
-            .after_connect(|conn, _meta| {
-                Box::pin(async move {
-                    // Claims need READ COMMITTED: no gap locks, and locks on rows that do not
-                    // match are released at once. The time zone is set by the connect options.
-                    conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                        .await?;
-                    Ok(())
-                })
-            })
-            .connect_with(options);
-        let pool = tokio::time::timeout(self.connect_timeout + Duration::from_secs(1), pool)
-            .await
-            .map_err(|_| {
-                Error::unavailable(format!("no connection within {:?}", self.connect_timeout))
-            })?
-            .map_err(error::map)?;
-        let server = ServerInfo::detect(&pool).await?;
+        let timeout = self.common.connect_timeout;
+        let sql = Statements::new(&[("{prefix}", &self.table_prefix)]);
+        let server = first_contact(&options, &sql, timeout).await?;
         // A job travels in one packet; a payload the server cannot receive would fail every
         // push of it (and drop the connection), so refuse such limits up front.
-        let needed = self.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
+        let needed = self.common.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
         if server.max_packet > 0 && needed > server.max_packet {
             return Err(Error::invalid(
                 "limits.max_payload_bytes",
@@ -189,37 +132,90 @@ impl MySqlQueueBuilder {
                 ),
             ));
         }
-        let claim = match self.claim {
+        let claim = match self.common.claim_strategy {
+            Some(ClaimStrategy::SkipLocked) if !server.skip_locked => {
+                return Err(Error::invalid(
+                    "claim_strategy",
+                    format!(
+                        "skip_locked needs MySQL 8.0.1+ or MariaDB 10.6+ (server is {})",
+                        server.version
+                    ),
+                ))
+            }
             Some(c) => c,
             None if server.skip_locked => ClaimStrategy::SkipLocked,
             None => ClaimStrategy::Optimistic,
         };
-        if claim == ClaimStrategy::SkipLocked && !server.skip_locked {
-            return Err(Error::invalid(
-                "claim_strategy",
-                format!(
-                    "skip_locked needs MySQL 8.0.1+ or MariaDB 10.6+ (server is {})",
-                    server.version
-                ),
-            ));
-        }
+        let pool = MySqlPoolOptions::new()
+            .max_connections(
+                self.common
+                    .max_connections
+                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            )
+            .acquire_timeout(timeout)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // The time zone is set by the connect options.
+                    conn.execute(READ_COMMITTED).await?;
+                    Ok(())
+                })
+            })
+            .connect_lazy_with(options);
         tracing::debug!(
-            target: "queue::mysql",
+            target: crate::LOG_TARGET,
             url = %redact_url(&self.url),
             server = %server.version,
             claim = claim.as_str(),
             "connected"
         );
+        let caps = Capabilities {
+            dialect: server.dialect,
+            claim,
+            wakeups: Wakeups::InProcess,
+            time_precision: Duration::from_micros(1),
+            transactions: true,
+            server_version: Some(server.version.clone()),
+            limits: self.common.limits.clone(),
+        };
+        let driver = MySqlDriver {
+            pool,
+            prefix: self.table_prefix,
+            sql,
+            server,
+        };
         Ok(MySqlQueue {
-            inner: Arc::new(Inner::new(
-                pool,
-                &self.table_prefix,
-                server,
-                claim,
-                self.retry_policy,
-                self.limits,
-                self.lock_retries,
-            )),
+            engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),
         })
+    }
+}
+
+/// Connects once, directly, and detects the server: a server that cannot be reached is
+/// reported with its address and the driver's reason (refused, unknown host, ...), not as a
+/// pool that timed out.
+async fn first_contact(
+    options: &MySqlConnectOptions,
+    sql: &Statements,
+    timeout: Duration,
+) -> Result<ServerInfo> {
+    let address = format!("{}:{}", options.get_host(), options.get_port());
+    let attempt = async {
+        let mut conn = MySqlConnection::connect_with(options).await?;
+        let row = sqlx::query(sql.server_version.clone())
+            .fetch_one(&mut conn)
+            .await?;
+        let _ = conn.close().await;
+        ServerInfo::from_row(&row)
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(server)) => Ok(server),
+        Ok(Err(e)) if crate::error::classify(&e) == DriverFault::Unavailable => Err(
+            Error::unavailable(ConnectError::new("MySQL/MariaDB", address, e)),
+        ),
+        Ok(Err(e)) => Err(crate::error::classify(&e).error(e)),
+        Err(_) => Err(Error::unavailable(ConnectError::new(
+            "MySQL/MariaDB",
+            address,
+            format!("no answer within {timeout:?}"),
+        ))),
     }
 }

@@ -1,4 +1,4 @@
--- name: JobCancel
+-- name: job_cancel
 -- Keeps lease_token, so the holder's next transition finds the job cancelled under its token.
 UPDATE {schema}.jobs
 SET state = 'cancelled', finished_at = now(), updated_at = now(),

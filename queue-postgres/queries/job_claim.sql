@@ -1,4 +1,4 @@
--- name: JobClaim
+-- name: job_claim
 -- Claims up to $2 due pending jobs of queue $1 in one statement. The MATERIALIZED CTE locks at
 -- most $2 rows (skipping rows other claimers hold) before the UPDATE touches any; each claimed
 -- row gets its own lease token. $3: lease in microseconds; $4: worker.

@@ -1,4 +1,4 @@
--- name: JobExtend
+-- name: job_extend
 -- Moves the lease's expiry to $3 microseconds from now.
 UPDATE {schema}.jobs
 SET lease_expires_at = now() + $3::bigint * interval '1 microsecond',

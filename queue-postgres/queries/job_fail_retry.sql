@@ -1,7 +1,8 @@
--- name: JobFailRetry
--- Back to pending, due $3 microseconds from now, with the failure recorded in last_error ($4).
+-- name: job_fail_retry
+-- Back to pending, due $3 microseconds from now, the failure recorded in last_error ($4); no
+-- one holds it now, so the worker is cleared.
 UPDATE {schema}.jobs
 SET state = 'pending', run_at = now() + $3::bigint * interval '1 microsecond',
-    last_error = $4, updated_at = now(),
+    last_error = $4, updated_at = now(), worker = NULL,
     lease_token = NULL, lease_expires_at = NULL, version = version + 1
 WHERE id = $1 AND lease_token = $2 AND state = 'running'

@@ -1,7 +1,9 @@
--- name: JobList
--- Newest first; $1 queue and $2 state filter when not null; $3 most rows.
+-- name: job_list
+-- Newest first by id; $1 queue, $2 state and $3 (only ids below it) filter when not null;
+-- $4 most rows.
 SELECT j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at
 FROM {schema}.jobs j
 WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.state = $2)
-ORDER BY j.created_at DESC, j.id DESC
-LIMIT $3
+  AND ($3::uuid IS NULL OR j.id < $3)
+ORDER BY j.id DESC
+LIMIT $4

@@ -1,6 +1,11 @@
--- name: JobPrune
--- Deletes jobs in states $1 that finished more than $2 microseconds ago; only queue $3 when not null.
+-- name: job_prune
+-- Deletes at most $4 jobs in states $1 that finished more than $2 microseconds ago (index
+-- jobs_finished_idx); only queue $3 when not null. The engine repeats it until fewer are deleted.
 DELETE FROM {schema}.jobs
-WHERE state = ANY($1::text[])
-  AND finished_at < now() - $2::bigint * interval '1 microsecond'
-  AND ($3::text IS NULL OR queue = $3)
+WHERE id IN (
+    SELECT id FROM {schema}.jobs
+    WHERE state = ANY($1::text[])
+      AND finished_at < now() - $2::bigint * interval '1 microsecond'
+      AND ($3::text IS NULL OR queue = $3)
+    LIMIT $4
+)

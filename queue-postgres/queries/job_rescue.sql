@@ -1,11 +1,14 @@
--- name: JobRescue
--- Running jobs whose lease expired go back to pending (due now), or dead when their attempts are
--- used up. Returns the rescued jobs' queues and new states, for wake-ups.
-UPDATE {schema}.jobs
-SET state = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'dead' END,
-    run_at = CASE WHEN attempts < max_attempts THEN now() ELSE run_at END,
-    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE now() END,
-    last_error = 'lease expired', updated_at = now(),
-    lease_token = NULL, lease_expires_at = NULL, version = version + 1
-WHERE state = 'running' AND lease_expires_at < now()
-RETURNING queue, state
+-- name: job_rescue
+-- Expired jobs ($1 ids, $2 their lease tokens) to dead when $3, else to pending and due now;
+-- only rows still running under that token with an expired lease (one extended or completed
+-- meanwhile is left alone). $4: the error recorded.
+UPDATE {schema}.jobs j
+SET state = CASE WHEN $3 THEN 'dead' ELSE 'pending' END,
+    run_at = CASE WHEN $3 THEN j.run_at ELSE now() END,
+    finished_at = CASE WHEN $3 THEN now() ELSE NULL END,
+    worker = CASE WHEN $3 THEN j.worker ELSE NULL END,
+    last_error = $4, updated_at = now(),
+    lease_token = NULL, lease_expires_at = NULL, version = j.version + 1
+FROM UNNEST($1::uuid[], $2::uuid[]) AS x (id, token)
+WHERE j.id = x.id AND j.lease_token = x.token
+  AND j.state = 'running' AND j.lease_expires_at < now()

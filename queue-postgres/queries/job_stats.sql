@@ -1,4 +1,4 @@
--- name: JobStats
+-- name: job_stats
 -- Counts per queue and state; only queue $1 when not null.
 SELECT queue,
        count(*) FILTER (WHERE state = 'pending' AND run_at <= now()) AS available,

@@ -1,2 +1,2 @@
--- name: MigrationApplied
-SELECT version FROM {schema}.migrations ORDER BY version
+-- name: migration_applied
+SELECT version::bigint FROM {schema}.migrations ORDER BY version

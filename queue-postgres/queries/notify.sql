@@ -1,3 +1,3 @@
--- name: Notify
--- Wakes listeners on channel $1 for queue $2 (at commit, when inside a transaction).
-SELECT pg_notify($1, $2)
+-- name: notify
+-- Wakes listeners on channel $1 once for each queue in $2 (at commit, inside a transaction).
+SELECT pg_notify($1, q.queue) FROM UNNEST($2::text[]) AS q (queue)

@@ -1,2 +1,2 @@
--- name: Now
+-- name: now
 SELECT now()

@@ -1,2 +1,2 @@
--- name: ServerVersion
+-- name: server_version
 SHOW server_version

@@ -2,31 +2,30 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
+use queue_core::engine::DriverFault;
+use queue_core::engine::{CommonOptions, RemoteWakeups};
+use queue_core::error::ConnectError;
 use queue_core::validate::{self, redact_url};
-use queue_core::{
-    Capabilities, ClaimStrategy, Dialect, Error, Limits, Result, RetryPolicy, WakeHub, Wakeups,
-};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
+use sqlx::Connection;
 
-use crate::error::map;
+use crate::driver::PgDriver;
 use crate::listen::{channel_name, Listener};
-use crate::notify::Notifier;
-use crate::queue::{Inner, PostgresQueue};
+use crate::queue::PostgresQueue;
 use crate::sql::Statements;
+
+/// Pooled connections unless set otherwise.
+const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
 /// Configures and connects a [`PostgresQueue`]. Made by [`PostgresQueue::builder`].
 #[derive(Clone)]
 pub struct PostgresQueueBuilder {
     url: String,
     schema: String,
-    claim: ClaimStrategy,
-    retry_policy: RetryPolicy,
-    limits: Limits,
-    max_connections: u32,
-    connect_timeout: Duration,
+    common: CommonOptions,
     notify: bool,
     notify_window: Duration,
 }
@@ -36,11 +35,7 @@ impl fmt::Debug for PostgresQueueBuilder {
         f.debug_struct("PostgresQueueBuilder")
             .field("url", &redact_url(&self.url))
             .field("schema", &self.schema)
-            .field("claim", &self.claim)
-            .field("retry_policy", &self.retry_policy)
-            .field("limits", &self.limits)
-            .field("max_connections", &self.max_connections)
-            .field("connect_timeout", &self.connect_timeout)
+            .field("common", &self.common)
             .field("notify", &self.notify)
             .field("notify_window", &self.notify_window)
             .finish()
@@ -52,50 +47,17 @@ impl PostgresQueueBuilder {
         PostgresQueueBuilder {
             url,
             schema: "queue".into(),
-            claim: ClaimStrategy::SkipLocked,
-            retry_policy: RetryPolicy::default(),
-            limits: Limits::default(),
-            max_connections: 16,
-            connect_timeout: Duration::from_secs(5),
+            common: CommonOptions::default(),
             notify: true,
             notify_window: Duration::from_millis(5),
         }
     }
 
+    queue_core::common_builder_methods!();
+
     /// The schema holding the queue's tables (default `queue`); a plain identifier.
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
-        self
-    }
-
-    /// How `pop` claims: [`ClaimStrategy::SkipLocked`] (the default, one statement) or
-    /// [`ClaimStrategy::Optimistic`] (read, then claim by version).
-    pub fn claim_strategy(mut self, claim: ClaimStrategy) -> Self {
-        self.claim = claim;
-        self
-    }
-
-    /// How failures are retried (default [`RetryPolicy::default`]).
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry_policy = policy;
-        self
-    }
-
-    /// Size limits (default [`Limits::default`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Most pooled connections (default 16). Waiting for work adds one more, for LISTEN.
-    pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n;
-        self
-    }
-
-    /// How long to wait for a connection before [`Error::Unavailable`] (default 5 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
         self
     }
 
@@ -119,34 +81,14 @@ impl PostgresQueueBuilder {
         self
     }
 
-    fn check(&self) -> Result<PgConnectOptions> {
+    fn check(&self) -> Result<(ClaimStrategy, PgConnectOptions)> {
         validate::identifier("schema", &self.schema)?;
-        if !matches!(
-            self.claim,
-            ClaimStrategy::SkipLocked | ClaimStrategy::Optimistic
-        ) {
-            return Err(Error::invalid(
-                "claim_strategy",
-                format!(
-                    "PostgreSQL supports skip_locked and optimistic, not {}",
-                    self.claim.as_str()
-                ),
-            ));
-        }
-        if self.max_connections == 0 {
-            return Err(Error::invalid("max_connections", "must be at least 1"));
-        }
+        let claim = self.common.validate(
+            "PostgreSQL",
+            &[ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic],
+        )?;
         if self.notify_window > Duration::from_secs(1) {
             return Err(Error::invalid("notify_window", "must be at most 1 s"));
-        }
-        if self.connect_timeout.is_zero() {
-            return Err(Error::invalid("connect_timeout", "must be more than zero"));
-        }
-        if self.limits.max_batch == 0 || self.limits.max_pop == 0 {
-            return Err(Error::invalid(
-                "limits",
-                "max_batch and max_pop must be at least 1",
-            ));
         }
         let scheme = self.url.split_once("://").map(|(s, _)| s);
         if !matches!(scheme, Some("postgres" | "postgresql")) {
@@ -164,7 +106,7 @@ impl PostgresQueueBuilder {
                 format!("is not a valid PostgreSQL URL: {}", redact_url(&self.url)),
             )
         })?;
-        Ok(options.application_name("queue"))
+        Ok((claim, options.application_name("queue")))
     }
 
     /// Validates the configuration and connects (without migrating; see
@@ -174,10 +116,15 @@ impl PostgresQueueBuilder {
     /// [`Error::InvalidInput`] for a bad setting; [`Error::Unavailable`] when no connection could
     /// be made within the connect timeout.
     pub async fn connect(self) -> Result<PostgresQueue> {
-        let options = self.check()?;
+        let (claim, options) = self.check()?;
+        let timeout = self.common.connect_timeout;
         let pool = PgPoolOptions::new()
-            .max_connections(self.max_connections)
-            .acquire_timeout(self.connect_timeout)
+            .max_connections(
+                self.common
+                    .max_connections
+                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            )
+            .acquire_timeout(timeout)
             // A ping before every checkout would double the round trips of every call; a dead
             // connection surfaces as Error::Unavailable once and is then discarded instead.
             .test_before_acquire(false)
@@ -187,41 +134,68 @@ impl PostgresQueueBuilder {
         let listen_pool = PgPoolOptions::new()
             .max_connections(1)
             .min_connections(0)
-            .acquire_timeout(self.connect_timeout)
-            .connect_lazy_with(options);
-        let sql = Statements::new(&self.schema);
-        let version = tokio::time::timeout(
-            self.connect_timeout + Duration::from_secs(1),
-            sqlx::query_scalar::<_, String>(&sql.server_version).fetch_one(&pool),
-        )
-        .await
-        .map_err(|_| Error::unavailable("timed out connecting to PostgreSQL"))?
-        .map_err(map)?;
-        tracing::debug!(target: "queue::postgres", url = %redact_url(&self.url), schema = %self.schema, server_version = %version, "connected");
+            .acquire_timeout(timeout)
+            .connect_lazy_with(options.clone());
+        let sql = Statements::new(&[("{schema}", &self.schema)]);
+        let version = first_contact(&options, &sql, timeout).await?;
+        tracing::debug!(target: crate::LOG_TARGET, url = %redact_url(&self.url), schema = %self.schema, server_version = %version, "connected");
         let caps = Capabilities {
             dialect: Dialect::Postgres,
-            claim: self.claim,
+            claim,
             wakeups: Wakeups::ListenNotify,
             time_precision: Duration::from_micros(1),
             transactions: true,
             server_version: Some(version),
-            limits: self.limits.clone(),
+            limits: self.common.limits.clone(),
+        };
+        let remote = if self.notify {
+            RemoteWakeups::Notify {
+                window: self.notify_window,
+            }
+        } else {
+            RemoteWakeups::Off
+        };
+        let driver = PgDriver {
+            pool,
+            listen_pool,
+            channel: channel_name(&self.schema),
+            schema: self.schema,
+            sql,
+            listener: Listener::default(),
         };
         Ok(PostgresQueue {
-            inner: Arc::new(Inner {
-                pool,
-                listen_pool,
-                channel: channel_name(&self.schema),
-                schema: self.schema,
-                sql,
-                caps,
-                retry_policy: self.retry_policy,
-                limits: self.limits,
-                notify: self.notify,
-                notifier: Notifier::new(self.notify_window),
-                hub: Arc::new(WakeHub::new()),
-                listener: Listener::default(),
-            }),
+            engine: Engine::new(driver, caps, &self.common, remote),
         })
+    }
+}
+
+/// Connects once, directly, and reads the server version: a server that cannot be reached is
+/// reported with its address and the driver's reason (refused, unknown host, ...), not as a
+/// pool that timed out.
+async fn first_contact(
+    options: &PgConnectOptions,
+    sql: &Statements,
+    timeout: Duration,
+) -> Result<String> {
+    let address = format!("{}:{}", options.get_host(), options.get_port());
+    let attempt = async {
+        let mut conn = PgConnection::connect_with(options).await?;
+        let version: String = sqlx::query_scalar(sql.server_version.clone())
+            .fetch_one(&mut conn)
+            .await?;
+        let _ = conn.close().await;
+        Ok::<_, sqlx::Error>(version)
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(version)) => Ok(version),
+        Ok(Err(e)) if crate::error::classify(&e) == DriverFault::Unavailable => Err(
+            Error::unavailable(ConnectError::new("PostgreSQL", address, e)),
+        ),
+        Ok(Err(e)) => Err(crate::error::classify(&e).error(e)),
+        Err(_) => Err(Error::unavailable(ConnectError::new(
+            "PostgreSQL",
+            address,
+            format!("no answer within {timeout:?}"),
+        ))),
     }
 }

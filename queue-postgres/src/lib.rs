@@ -3,14 +3,15 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod builder;
+mod driver;
 mod error;
 mod listen;
 mod migrate;
-mod notify;
 mod queue;
 mod sql;
 
 pub use builder::PostgresQueueBuilder;
+pub use driver::PgDriver;
 pub use queue::PostgresQueue;
 
 /// The target of every log line this crate writes, for filtering.

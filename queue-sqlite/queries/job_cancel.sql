@@ -1,4 +1,4 @@
--- name: JobCancel
+-- name: job_cancel
 -- The lease token is kept so the holder's next transition reports the cancellation.
 -- Binds: ?1 id, ?2 now.
 UPDATE queue_jobs

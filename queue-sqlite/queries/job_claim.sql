@@ -1,6 +1,6 @@
--- name: JobClaim
--- Claims up to ?5 due pending jobs of queue ?1 in claim order, in one statement.
--- Binds: ?1 queue, ?2 now, ?3 lease_expires_at, ?4 worker, ?5 limit.
+-- name: job_claim
+-- Claims up to ?5 due pending jobs of queue ?1 in claim order, in one statement, under the
+-- database's write lock. Binds: ?1 queue, ?2 now, ?3 lease_expires_at, ?4 worker, ?5 limit.
 -- Each claimed row gets its own new lease token, a random UUID v4 made by SQLite
 -- (version nibble 4, variant bits 10), returned with the row.
 UPDATE queue_jobs

@@ -1,4 +1,4 @@
--- name: JobExtendLease
+-- name: job_extend
 -- Binds: ?1 id, ?2 lease_token, ?3 now, ?4 lease_expires_at.
 UPDATE queue_jobs
 SET lease_expires_at = ?4,

@@ -1,4 +1,4 @@
--- name: JobSetDeadAfterFailure
+-- name: job_fail_dead
 -- Binds: ?1 id, ?2 lease_token, ?3 now, ?4 last_error.
 UPDATE queue_jobs
 SET state = 'dead',

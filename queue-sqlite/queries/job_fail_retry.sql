@@ -1,9 +1,11 @@
--- name: JobSetPendingAfterFailure
--- Binds: ?1 id, ?2 lease_token, ?3 now, ?4 run_at, ?5 last_error.
+-- name: job_fail_retry
+-- Back to pending at ?4 with the failure recorded; no one holds it now, so the worker is
+-- cleared. Binds: ?1 id, ?2 lease_token, ?3 now, ?4 run_at, ?5 last_error.
 UPDATE queue_jobs
 SET state = 'pending',
     run_at = ?4,
     last_error = ?5,
+    worker = NULL,
     lease_token = NULL,
     lease_expires_at = NULL,
     version = version + 1,

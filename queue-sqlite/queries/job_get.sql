@@ -1,4 +1,4 @@
--- name: JobGetById
+-- name: job_get
 -- Binds: ?1 id.
 SELECT id, queue, payload, priority, state, attempts, max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, dedup_key, created_at, updated_at, finished_at
 FROM queue_jobs WHERE id = ?1

@@ -1,9 +1,10 @@
--- name: JobRelease
+-- name: job_release
 -- Back to pending, due now, the attempt not counted. Binds: ?1 id, ?2 lease_token, ?3 now.
 UPDATE queue_jobs
 SET state = 'pending',
     run_at = ?3,
-    attempts = attempts - 1,
+    attempts = max(attempts - 1, 0),
+    worker = NULL,
     lease_token = NULL,
     lease_expires_at = NULL,
     version = version + 1,

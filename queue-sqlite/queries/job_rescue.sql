@@ -1,13 +1,23 @@
--- name: JobRescueExpired
--- Running jobs whose lease expired go back to pending (or dead when their attempts are used
--- up). Binds: ?1 now.
+-- name: job_rescue
+-- Expired jobs to dead when `dead`, else to pending and due now; only rows still running under
+-- the listed token with an expired lease. The driver repeats the `(?, ?)` tuple after VALUES
+-- once per job. Every placeholder is anonymous (sqlx numbers anonymous ones apart from `?NNN`
+-- ones). Binds: now, dead, last_error, then id and lease_token per job.
+WITH p (now, dead, error) AS (SELECT ?, ?, ?)
 UPDATE queue_jobs
-SET state = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'dead' END,
-    run_at = CASE WHEN attempts < max_attempts THEN ?1 ELSE run_at END,
-    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE ?1 END,
-    last_error = 'lease expired',
+SET state = CASE WHEN p.dead THEN 'dead' ELSE 'pending' END,
+    run_at = CASE WHEN p.dead THEN run_at ELSE p.now END,
+    finished_at = CASE WHEN p.dead THEN p.now ELSE NULL END,
+    worker = CASE WHEN p.dead THEN worker ELSE NULL END,
+    last_error = p.error,
     lease_token = NULL,
     lease_expires_at = NULL,
     version = version + 1,
-    updated_at = ?1
-WHERE state = 'running' AND lease_expires_at < ?1
+    updated_at = p.now
+FROM p, (VALUES
+(?, ?)
+) AS expired
+WHERE queue_jobs.id = expired.column1
+  AND queue_jobs.lease_token = expired.column2
+  AND queue_jobs.state = 'running'
+  AND queue_jobs.lease_expires_at < p.now

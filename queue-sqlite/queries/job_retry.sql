@@ -1,10 +1,11 @@
--- name: JobRetry
+-- name: job_retry
 -- A dead or cancelled job back to pending, due now, attempts reset. Binds: ?1 id, ?2 now.
 UPDATE queue_jobs
 SET state = 'pending',
     attempts = 0,
     run_at = ?2,
     finished_at = NULL,
+    worker = NULL,
     lease_token = NULL,
     lease_expires_at = NULL,
     version = version + 1,

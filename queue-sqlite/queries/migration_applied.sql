@@ -1,2 +1,2 @@
--- name: MigrationIsApplied
-SELECT 1 FROM queue_migrations WHERE version = ?
+-- name: migration_applied
+SELECT version FROM queue_migrations ORDER BY version

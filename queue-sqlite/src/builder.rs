@@ -1,28 +1,34 @@
 //! [`SqliteQueueBuilder`]: where the database file is and how to use it.
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
+use queue_core::engine::{CommonOptions, RemoteWakeups};
 use queue_core::{
-    validate::redact_url, Capabilities, ClaimStrategy, Dialect, Error, Limits, Result, RetryPolicy,
-    WakeHub, Wakeups,
+    validate::redact_url, Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use crate::error;
-use crate::queue::{Inner, SqliteQueue};
+use crate::driver::SqliteDriver;
+use crate::queue::SqliteQueue;
+use crate::sql::Statements;
 use crate::LOG_TARGET;
 
+/// Read connections unless set otherwise (writes always use one connection).
+const DEFAULT_MAX_CONNECTIONS: u32 = 4;
+
 /// Configures and opens a [`SqliteQueue`]. Start with [`SqliteQueue::builder`].
+///
+/// Claim strategies: [`ClaimStrategy::WriteLock`] (the default: one `UPDATE ... RETURNING` under
+/// the database's write lock) or [`ClaimStrategy::Optimistic`] (read candidates, then claim each
+/// with a version-guarded update). [`ClaimStrategy::SkipLocked`] does not exist in SQLite and
+/// makes [`connect`](Self::connect) fail with [`Error::InvalidInput`]. `max_connections` counts
+/// the read-only connections (for `get`, `list`, `stats` and optimistic candidates; default 4):
+/// writes always go through one connection, because SQLite allows one writer at a time.
 #[derive(Clone, Debug)]
 pub struct SqliteQueueBuilder {
     target: String,
-    claim: ClaimStrategy,
-    retry: RetryPolicy,
-    limits: Limits,
-    max_connections: u32,
-    connect_timeout: Duration,
+    common: CommonOptions,
     busy_timeout: Duration,
     synchronous_full: bool,
 }
@@ -31,49 +37,13 @@ impl SqliteQueueBuilder {
     pub(crate) fn new(target: impl Into<String>) -> Self {
         SqliteQueueBuilder {
             target: target.into(),
-            claim: ClaimStrategy::WriteLock,
-            retry: RetryPolicy::default(),
-            limits: Limits::default(),
-            max_connections: 4,
-            connect_timeout: Duration::from_secs(5),
+            common: CommonOptions::default(),
             busy_timeout: Duration::from_secs(5),
             synchronous_full: false,
         }
     }
 
-    /// How `pop` claims: [`ClaimStrategy::WriteLock`] (the default: one `UPDATE ... RETURNING`
-    /// under the database's write lock) or [`ClaimStrategy::Optimistic`] (read candidates, then
-    /// claim each with a version-guarded update). [`ClaimStrategy::SkipLocked`] does not exist in
-    /// SQLite and makes [`connect`](Self::connect) fail with [`Error::InvalidInput`].
-    pub fn claim_strategy(mut self, strategy: ClaimStrategy) -> Self {
-        self.claim = strategy;
-        self
-    }
-
-    /// The backoff applied by `fail`; default [`RetryPolicy::default`].
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// Size limits; default [`Limits::default`].
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Most read-only connections (for `get`, `list`, `stats` and optimistic candidates); default
-    /// 4. Writes always go through one connection, because SQLite allows one writer at a time.
-    pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n;
-        self
-    }
-
-    /// How long to wait for a connection before [`Error::Unavailable`]; default 5 s.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
+    queue_core::common_builder_methods!();
 
     /// How long a write waits for another process to release the database's write lock before
     /// [`Error::Unavailable`] (`PRAGMA busy_timeout`); default 5 s.
@@ -89,28 +59,6 @@ impl SqliteQueueBuilder {
     pub fn synchronous_full(mut self, full: bool) -> Self {
         self.synchronous_full = full;
         self
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.claim == ClaimStrategy::SkipLocked {
-            return Err(Error::invalid(
-                "claim_strategy",
-                "SQLite has no row locks to skip; use write_lock or optimistic",
-            ));
-        }
-        if self.max_connections == 0 {
-            return Err(Error::invalid("max_connections", "must be at least 1"));
-        }
-        if self.connect_timeout.is_zero() {
-            return Err(Error::invalid("connect_timeout", "must be more than zero"));
-        }
-        if self.limits.max_batch == 0 {
-            return Err(Error::invalid("limits.max_batch", "must be at least 1"));
-        }
-        if self.limits.max_pop == 0 {
-            return Err(Error::invalid("limits.max_pop", "must be at least 1"));
-        }
-        Ok(())
     }
 
     /// The connect options for the target: a `sqlite:` URL or a plain file path.
@@ -148,7 +96,14 @@ impl SqliteQueueBuilder {
     /// cannot be opened or created (e.g. its directory does not exist) within the connect
     /// timeout.
     pub async fn connect(self) -> Result<SqliteQueue> {
-        self.validate()?;
+        let claim = self.common.validate(
+            "SQLite",
+            &[ClaimStrategy::WriteLock, ClaimStrategy::Optimistic],
+        )?;
+        if self.busy_timeout > Duration::from_secs(3600) {
+            return Err(Error::invalid("busy_timeout", "must be at most 1 hour"));
+        }
+        let connect_timeout = self.common.connect_timeout;
         let (base, memory) = self.options()?;
         let base = base
             .busy_timeout(self.busy_timeout)
@@ -175,17 +130,17 @@ impl SqliteQueueBuilder {
             .idle_timeout(None)
             .max_lifetime(None)
             .test_before_acquire(false)
-            .acquire_timeout(self.connect_timeout + self.busy_timeout)
+            .acquire_timeout(connect_timeout + self.busy_timeout)
             .connect_lazy_with(writer_opts);
-        let opened = tokio::time::timeout(self.connect_timeout, writer.acquire()).await;
+        let opened = tokio::time::timeout(connect_timeout, writer.acquire()).await;
         match opened {
             Ok(Ok(conn)) => drop(conn),
-            Ok(Err(e)) => return Err(error::db(e)),
+            Ok(Err(e)) => return Err(unavailable_or_database(e)),
             Err(_) => {
                 return Err(Error::unavailable(format!(
                     "could not open {} within {:?}",
                     redact_url(&self.target),
-                    self.connect_timeout
+                    connect_timeout
                 )))
             }
         }
@@ -194,38 +149,48 @@ impl SqliteQueueBuilder {
             writer.clone()
         } else {
             SqlitePoolOptions::new()
-                .max_connections(self.max_connections)
+                .max_connections(
+                    self.common
+                        .max_connections
+                        .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                )
                 .test_before_acquire(false)
-                .acquire_timeout(self.connect_timeout)
+                .acquire_timeout(connect_timeout)
                 .connect_lazy_with(base.read_only(true))
         };
-        let version: String = sqlx::query_scalar(crate::queue::sql::SQLITE_VERSION)
+        let sql = Statements::new(&[]);
+        let version: String = sqlx::query_scalar(sql.server_version.clone())
             .fetch_one(&writer)
             .await
-            .map_err(error::db)?;
+            .map_err(unavailable_or_database)?;
         tracing::debug!(
             target: LOG_TARGET,
             database = %redact_url(&self.target),
             sqlite_version = %version,
-            claim = self.claim.as_str(),
+            claim = claim.as_str(),
             "connected"
         );
-        Ok(SqliteQueue::from_inner(Arc::new(Inner {
+        let caps = Capabilities {
+            dialect: Dialect::Sqlite,
+            claim,
+            wakeups: Wakeups::InProcess,
+            time_precision: Duration::from_micros(1),
+            transactions: true,
+            server_version: Some(version),
+            limits: self.common.limits.clone(),
+        };
+        let driver = SqliteDriver {
             writer,
             reader,
-            caps: Capabilities {
-                dialect: Dialect::Sqlite,
-                claim: self.claim,
-                wakeups: Wakeups::InProcess,
-                time_precision: Duration::from_micros(1),
-                transactions: true,
-                server_version: Some(version),
-                limits: self.limits.clone(),
-            },
-            retry: self.retry,
-            limits: self.limits,
-            hub: WakeHub::new(),
-            target: redact_url(&self.target),
-        })))
+            sql,
+        };
+        Ok(SqliteQueue {
+            engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),
+            target: redact_url(&self.target).into(),
+        })
     }
+}
+
+fn unavailable_or_database(e: sqlx::Error) -> Error {
+    crate::error::classify(&e).error(e)
 }

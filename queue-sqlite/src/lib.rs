@@ -3,11 +3,14 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod builder;
+mod driver;
 mod error;
 mod migrate;
 mod queue;
+mod sql;
 
 pub use builder::SqliteQueueBuilder;
+pub use driver::SqliteDriver;
 pub use queue::SqliteQueue;
 
 /// The target of every log line this crate writes, for filtering.

@@ -41,7 +41,7 @@ pub async fn concurrent_poppers_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
             let mut ids = Vec::new();
             let mut n = PRELOAD;
             while n < TOTAL {
-                let size = if n % 3 == 0 { 1 } else { 40 }.min(TOTAL - n);
+                let size = if n.is_multiple_of(3) { 1 } else { 40 }.min(TOTAL - n);
                 let jobs: Vec<_> = (0..size)
                     .map(|i| job("hot", json!({ "n": n + i })))
                     .collect();
@@ -151,6 +151,7 @@ pub async fn concurrent_poppers_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
             queue: Some("hot".into()),
             state: Some(JobState::Running),
             limit: 10,
+            before: None,
         })
         .await?;
     ensure!(running.is_empty());
@@ -162,6 +163,5 @@ pub async fn concurrent_poppers_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
         sample.state == JobState::Completed && sample.attempts == 1,
         "{sample:?}"
     );
-    println!("{poppers} poppers delivered {TOTAL} jobs exactly once");
     Ok(())
 }

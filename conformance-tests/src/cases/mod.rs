@@ -81,6 +81,7 @@ pub async fn all_jobs(q: &Arc<dyn Queue>) -> anyhow::Result<Vec<Job>> {
         queue: None,
         state: None,
         limit: 1000,
+        before: None,
     })
     .await?)
 }

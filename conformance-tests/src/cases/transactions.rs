@@ -10,24 +10,20 @@ use super::{
 use crate::{Ctx, Fixture, Transactions};
 use std::sync::Arc;
 
-fn hooks<'a>(ctx: &Ctx, fx: &'a Arc<dyn Fixture>) -> Option<&'a dyn Transactions> {
+/// The caller-transaction hooks, or the reason the case does not apply.
+fn hooks<'a>(ctx: &Ctx, fx: &'a Arc<dyn Fixture>) -> anyhow::Result<&'a dyn Transactions> {
     if !fx.queue().capabilities().transactions {
-        ctx.skip("capability `transactions` is absent");
-        return None;
+        return Err(ctx.skip("capability `transactions` is absent"));
     }
-    let t = fx.transactions();
-    if t.is_none() {
-        ctx.skip("the backend has the capability `transactions` but the harness wires no hooks");
-    }
-    t
+    fx.transactions().ok_or_else(|| {
+        ctx.skip("the backend has the capability `transactions` but the harness wires no hooks")
+    })
 }
 
 /// A push inside a transaction that rolls back is never visible, nor is the caller's write.
 pub async fn tx_push_rolled_back_is_invisible(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
-    let Some(tx) = hooks(&ctx, &fx) else {
-        return Ok(());
-    };
+    let tx = hooks(&ctx, &fx)?;
     let q = fx.queue();
     let id = tx
         .push_in_tx(job("txq", json!("ghost")), "rolled-back", false)
@@ -50,9 +46,7 @@ pub async fn tx_push_rolled_back_is_invisible(ctx: Ctx) -> anyhow::Result<()> {
 /// A push inside a committed transaction is stored, with the caller's write, and delivered.
 pub async fn tx_push_committed_is_visible(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
-    let Some(tx) = hooks(&ctx, &fx) else {
-        return Ok(());
-    };
+    let tx = hooks(&ctx, &fx)?;
     let q = fx.queue();
     let id = tx
         .push_in_tx(job("txq", json!("real")), "committed", true)
@@ -71,9 +65,7 @@ pub async fn tx_push_committed_is_visible(ctx: Ctx) -> anyhow::Result<()> {
 /// caller's write is rolled back, and the row is unchanged.
 pub async fn tx_complete_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
-    let Some(tx) = hooks(&ctx, &fx) else {
-        return Ok(());
-    };
+    let tx = hooks(&ctx, &fx)?;
     let q = fx.queue();
 
     // Live lease: both commit.

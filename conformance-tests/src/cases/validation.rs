@@ -191,7 +191,8 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
             call!(|q, l| q.list(ListRequest {
                 queue: None,
                 state: None,
-                limit: 0
+                limit: 0,
+                before: None,
             })),
         ),
         (
@@ -200,7 +201,8 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
             call!(|q, l| q.list(ListRequest {
                 queue: None,
                 state: None,
-                limit: 1001
+                limit: 1001,
+                before: None,
             })),
         ),
         (
@@ -209,7 +211,8 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
             call!(|q, l| q.list(ListRequest {
                 queue: Some("".into()),
                 state: None,
-                limit: 10
+                limit: 10,
+                before: None,
             })),
         ),
         (

@@ -63,7 +63,6 @@ pub async fn worker_graceful_shutdown_loses_nothing(ctx: Ctx) -> anyhow::Result<
         .start();
     tokio::time::sleep(Duration::from_millis(700)).await;
     let report = handle.shutdown(Duration::from_millis(300)).await;
-    println!("shutdown report: {report:?}");
     ensure!(
         report.all_settled(),
         "the worker left claimed jobs unsettled: {report:?}"
@@ -217,7 +216,7 @@ pub async fn worker_drains_with_retries(ctx: Ctx) -> anyhow::Result<()> {
                 if i == 7 {
                     return Err(JobError::permanent("bad input 7"));
                 }
-                if i % 3 == 0 && ctx.attempt() == 1 {
+                if i.is_multiple_of(3) && ctx.attempt() == 1 {
                     return Err(JobError::retryable(format!("transient {i}")));
                 }
                 Ok(())
@@ -284,13 +283,10 @@ pub async fn worker_wakes_on_push(ctx: Ctx) -> anyhow::Result<()> {
         .start();
     // Let it go idle.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let t = Instant::now();
     let id = q.push(job("wk", json!(1))).await?;
     let s = wait_for_stats(&q, "wk", Duration::from_secs(4), |s| s.completed == 1).await;
-    let took = t.elapsed();
     handle.shutdown(Duration::from_secs(2)).await;
     s.context("the idle worker was not woken by the push")?;
-    println!("idle worker completed a pushed job after {took:?}");
     expect_state(&q, id, JobState::Completed).await?;
     Ok(())
 }

@@ -18,7 +18,7 @@ use super::handler::{Handler, JobContext, JobError, LeaseCell};
 use super::{Config, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Lease, Leased};
-use crate::queue::{PopRequest, Queue};
+use crate::queue::{CheckedPop, PopRequest, Queue};
 
 /// How many times a failed `fail`, `release` or `ack_batch` is retried when the database was
 /// unreachable, and the first pause between tries (doubling).
@@ -242,6 +242,23 @@ fn jitter(d: Duration) -> Duration {
 /// Pops while there is capacity and work, and spawns a task per claimed job.
 async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let cfg = &shared.config;
+    let limits = &shared.queue.capabilities().limits;
+    // Validated once here; each pop only checks its limit again.
+    let request = match CheckedPop::new(
+        PopRequest {
+            queue: cfg.queue_name.clone(),
+            limit: cfg.prefetch,
+            lease: cfg.lease,
+            worker: cfg.worker_id.clone(),
+        },
+        limits,
+    ) {
+        Ok(request) => request,
+        Err(error) => {
+            tracing::error!(target: LOG_TARGET, queue = %cfg.queue_name, %error, "cannot claim");
+            return;
+        }
+    };
     let mut idle = cfg.poll_min;
     let mut backoff = POP_BACKOFF_MIN;
     loop {
@@ -269,13 +286,11 @@ async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             }
         }
         let limit = permits.num_permits();
-        let req = PopRequest {
-            queue: cfg.queue_name.clone(),
-            limit,
-            lease: cfg.lease,
-            worker: cfg.worker_id.clone(),
+        let popped = match request.with_limit(limit, limits) {
+            Ok(req) => shared.queue.pop_checked(&req).await,
+            Err(e) => Err(e),
         };
-        let jobs = match shared.queue.pop(req).await {
+        let jobs = match popped {
             Ok(jobs) => {
                 backoff = POP_BACKOFF_MIN;
                 jobs

@@ -15,8 +15,8 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
 use crate::queue::{
-    self, Capabilities, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, QueueStats,
-    Wakeups,
+    self, Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest,
+    QueueStats, Wakeups,
 };
 use crate::retry::{FailDecision, RetryPolicy};
 use crate::validate::{self, Limits};
@@ -229,8 +229,8 @@ impl Queue for FakeQueue {
         Ok(ids)
     }
 
-    async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>> {
-        req.validate(&self.caps.limits)?;
+    async fn pop_checked(&self, req: &CheckedPop) -> Result<Vec<Leased>> {
+        let req = req.request();
         self.calls.pop.fetch_add(1, Ordering::SeqCst);
         self.pop_limits.lock().unwrap().push(req.limit);
         let latency = *self.pop_latency.lock().unwrap();

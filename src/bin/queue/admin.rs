@@ -218,6 +218,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
             .map(str::parse::<JobState>)
             .transpose()?,
         limit: usize::try_from(args.limit).unwrap_or(0),
+        before: None,
     };
     req.validate()?;
     let queue = args.target.connect().await?;

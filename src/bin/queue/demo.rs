@@ -66,7 +66,7 @@ struct DemoJob {
 
 impl Plan {
     fn of(n: u64) -> Plan {
-        if n % 100 == 0 {
+        if n.is_multiple_of(100) {
             Plan::FailAlways
         } else if n % 10 == 5 {
             Plan::FailOnce

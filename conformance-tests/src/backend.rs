@@ -1,0 +1,244 @@
+//! [`SqlBackend`]: what one backend built on sqlx tells the suite, and [`SqlHarness`], the one
+//! [`Harness`] (with its fixture and transaction hooks) made from it. A backend's test file is
+//! an implementation of [`SqlBackend`] and a call of [`crate::main`].
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use queue_core::{ClaimStrategy, JobId, Lease, NewJob, Queue};
+use sqlx::{Database, Transaction};
+
+use crate::harness::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
+
+/// One isolated place on a server: a PostgreSQL schema, a MySQL table prefix, a SQLite file.
+pub struct Namespace {
+    /// Its name (schema, prefix, or file path).
+    pub name: String,
+    /// What must live as long as the namespace (a temporary directory).
+    pub keep: Option<tempfile::TempDir>,
+}
+
+impl Namespace {
+    /// A namespace called `name` with nothing to keep alive.
+    pub fn named(name: String) -> Self {
+        Namespace { name, keep: None }
+    }
+}
+
+/// What a backend built on sqlx provides to the suite.
+#[async_trait]
+pub trait SqlBackend: Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: Database;
+    /// The backend's queue type.
+    type Queue: Queue + Clone;
+
+    /// The backend's name as `QUEUE_TEST_REQUIRE` spells it.
+    const NAME: &'static str;
+
+    /// The claim strategies it is tested with.
+    const CLAIMS: &'static [ClaimStrategy];
+
+    /// How many concurrent poppers the concurrency case runs (at least 16).
+    const POPPERS: usize = 16;
+
+    /// Finds the servers to run against.
+    async fn servers() -> Discovery;
+
+    /// A fresh, unused namespace on `server`.
+    fn namespace(server: &Server) -> anyhow::Result<Namespace>;
+
+    /// Connects a queue to `ns` on `server` with `config` (does not migrate).
+    async fn connect(
+        server: &Server,
+        ns: &str,
+        config: &TestConfig,
+    ) -> queue_core::Result<Self::Queue>;
+
+    /// Connects a queue to a database that cannot be reached.
+    async fn unreachable(config: &TestConfig) -> queue_core::Result<Self::Queue>;
+
+    /// Creates the caller's table `effects` (one text column `marker`) in `ns`.
+    async fn create_effects(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
+
+    /// Inserts an effect inside `tx`.
+    async fn insert_effect(
+        tx: &mut Transaction<'static, Self::Db>,
+        ns: &str,
+        marker: &str,
+    ) -> anyhow::Result<()>;
+
+    /// How many committed effects are named `marker`.
+    async fn count_effects(q: &Self::Queue, ns: &str, marker: &str) -> anyhow::Result<u64>;
+
+    /// Begins a transaction of the caller's on the queue's database.
+    async fn begin(q: &Self::Queue) -> queue_core::Result<Transaction<'static, Self::Db>>;
+
+    /// The backend's `push_in_tx`.
+    async fn push_in_tx(
+        q: &Self::Queue,
+        tx: &mut Transaction<'static, Self::Db>,
+        job: NewJob,
+    ) -> queue_core::Result<JobId>;
+
+    /// The backend's `complete_in_tx`.
+    async fn complete_in_tx(
+        q: &Self::Queue,
+        tx: &mut Transaction<'static, Self::Db>,
+        lease: &Lease,
+    ) -> queue_core::Result<()>;
+
+    /// Drops `ns` and everything in it, and closes `q`.
+    async fn drop_namespace(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
+
+    /// Closes a queue value's connections.
+    async fn close(q: &Self::Queue);
+}
+
+/// The [`Harness`] of a [`SqlBackend`] with one claim strategy.
+pub struct SqlHarness<B> {
+    claim: ClaimStrategy,
+    backend: PhantomData<fn() -> B>,
+}
+
+impl<B: SqlBackend> SqlHarness<B> {
+    /// The harness testing `claim`.
+    pub fn new(claim: ClaimStrategy) -> Self {
+        SqlHarness {
+            claim,
+            backend: PhantomData,
+        }
+    }
+}
+
+fn hook_error(e: sqlx::Error) -> queue_core::Error {
+    queue_core::Error::database(e)
+}
+
+fn hook_anyhow(e: anyhow::Error) -> queue_core::Error {
+    queue_core::Error::database(Box::<dyn std::error::Error + Send + Sync>::from(format!(
+        "{e:#}"
+    )))
+}
+
+#[async_trait]
+impl<B: SqlBackend> Harness for SqlHarness<B> {
+    fn backend(&self) -> &'static str {
+        B::NAME
+    }
+
+    fn claim(&self) -> ClaimStrategy {
+        self.claim
+    }
+
+    fn poppers(&self) -> usize {
+        B::POPPERS
+    }
+
+    async fn servers(&self) -> Discovery {
+        B::servers().await
+    }
+
+    async fn fixture(
+        &self,
+        server: &Server,
+        config: &TestConfig,
+        migrate: bool,
+    ) -> anyhow::Result<Box<dyn Fixture>> {
+        let ns = B::namespace(server)?;
+        let queue = B::connect(server, &ns.name, config).await?;
+        if migrate {
+            queue.migrate().await?;
+            B::create_effects(&queue, &ns.name).await?;
+        }
+        Ok(Box::new(SqlFixture::<B> {
+            queue,
+            server: server.clone(),
+            ns,
+            config: config.clone(),
+            others: Mutex::default(),
+        }))
+    }
+
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
+        Ok(Arc::new(B::unreachable(config).await?))
+    }
+}
+
+/// A migrated namespace and a queue on it.
+struct SqlFixture<B: SqlBackend> {
+    queue: B::Queue,
+    server: Server,
+    ns: Namespace,
+    config: TestConfig,
+    others: Mutex<Vec<B::Queue>>,
+}
+
+#[async_trait]
+impl<B: SqlBackend> Fixture for SqlFixture<B> {
+    fn queue(&self) -> Arc<dyn Queue> {
+        Arc::new(self.queue.clone())
+    }
+
+    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>> {
+        let q = B::connect(&self.server, &self.ns.name, &self.config).await?;
+        self.others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(q.clone());
+        Ok(Arc::new(q))
+    }
+
+    fn transactions(&self) -> Option<&dyn Transactions> {
+        Some(self)
+    }
+
+    async fn teardown(&self) -> anyhow::Result<()> {
+        let others = std::mem::take(&mut *self.others.lock().unwrap_or_else(|e| e.into_inner()));
+        for q in others {
+            B::close(&q).await;
+        }
+        B::drop_namespace(&self.queue, &self.ns.name).await
+    }
+}
+
+#[async_trait]
+impl<B: SqlBackend> Transactions for SqlFixture<B> {
+    async fn push_in_tx(
+        &self,
+        job: NewJob,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<JobId> {
+        let mut tx = B::begin(&self.queue).await?;
+        B::insert_effect(&mut tx, &self.ns.name, marker)
+            .await
+            .map_err(hook_anyhow)?;
+        let id = B::push_in_tx(&self.queue, &mut tx, job).await?;
+        if commit {
+            tx.commit().await.map_err(hook_error)?;
+        } else {
+            tx.rollback().await.map_err(hook_error)?;
+        }
+        Ok(id)
+    }
+
+    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
+        let mut tx = B::begin(&self.queue).await?;
+        B::insert_effect(&mut tx, &self.ns.name, marker)
+            .await
+            .map_err(hook_anyhow)?;
+        match B::complete_in_tx(&self.queue, &mut tx, lease).await {
+            Ok(()) => tx.commit().await.map_err(hook_error),
+            Err(e) => {
+                tx.rollback().await.map_err(hook_error)?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn effects(&self, marker: &str) -> anyhow::Result<u64> {
+        B::count_effects(&self.queue, &self.ns.name, marker).await
+    }
+}

@@ -1,0 +1,168 @@
+//! The test runner: a custom harness (on `libtest-mimic`) that decides at start-up which cases
+//! can run, so that the closing line of each test binary says how many cases ran on which
+//! backend. A case that cannot run (no server, a missing capability) is reported as ignored with
+//! its reason, never as passed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+use crate::backend::{SqlBackend, SqlHarness};
+use crate::harness::{required, run_on, Discovery, Harness, Server, Skipped};
+use crate::suite::{catalogue, Case};
+
+/// A boxed future of a test.
+pub type TestFuture = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
+
+/// A test of one backend that is not a case of the catalogue because it checks something of its
+/// dialect only (a query plan, a server limit, a driver detail). It runs once per server.
+#[derive(Clone, Copy)]
+pub struct DialectTest {
+    /// Its name; the test is called `<backend>::dialect::<name>`.
+    pub name: &'static str,
+    /// The test, given the server.
+    pub run: fn(Server) -> TestFuture,
+}
+
+/// The [`DialectTest`]s named by these `async fn(Server) -> anyhow::Result<()>`.
+#[macro_export]
+macro_rules! dialect_tests {
+    ($($test:ident),* $(,)?) => {
+        vec![$($crate::DialectTest {
+            name: stringify!($test),
+            run: |server| Box::pin($test(server)),
+        }),*]
+    };
+}
+
+/// Runs the whole catalogue on every claim strategy of the backend `B`, and `dialect`.
+pub fn main<B: SqlBackend>(dialect: Vec<DialectTest>) -> ExitCode {
+    let harnesses: Vec<Arc<dyn Harness>> = B::CLAIMS
+        .iter()
+        .map(|c| Arc::new(SqlHarness::<B>::new(*c)) as Arc<dyn Harness>)
+        .collect();
+    run_suite(B::NAME, harnesses, dialect)
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// Runs the catalogue against each of `harnesses` (one per claim strategy of `backend`), and
+/// the `dialect` tests, as one test binary.
+pub fn run_suite(
+    backend: &'static str,
+    harnesses: Vec<Arc<dyn Harness>>,
+    dialect: Vec<DialectTest>,
+) -> ExitCode {
+    let args = Arguments::from_args();
+    let Some(first) = harnesses.first() else {
+        eprintln!("{backend}: no harness to run");
+        return ExitCode::FAILURE;
+    };
+    let discovery = match runtime() {
+        Ok(rt) => rt.block_on(first.servers()),
+        Err(e) => Discovery::Missing(format!("cannot start a runtime: {e}")),
+    };
+    let cases = catalogue();
+    let mut trials = Vec::new();
+    match discovery {
+        Discovery::Servers(servers) => {
+            let servers = Arc::new(servers);
+            for harness in &harnesses {
+                for case in &cases {
+                    trials.push(case_trial(backend, harness.clone(), servers.clone(), *case));
+                }
+            }
+            for test in &dialect {
+                trials.push(dialect_trial(backend, servers.clone(), *test));
+            }
+        }
+        Discovery::Missing(why) => {
+            let names = harnesses
+                .iter()
+                .flat_map(|h| {
+                    cases
+                        .iter()
+                        .map(move |c| format!("{backend}::{}::{}", h.claim().as_str(), c.name))
+                })
+                .chain(
+                    dialect
+                        .iter()
+                        .map(|t| format!("{backend}::dialect::{}", t.name)),
+                );
+            if required(backend) {
+                println!("{backend} is required by QUEUE_TEST_REQUIRE but missing: {why}; every case fails");
+                let message =
+                    format!("{backend} is required by QUEUE_TEST_REQUIRE but missing: {why}");
+                trials.extend(names.map(|name| {
+                    let message = message.clone();
+                    Trial::test(name, move || Err(Failed::from(message)))
+                }));
+            } else {
+                let n = harnesses.len() * cases.len() + dialect.len();
+                println!("{backend}: {n} tests ignored: {why}");
+                trials.extend(names.map(|name| {
+                    let why = why.clone();
+                    Trial::ignorable_test(name, move || Ok(Completion::ignored_with(why)))
+                }));
+            }
+        }
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// What a test's result means to the runner.
+fn outcome(result: anyhow::Result<()>) -> Result<Completion, Failed> {
+    match result {
+        Ok(()) => Ok(Completion::Completed),
+        Err(e) => match e.downcast_ref::<Skipped>() {
+            Some(Skipped(why)) => Ok(Completion::ignored_with(why)),
+            None => Err(Failed::from(format!("{e:?}"))),
+        },
+    }
+}
+
+fn case_trial(
+    backend: &'static str,
+    harness: Arc<dyn Harness>,
+    servers: Arc<Vec<Server>>,
+    case: Case,
+) -> Trial {
+    let name = format!("{backend}::{}::{}", harness.claim().as_str(), case.name);
+    Trial::ignorable_test(name, move || {
+        let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
+        for server in servers.iter() {
+            let result = rt.block_on(run_on(harness.clone(), server, case.name, &case.run));
+            let done = outcome(result.map_err(|e| e.context(format!("on {}", server.label))))?;
+            if let Completion::Ignored { .. } = done {
+                return Ok(done);
+            }
+        }
+        Ok(Completion::Completed)
+    })
+}
+
+fn dialect_trial(backend: &'static str, servers: Arc<Vec<Server>>, test: DialectTest) -> Trial {
+    Trial::ignorable_test(format!("{backend}::dialect::{}", test.name), move || {
+        let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
+        for server in servers.iter() {
+            let result = rt.block_on(async {
+                tokio::spawn((test.run)(server.clone()))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{} did not finish: {e}", test.name))?
+            });
+            let done = outcome(result.map_err(|e| e.context(format!("on {}", server.label))))?;
+            if let Completion::Ignored { .. } = done {
+                return Ok(done);
+            }
+        }
+        Ok(Completion::Completed)
+    })
+}

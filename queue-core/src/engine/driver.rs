@@ -1,0 +1,327 @@
+//! [`Driver`]: what a SQL dialect provides to the engine. One method per statement (or per
+//! short, fixed sequence of statements where the dialect needs one), each taking its values
+//! and returning rows or a count. A driver decides nothing a user could observe: the engine
+//! validates, decides, diagnoses, retries and wakes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::error::{BoxError, Error};
+use crate::job::{Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::queue::{ListRequest, QueueStats};
+use crate::wake::WakeHub;
+
+/// `d` in whole microseconds, the unit every dialect binds durations in; saturating (every
+/// duration reaching SQL is validated far below the limit).
+pub fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Where a statement runs: on the driver's own connections (autocommit, or a transaction of
+/// the driver's making), or inside a transaction the caller opened on `C`.
+#[derive(Debug)]
+pub enum Target<'a, C: ?Sized> {
+    /// The driver's pool.
+    Pool,
+    /// The caller's transaction, on its connection.
+    Tx(&'a mut C),
+}
+
+impl<C: ?Sized> Target<'_, C> {
+    /// Whether this is the caller's transaction.
+    pub fn is_tx(&self) -> bool {
+        matches!(self, Target::Tx(_))
+    }
+}
+
+/// What a driver error means to the engine: the one classification a driver makes, from its
+/// error codes and kinds (never from message text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DriverFault {
+    /// The database could not be reached, went away, or refuses work for now (connection
+    /// errors, pool timeouts, server shutting down, too many connections, busy file).
+    Unavailable,
+    /// A deadlock, lock wait timeout or serialization failure: the statement (or the driver's
+    /// own transaction) was rolled back and the whole operation may be tried again.
+    LockConflict,
+    /// A unique index rejected a row.
+    UniqueViolation(UniqueIndex),
+    /// Anything else.
+    Other,
+}
+
+impl DriverFault {
+    /// The queue's error for a driver error `e` of this kind: [`Error::Unavailable`] for an
+    /// unavailable database, [`Error::Database`] otherwise (callers that can say more, such as
+    /// naming a duplicate dedup key, do so before falling back to this).
+    pub fn error(self, e: impl Into<BoxError>) -> Error {
+        match self {
+            DriverFault::Unavailable => Error::unavailable(e),
+            _ => Error::database(e),
+        }
+    }
+}
+
+/// Which unique index a [`DriverFault::UniqueViolation`] names, as far as the driver can tell
+/// from structured error fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UniqueIndex {
+    /// The index that keeps dedup keys of live jobs apart.
+    DedupKey,
+    /// The primary key (a job id pushed twice).
+    JobId,
+    /// The server does not say which (MySQL and MariaDB report only a number): the engine
+    /// finds out by looking for the clashing live dedup key.
+    Unknown,
+}
+
+/// One embedded schema change of a dialect. Append only: an applied migration never changes.
+#[derive(Clone, Copy, Debug)]
+pub struct Migration {
+    /// Its version; applied in ascending order, recorded once applied.
+    pub version: i64,
+    /// A short name for the bookkeeping table.
+    pub name: &'static str,
+    /// Its SQL (the driver splices its namespace in and splits statements as its dialect needs).
+    pub sql: &'static str,
+}
+
+/// `job_insert`: store `jobs`, all or none, in one call.
+#[derive(Clone, Copy, Debug)]
+pub struct JobInsert<'a> {
+    /// The validated jobs, in order.
+    pub jobs: &'a [NewJob],
+    /// For each job, how long after the database's now it becomes due.
+    pub delays: &'a [Duration],
+    /// Queues to wake in other processes when the insert commits (dialects with database
+    /// notifications send them in the same statement or transaction; others ignore this).
+    pub notify: &'a [&'a str],
+}
+
+/// `job_claim` / `job_candidates`: claim (or read candidates for) up to `limit` due pending jobs
+/// of one queue, in claim order (priority descending, then `run_at`, then id).
+#[derive(Clone, Copy, Debug)]
+pub struct JobClaim<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// Most jobs.
+    pub limit: usize,
+    /// Lease duration, from the database's now.
+    pub lease: Duration,
+    /// The claiming worker, stored in the row.
+    pub worker: &'a str,
+}
+
+/// `job_fail_retry`: a fenced failure that sends the job back to pending.
+#[derive(Clone, Copy, Debug)]
+pub struct JobFailRetry<'a> {
+    /// The lease the failure is reported under.
+    pub lease: &'a Lease,
+    /// Due again this long after the database's now.
+    pub delay: Duration,
+    /// The error text to store (already bounded and made storable by the engine).
+    pub error: &'a str,
+}
+
+/// `job_fail_dead`: a fenced failure that makes the job dead.
+#[derive(Clone, Copy, Debug)]
+pub struct JobFailDead<'a> {
+    /// The lease the failure is reported under.
+    pub lease: &'a Lease,
+    /// The error text to store.
+    pub error: &'a str,
+}
+
+/// A running job whose lease has expired, read by `job_expired`.
+#[derive(Clone, Debug)]
+pub struct Expired {
+    /// The job.
+    pub id: JobId,
+    /// The lease token it still carries (fences the rescue).
+    pub token: Uuid,
+    /// Its queue (for wake-ups).
+    pub queue: String,
+    /// Attempts counted so far.
+    pub attempts: u32,
+    /// Its attempt budget.
+    pub max_attempts: u32,
+}
+
+/// `job_rescue`: expired jobs, fenced by id, token and expiry, to pending (due now) or dead.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRescue<'a> {
+    /// `(id, lease token)` of each job.
+    pub jobs: &'a [(JobId, Uuid)],
+    /// Dead instead of pending.
+    pub dead: bool,
+    /// The error text to store.
+    pub error: &'a str,
+}
+
+/// `job_prune`: delete up to `limit` finished jobs.
+#[derive(Clone, Copy, Debug)]
+pub struct JobPrune<'a> {
+    /// Only these states (all finished, no repeats).
+    pub states: &'a [JobState],
+    /// Only jobs that finished longer ago than this.
+    pub older_than: Duration,
+    /// Only this queue, or every queue.
+    pub queue: Option<&'a str>,
+    /// Most rows in this statement (the engine repeats until fewer are deleted).
+    pub limit: usize,
+}
+
+/// The statements of one SQL dialect. Each method runs the statement of the same name in the
+/// driver's `queries/` directory (plus the dialect's documented extra steps), binds every value,
+/// decodes rows, and returns the driver's own error, which [`Driver::classify`] explains.
+#[async_trait]
+pub trait Driver: Send + Sync + 'static {
+    /// The connection a caller's transaction runs on.
+    type Conn: Send;
+    /// The driver's error.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// A candidate read by the optimistic claim's first step, handed back to its second.
+    type Candidate: Send + Sync + 'static;
+    /// A migration session: holds the dialect's lock (and transaction) until it ends.
+    type Migrator: Send;
+
+    /// What an error means to the engine.
+    fn classify(&self, error: &Self::Error) -> DriverFault;
+
+    /// The dialect's migrations, oldest first.
+    fn migrations(&self) -> &'static [Migration];
+
+    /// `migration_lock` (+ `migration_table`): takes the dialect's migration lock (waiting for
+    /// another process's migration to finish) and makes sure the bookkeeping table exists.
+    async fn migration_lock(&self) -> Result<Self::Migrator, Self::Error>;
+
+    /// `migration_applied`: the versions recorded so far.
+    async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, Self::Error>;
+
+    /// Applies `migration` and `migration_record`s it.
+    async fn migration_apply(
+        &self,
+        m: &mut Self::Migrator,
+        migration: &Migration,
+    ) -> Result<(), Self::Error>;
+
+    /// `migration_unlock`: ends the session, committing when `commit` (else rolling back where
+    /// the dialect's DDL is transactional).
+    async fn migration_unlock(&self, m: Self::Migrator, commit: bool) -> Result<(), Self::Error>;
+
+    /// `now`: the database's clock.
+    async fn now(&self) -> Result<DateTime<Utc>, Self::Error>;
+
+    /// `job_insert`: stores every job of `p` or none (a call that needs several statements
+    /// wraps them in a transaction, or a savepoint inside the caller's).
+    async fn job_insert(
+        &self,
+        target: Target<'_, Self::Conn>,
+        p: JobInsert<'_>,
+    ) -> Result<(), Self::Error>;
+
+    /// `job_dedup_live`: the `(queue, dedup key)` pairs of live (pending or running) jobs whose
+    /// queue is one of `queues` and whose key is one of `keys`.
+    async fn job_dedup_live(
+        &self,
+        target: Target<'_, Self::Conn>,
+        queues: &[&str],
+        keys: &[&str],
+    ) -> Result<Vec<(String, String)>, Self::Error>;
+
+    /// `job_claim`: claims atomically, skipping rows other claimers hold (or under the
+    /// database's write lock), each claimed row with a new lease token.
+    async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, Self::Error>;
+
+    /// `job_candidates`: the optimistic claim's read, without locks.
+    async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Self::Candidate>, Self::Error>;
+
+    /// `job_claim_candidates`: the optimistic claim's write: claims each candidate only if it
+    /// is still pending with the version that was read; returns the ones won.
+    async fn job_claim_candidates(
+        &self,
+        p: JobClaim<'_>,
+        candidates: Vec<Self::Candidate>,
+    ) -> Result<Vec<Leased>, Self::Error>;
+
+    /// `job_complete`: completes the job if `lease` is current; rows changed (0 or 1).
+    async fn job_complete(
+        &self,
+        target: Target<'_, Self::Conn>,
+        lease: &Lease,
+    ) -> Result<u64, Self::Error>;
+
+    /// `job_complete_many`: completes every job whose lease is current; rows changed.
+    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, Self::Error>;
+
+    /// `job_fail_retry`: back to pending after `delay`, the error recorded; rows changed.
+    async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_fail_dead`: dead, the error recorded; rows changed.
+    async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_release`: back to pending, due now, the attempt given back; rows changed.
+    async fn job_release(&self, lease: &Lease) -> Result<u64, Self::Error>;
+
+    /// `job_extend`: the lease's expiry moved to `by` from the database's now; the new expiry,
+    /// or `None` when the lease is not current.
+    async fn job_extend(
+        &self,
+        lease: &Lease,
+        by: Duration,
+    ) -> Result<Option<DateTime<Utc>>, Self::Error>;
+
+    /// `job_state`: the job's state, `None` when there is no such job. Inside a caller's
+    /// transaction it reads the latest committed row whatever the isolation level.
+    async fn job_state(
+        &self,
+        target: Target<'_, Self::Conn>,
+        id: JobId,
+    ) -> Result<Option<JobState>, Self::Error>;
+
+    /// `job_expired`: up to `limit` running jobs whose lease expired.
+    async fn job_expired(&self, limit: usize) -> Result<Vec<Expired>, Self::Error>;
+
+    /// `job_rescue`: moves the listed jobs that are still running under the listed token with
+    /// an expired lease; rows changed.
+    async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_cancel`: a pending or running job to cancelled, keeping its lease token so the
+    /// holder learns of it; rows changed.
+    async fn job_cancel(&self, id: JobId) -> Result<u64, Self::Error>;
+
+    /// `job_retry`: a dead or cancelled job back to pending, due now, attempts reset; its
+    /// queue, or `None` when no dead or cancelled job has this id.
+    async fn job_retry(&self, id: JobId) -> Result<Option<String>, Self::Error>;
+
+    /// `job_get`: one job.
+    async fn job_get(&self, id: JobId) -> Result<Option<Job>, Self::Error>;
+
+    /// `job_list`: jobs newest first (by id), filtered as asked.
+    async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, Self::Error>;
+
+    /// `job_stats`: counts per queue and state, queues in name order.
+    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, Self::Error>;
+
+    /// `job_prune`: deletes up to `p.limit` finished jobs; rows deleted.
+    async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, Self::Error>;
+
+    /// `notify`: wakes workers of `queues` in other processes, where the dialect has database
+    /// notifications ([`crate::Wakeups::ListenNotify`]); a no-op elsewhere.
+    async fn notify(&self, queues: &[&str]) -> Result<(), Self::Error> {
+        let _ = queues;
+        Ok(())
+    }
+
+    /// Starts (once) whatever delivers other processes' notifications for `queue` into `hub`;
+    /// a no-op where the dialect has none.
+    fn watch(&self, queue: &str, hub: &Arc<WakeHub>) {
+        let _ = (queue, hub);
+    }
+}

@@ -1,0 +1,177 @@
+//! The statement catalogue every dialect follows, and loading statement files.
+//!
+//! Each dialect keeps its SQL in `queries/<name>.sql`, one statement per file, headed
+//! `-- name: <name>`. The names are the same in every dialect and are the names of the
+//! [`Driver`](super::Driver) methods that run them, so a reader who knows one dialect knows
+//! where everything is in the others. A dialect that lacks a statement says why in its README;
+//! a dialect that needs a second step for one method names the file `<method>_<step>.sql`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Every statement name of the catalogue.
+pub const CATALOGUE: &[&str] = &[
+    "server_version",
+    "now",
+    "notify",
+    "migration_lock",
+    "migration_table",
+    "migration_applied",
+    "migration_record",
+    "migration_unlock",
+    "job_insert",
+    "job_dedup_live",
+    "job_claim",
+    "job_candidates",
+    "job_claim_candidates",
+    "job_complete",
+    "job_complete_many",
+    "job_fail_retry",
+    "job_fail_dead",
+    "job_release",
+    "job_extend",
+    "job_state",
+    "job_expired",
+    "job_rescue",
+    "job_cancel",
+    "job_retry",
+    "job_get",
+    "job_list",
+    "job_stats",
+    "job_prune",
+];
+
+/// A statement file as it is sent: its comment lines (header and notes) dropped, and each
+/// `(marker, value)` of `splices` replaced. Only identifiers that were validated as plain
+/// (`queue_core::validate::identifier`) and placeholder lists may be spliced: values are bound.
+pub fn load(text: &str, splices: &[(&str, &str)]) -> String {
+    let mut out = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_owned();
+    for (marker, value) in splices {
+        out = out.replace(marker, value);
+    }
+    out
+}
+
+/// Declares a dialect's `Statements`: one field per statement name, each loaded from
+/// `<dir>/<name>.sql` at compile time, passed through [`load`] with the given splices and then
+/// through `make`, the dialect's constructor of a statement value.
+///
+/// ```text
+/// queue_core::statements!(dir = "../queries", make = crate::sql::statement, ty = SqlStr;
+///     now, job_get, job_list);
+/// let sql = Statements::new(&[("{schema}", "queue")]);
+/// ```
+#[macro_export]
+macro_rules! statements {
+    (dir = $dir:literal, make = $make:path, ty = $ty:ty; $($name:ident),* $(,)?) => {
+        /// Every statement of the dialect, loaded from its `queries/` directory with the
+        /// namespace spliced in. Built once per queue value and never reformatted, so each text
+        /// stays stable and the driver prepares it once per connection.
+        #[derive(Debug)]
+        pub(crate) struct Statements {
+            $(pub(crate) $name: $ty,)*
+        }
+
+        impl Statements {
+            /// All statements, with `splices` (validated identifiers only) replaced.
+            pub(crate) fn new(splices: &[(&str, &str)]) -> Self {
+                Statements {
+                    $($name: $make($crate::engine::statements::load(
+                        include_str!(concat!($dir, "/", stringify!($name), ".sql")),
+                        splices,
+                    )),)*
+                }
+            }
+        }
+    };
+}
+
+/// The name in a statement file's header (`-- name: <name>` on its first line).
+pub fn header(text: &str) -> Option<&str> {
+    text.lines()
+        .next()?
+        .trim()
+        .strip_prefix("-- name:")
+        .map(str::trim)
+}
+
+/// Checks a dialect's `queries/` directory against the catalogue: every file is headed with its
+/// own name; every catalogue statement has a file unless named in `lacks`; every other file is
+/// the second step of a catalogue statement (`<name>_<step>`) or named in `extras`. For the
+/// dialects' unit tests.
+///
+/// # Errors
+/// Every mismatch, one per line.
+pub fn check_directory(dir: &Path, lacks: &[&str], extras: &[&str]) -> Result<(), String> {
+    let mut problems = Vec::new();
+    let mut names = BTreeSet::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sql") {
+            continue;
+        }
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{stem}: {e}"))?;
+        if header(&text) != Some(stem.as_str()) {
+            problems.push(format!(
+                "{stem}.sql: the first line must be `-- name: {stem}` (found {:?})",
+                text.lines().next().unwrap_or_default()
+            ));
+        }
+        let known = CATALOGUE.contains(&stem.as_str())
+            || extras.contains(&stem.as_str())
+            || CATALOGUE.iter().any(|c| {
+                stem.strip_prefix(c)
+                    .is_some_and(|rest| rest.starts_with('_'))
+            });
+        if !known {
+            problems.push(format!(
+                "{stem}.sql is not in the catalogue, not a step of a catalogue statement, and not a declared extra"
+            ));
+        }
+        if lacks.contains(&stem.as_str()) {
+            problems.push(format!("{stem}.sql exists but is declared as lacking"));
+        }
+        names.insert(stem);
+    }
+    for name in CATALOGUE {
+        if !names.contains(*name) && !lacks.contains(name) {
+            problems.push(format!(
+                "{name}.sql is missing (or declare it as lacking, with the reason in the README)"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_drops_comments_and_splices() {
+        let text =
+            "-- name: job_get\n-- a note\nSELECT *\nFROM {schema}.jobs -- kept\nWHERE id = $1\n";
+        assert_eq!(
+            load(text, &[("{schema}", "q")]),
+            "SELECT *\nFROM q.jobs -- kept\nWHERE id = $1"
+        );
+        assert_eq!(header(text), Some("job_get"));
+        assert_eq!(header("SELECT 1"), None);
+    }
+}

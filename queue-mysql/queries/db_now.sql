@@ -1,2 +1,0 @@
--- name: DbNow
-SELECT UTC_TIMESTAMP(6)

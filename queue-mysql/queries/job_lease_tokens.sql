@@ -1,3 +1,0 @@
--- name: JobLeaseTokens
--- After a partly successful optimistic batch claim: the rows carrying our tokens are ours.
-SELECT id, lease_token FROM {prefix}jobs WHERE id IN ({ids})

@@ -1,2 +1,0 @@
--- name: MigrateUnlock
-SELECT RELEASE_LOCK(SHA1(CONCAT_WS('.', 'queue-migrate', DATABASE(), ?)))

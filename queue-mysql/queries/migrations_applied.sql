@@ -1,2 +1,0 @@
--- name: MigrationsApplied
-SELECT version FROM {prefix}migrations ORDER BY version

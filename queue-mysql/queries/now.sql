@@ -1,0 +1,2 @@
+-- name: now
+SELECT UTC_TIMESTAMP(6)

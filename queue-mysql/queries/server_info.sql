@@ -1,2 +1,0 @@
--- name: ServerInfo
-SELECT VERSION(), @@max_allowed_packet

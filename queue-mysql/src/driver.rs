@@ -1,0 +1,671 @@
+//! [`MySqlDriver`]: the MySQL and MariaDB statements behind the engine.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::engine::{
+    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
+    JobRescue, Migration, Target,
+};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueStats};
+use serde_json::value::RawValue;
+use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
+use sqlx::pool::PoolConnection;
+use sqlx::{Acquire, Executor, MySql, Row};
+use uuid::Uuid;
+
+use crate::migrate::{statements, MIGRATIONS};
+use crate::server::ServerInfo;
+use crate::sql::Statements;
+
+/// Rows per multi-row INSERT (7 placeholders each, far below the protocol's 65,535).
+const INSERT_CHUNK_ROWS: usize = 500;
+/// Leases per `job_complete_many` / `job_rescue` statement (3 placeholders each, under 65,535).
+const PAIR_CHUNK: usize = 20_000;
+/// How long `migrate` waits for another process's migration to finish.
+const MIGRATION_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The MySQL/MariaDB driver behind [`crate::MySqlQueue`]: a pool, the prefixed statements and
+/// what was detected about the server. Reached through [`queue_core::Backend::engine`].
+#[derive(Debug)]
+pub struct MySqlDriver {
+    pub(crate) pool: MySqlPool,
+    pub(crate) prefix: String,
+    pub(crate) sql: Statements,
+    pub(crate) server: ServerInfo,
+}
+
+fn decode(msg: String) -> sqlx::Error {
+    sqlx::Error::Decode(msg.into())
+}
+
+fn chrono_micros(d: Duration) -> chrono::Duration {
+    chrono::Duration::microseconds(micros(d))
+}
+
+fn text(row: &MySqlRow, col: &str) -> Result<String, sqlx::Error> {
+    // Columns with a binary collation or type carry the BINARY flag, which the driver's type
+    // check reads as "bytes"; the text is UTF-8 all the same.
+    row.try_get_unchecked::<String, _>(col)
+}
+
+fn opt_text(row: &MySqlRow, col: &str) -> Result<Option<String>, sqlx::Error> {
+    row.try_get_unchecked::<Option<String>, _>(col)
+}
+
+fn payload(row: &MySqlRow) -> Result<Box<RawValue>, sqlx::Error> {
+    RawValue::from_string(text(row, "payload")?)
+        .map_err(|e| decode(format!("stored payload is not JSON: {e}")))
+}
+
+fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
+    s.parse()
+        .map_err(|_| decode(format!("unknown job state {s:?}")))
+}
+
+fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
+    Ok(Job {
+        id: JobId(row.try_get("id")?),
+        queue: text(row, "queue")?,
+        payload: payload(row)?,
+        priority: row.try_get("priority")?,
+        state: parse_state(&text(row, "state")?)?,
+        attempts: row.try_get("attempts")?,
+        max_attempts: row.try_get("max_attempts")?,
+        run_at: row.try_get("run_at")?,
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        worker: opt_text(row, "worker")?,
+        last_error: opt_text(row, "last_error")?,
+        dedup_key: opt_text(row, "dedup_key")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+/// A due pending row read by a claim, with its version and the database's now.
+#[derive(Debug)]
+pub struct Candidate {
+    job: Job,
+    version: i64,
+    db_now: DateTime<Utc>,
+}
+
+impl Candidate {
+    fn from_row(row: &MySqlRow) -> Result<Self, sqlx::Error> {
+        let created_at = row.try_get("created_at")?;
+        Ok(Candidate {
+            job: Job {
+                id: JobId(row.try_get("id")?),
+                queue: text(row, "queue")?,
+                payload: payload(row)?,
+                priority: row.try_get("priority")?,
+                state: JobState::Pending,
+                attempts: row.try_get("attempts")?,
+                max_attempts: row.try_get("max_attempts")?,
+                run_at: row.try_get("run_at")?,
+                lease_expires_at: None,
+                worker: None,
+                last_error: opt_text(row, "last_error")?,
+                dedup_key: opt_text(row, "dedup_key")?,
+                created_at,
+                updated_at: created_at,
+                finished_at: None,
+            },
+            version: row.try_get("version")?,
+            db_now: row.try_get("db_now")?,
+        })
+    }
+
+    /// The job as the claim stored it: exactly the values the UPDATE set.
+    fn into_leased(
+        self,
+        token: Uuid,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+        worker: &str,
+    ) -> Result<Leased, sqlx::Error> {
+        let mut job = self.job;
+        job.state = JobState::Running;
+        job.attempts += 1;
+        job.lease_expires_at = Some(expires_at);
+        job.worker = Some(worker.to_owned());
+        job.updated_at = now;
+        Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
+    }
+}
+
+impl MySqlDriver {
+    /// Inserts jobs in multi-row statements of at most [`INSERT_CHUNK_ROWS`] rows and about
+    /// half of `max_allowed_packet`, on one connection (the caller owns the transaction).
+    async fn insert_chunks(
+        &self,
+        conn: &mut MySqlConnection,
+        chunks: &[(usize, usize)],
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        for &(start, end) in chunks {
+            let sql = self.sql.job_insert_rows(end - start);
+            let mut q = sqlx::query(sql);
+            for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
+                q = q
+                    .bind(job.id().0)
+                    .bind(job.queue())
+                    .bind(job.payload_json())
+                    .bind(job.priority_value())
+                    .bind(job.max_attempts_value())
+                    .bind(micros(*delay))
+                    .bind(job.dedup_key_value());
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// The `(start, end)` of each INSERT: at most [`INSERT_CHUNK_ROWS`] rows and about half of
+    /// the server's `max_allowed_packet` each.
+    fn insert_chunks_of(&self, jobs: &[NewJob]) -> Vec<(usize, usize)> {
+        let budget = (self.server.max_packet / 2).max(1 << 20) as usize;
+        let mut chunks = Vec::new();
+        let mut start = 0;
+        while start < jobs.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < jobs.len() && end - start < INSERT_CHUNK_ROWS {
+                let j = &jobs[end];
+                let size = j.payload_json().len()
+                    + j.queue().len()
+                    + j.dedup_key_value().map_or(0, str::len)
+                    + 96;
+                if end > start && bytes + size > budget {
+                    break;
+                }
+                bytes += size;
+                end += 1;
+            }
+            chunks.push((start, end));
+            start = end;
+        }
+        chunks
+    }
+
+    /// Runs a fenced transition: `sql`'s own values (bound by `bind`), then the job's id and
+    /// lease token; rows changed.
+    async fn fenced<'q>(
+        &self,
+        q: sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments>,
+        lease: &Lease,
+    ) -> Result<u64, sqlx::Error> {
+        let done = q
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+#[async_trait]
+impl Driver for MySqlDriver {
+    type Conn = MySqlConnection;
+    type Error = sqlx::Error;
+    type Candidate = Candidate;
+    type Migrator = PoolConnection<MySql>;
+
+    fn classify(&self, error: &sqlx::Error) -> DriverFault {
+        crate::error::classify(error)
+    }
+
+    fn migrations(&self) -> &'static [Migration] {
+        MIGRATIONS
+    }
+
+    async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let got: Option<i64> = sqlx::query_scalar(self.sql.migration_lock.clone())
+            .bind(&self.prefix)
+            .bind(MIGRATION_LOCK_TIMEOUT.as_secs() as i64)
+            .fetch_one(&mut *conn)
+            .await?;
+        if got != Some(1) {
+            return Err(sqlx::Error::Protocol(format!(
+                "timed out after {MIGRATION_LOCK_TIMEOUT:?} waiting for the migration lock of prefix {}",
+                self.prefix
+            )));
+        }
+        sqlx::query(self.sql.migration_table.clone())
+            .execute(&mut *conn)
+            .await?;
+        Ok(conn)
+    }
+
+    async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.migration_applied.clone())
+            .fetch_all(&mut **m)
+            .await
+    }
+
+    async fn migration_apply(
+        &self,
+        m: &mut Self::Migrator,
+        migration: &Migration,
+    ) -> Result<(), sqlx::Error> {
+        for stmt in statements(migration.sql, &self.prefix) {
+            m.execute(sqlx::AssertSqlSafe(stmt)).await?;
+        }
+        sqlx::query(self.sql.migration_record.clone())
+            .bind(migration.version)
+            .bind(migration.name)
+            .execute(&mut **m)
+            .await?;
+        Ok(())
+    }
+
+    async fn migration_unlock(
+        &self,
+        mut m: Self::Migrator,
+        _commit: bool,
+    ) -> Result<(), sqlx::Error> {
+        // DDL commits by itself here; only the named lock is left to release.
+        let unlocked = sqlx::query(self.sql.migration_unlock.clone())
+            .bind(&self.prefix)
+            .execute(&mut *m)
+            .await;
+        if unlocked.is_err() {
+            // The lock dies with the session; make sure this connection is not reused.
+            m.close_on_drop();
+        }
+        unlocked.map(|_| ())
+    }
+
+    async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.now.clone())
+            .fetch_one(&self.pool)
+            .await
+    }
+
+    async fn job_insert(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let chunks = self.insert_chunks_of(p.jobs);
+        let single = chunks.len() == 1;
+        match target {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
+            Target::Pool if single => {
+                let mut conn = self.pool.acquire().await?;
+                self.insert_chunks(&mut conn, &chunks, p).await
+            }
+            Target::Pool => {
+                let mut tx = self.pool.begin().await?;
+                self.insert_chunks(&mut tx, &chunks, p).await?;
+                tx.commit().await
+            }
+            Target::Tx(conn) if single => self.insert_chunks(conn, &chunks, p).await,
+            // A savepoint keeps a failed batch from leaving some chunks in the caller's
+            // transaction, without undoing the caller's own writes.
+            Target::Tx(conn) => {
+                let mut savepoint = conn.begin().await?;
+                self.insert_chunks(&mut savepoint, &chunks, p).await?;
+                savepoint.commit().await
+            }
+        }
+    }
+
+    async fn job_dedup_live(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        queues: &[&str],
+        keys: &[&str],
+    ) -> Result<Vec<(String, String)>, sqlx::Error> {
+        let sql = self.sql.job_dedup_live(queues.len(), keys.len());
+        let mut q = sqlx::query(sql);
+        for v in queues.iter().chain(keys) {
+            q = q.bind(*v);
+        }
+        let rows = match target {
+            Target::Pool => q.fetch_all(&self.pool).await?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        rows.iter()
+            .map(|r| Ok((text(r, "queue")?, text(r, "dedup_live")?)))
+            .collect()
+    }
+
+    /// One READ COMMITTED transaction: a locking SELECT that skips rows other claimers hold,
+    /// then one UPDATE of exactly those rows.
+    async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(p.limit as u64)
+            .fetch_all(&mut *tx)
+            .await?;
+        if rows.is_empty() {
+            tx.commit().await?;
+            return Ok(Vec::new());
+        }
+        let candidates = rows
+            .iter()
+            .map(Candidate::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let now = candidates[0].db_now;
+        let expires_at = now + chrono_micros(p.lease);
+        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let mut q = sqlx::query(self.sql.job_claim_update(candidates.len()));
+        for (c, token) in candidates.iter().zip(&tokens) {
+            q = q.bind(c.job.id.0).bind(*token);
+        }
+        q = q.bind(expires_at).bind(p.worker).bind(now);
+        for c in &candidates {
+            q = q.bind(c.job.id.0);
+        }
+        let done = q.execute(&mut *tx).await?;
+        if done.rows_affected() != candidates.len() as u64 {
+            // Cannot happen while the rows are locked; refuse rather than hand out a bad lease.
+            return Err(sqlx::Error::Protocol(format!(
+                "claim updated {} of {} locked rows",
+                done.rows_affected(),
+                candidates.len()
+            )));
+        }
+        tx.commit().await?;
+        candidates
+            .into_iter()
+            .zip(tokens)
+            .map(|(c, token)| c.into_leased(token, now, expires_at, p.worker))
+            .collect()
+    }
+
+    async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Candidate>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_candidates.clone())
+            .bind(p.queue)
+            .bind(p.limit as u64)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(Candidate::from_row).collect()
+    }
+
+    /// One candidate: one row changed means claimed. Several: one autocommit statement, and the
+    /// rows that carry our tokens are ours.
+    async fn job_claim_candidates(
+        &self,
+        p: JobClaim<'_>,
+        candidates: Vec<Candidate>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let Some(first) = candidates.first() else {
+            return Ok(Vec::new());
+        };
+        let now = first.db_now;
+        let expires_at = now + chrono_micros(p.lease);
+        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let changed = if candidates.len() == 1 {
+            sqlx::query(self.sql.job_claim_candidates.clone())
+                .bind(tokens[0])
+                .bind(expires_at)
+                .bind(p.worker)
+                .bind(now)
+                .bind(first.job.id.0)
+                .bind(first.version)
+                .execute(&self.pool)
+                .await?
+                .rows_affected()
+        } else {
+            let mut q = sqlx::query(self.sql.job_claim_candidates_batch(candidates.len()));
+            for (c, token) in candidates.iter().zip(&tokens) {
+                q = q.bind(c.job.id.0).bind(*token);
+            }
+            q = q.bind(expires_at).bind(p.worker).bind(now);
+            for c in &candidates {
+                q = q.bind(c.job.id.0);
+            }
+            for c in &candidates {
+                q = q.bind(c.job.id.0).bind(c.version);
+            }
+            q.execute(&self.pool).await?.rows_affected()
+        };
+        let won: Vec<bool> = if changed == candidates.len() as u64 {
+            vec![true; candidates.len()]
+        } else if changed == 0 {
+            vec![false; candidates.len()]
+        } else {
+            let mut q = sqlx::query(self.sql.job_claim_candidates_tokens(candidates.len()));
+            for c in &candidates {
+                q = q.bind(c.job.id.0);
+            }
+            let current: HashMap<Uuid, Option<Uuid>> = q
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get("id")?, r.try_get("lease_token")?)))
+                .collect::<Result<_, sqlx::Error>>()?;
+            candidates
+                .iter()
+                .zip(&tokens)
+                .map(|(c, t)| current.get(&c.job.id.0) == Some(&Some(*t)))
+                .collect()
+        };
+        candidates
+            .into_iter()
+            .zip(tokens)
+            .zip(won)
+            .filter(|(_, won)| *won)
+            .map(|((c, token), _)| c.into_leased(token, now, expires_at, p.worker))
+            .collect()
+    }
+
+    async fn job_complete(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        lease: &Lease,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_complete.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token);
+        let done = match target {
+            Target::Pool => q.execute(&self.pool).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
+        let mut total = 0;
+        for chunk in leases.chunks(PAIR_CHUNK) {
+            let mut q = sqlx::query(self.sql.job_complete_many(chunk.len()));
+            for l in chunk {
+                q = q.bind(l.job_id.0);
+            }
+            for l in chunk {
+                q = q.bind(l.job_id.0).bind(l.token);
+            }
+            total += q.execute(&self.pool).await?.rows_affected();
+        }
+        Ok(total)
+    }
+
+    async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_fail_retry.clone())
+            .bind(micros(p.delay))
+            .bind(p.error);
+        self.fenced(q, p.lease).await
+    }
+
+    async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_fail_dead.clone()).bind(p.error);
+        self.fenced(q, p.lease).await
+    }
+
+    async fn job_release(&self, lease: &Lease) -> Result<u64, sqlx::Error> {
+        self.fenced(sqlx::query(self.sql.job_release.clone()), lease)
+            .await
+    }
+
+    async fn job_extend(
+        &self,
+        lease: &Lease,
+        by: Duration,
+    ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        let now = self.now().await?;
+        let expires_at = now + chrono_micros(by);
+        let q = sqlx::query(self.sql.job_extend.clone())
+            .bind(expires_at)
+            .bind(now);
+        Ok((self.fenced(q, lease).await? == 1).then_some(expires_at))
+    }
+
+    async fn job_state(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        id: JobId,
+    ) -> Result<Option<JobState>, sqlx::Error> {
+        let row = match target {
+            Target::Pool => {
+                sqlx::query(self.sql.job_state.clone())
+                    .bind(id.0)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+            Target::Tx(conn) => {
+                sqlx::query(self.sql.job_state_locked.clone())
+                    .bind(id.0)
+                    .fetch_optional(conn)
+                    .await?
+            }
+        };
+        row.map(|r| parse_state(&text(&r, "state")?)).transpose()
+    }
+
+    async fn job_expired(&self, limit: usize) -> Result<Vec<Expired>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_expired.clone())
+            .bind(limit as u64)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut expired = Vec::with_capacity(rows.len());
+        for r in &rows {
+            if let Some(token) = r.try_get::<Option<Uuid>, _>("lease_token")? {
+                expired.push(Expired {
+                    id: JobId(r.try_get("id")?),
+                    token,
+                    queue: text(r, "queue")?,
+                    attempts: r.try_get("attempts")?,
+                    max_attempts: r.try_get("max_attempts")?,
+                });
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
+        let mut total = 0;
+        for chunk in p.jobs.chunks(PAIR_CHUNK) {
+            let mut q = sqlx::query(self.sql.job_rescue(chunk.len()))
+                .bind(p.dead)
+                .bind(p.dead)
+                .bind(p.dead)
+                .bind(p.error)
+                .bind(p.dead);
+            for (id, _) in chunk {
+                q = q.bind(id.0);
+            }
+            for (id, token) in chunk {
+                q = q.bind(id.0).bind(*token);
+            }
+            total += q.execute(&self.pool).await?.rows_affected();
+        }
+        Ok(total)
+    }
+
+    async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_cancel.clone())
+            .bind(id.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_retry.clone())
+            .bind(id.0)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = sqlx::query(self.sql.job_retry_queue.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| text(&r, "queue")).transpose()
+    }
+
+    async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
+        sqlx::query(self.sql.job_get.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| job_from_row(&r))
+            .transpose()
+    }
+
+    async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
+        let state = req.state.map(|s| s.as_str());
+        let before = req.before.map(|id| id.0);
+        sqlx::query(self.sql.job_list.clone())
+            .bind(req.queue.as_deref())
+            .bind(req.queue.as_deref())
+            .bind(state)
+            .bind(state)
+            .bind(before)
+            .bind(before)
+            .bind(req.limit as u64)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(job_from_row)
+            .collect()
+    }
+
+    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_stats.clone())
+            .bind(queue)
+            .bind(queue)
+            .fetch_all(&self.pool)
+            .await?;
+        let count = |r: &MySqlRow, c: &str| -> Result<u64, sqlx::Error> {
+            r.try_get::<Option<i64>, _>(c)
+                .map(|v| v.unwrap_or(0).max(0) as u64)
+        };
+        rows.iter()
+            .map(|r| {
+                Ok(QueueStats {
+                    queue: text(r, "queue")?,
+                    available: count(r, "available")?,
+                    scheduled: count(r, "scheduled")?,
+                    running: count(r, "running")?,
+                    completed: count(r, "completed")?,
+                    dead: count(r, "dead")?,
+                    cancelled: count(r, "cancelled")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
+        let mut q = sqlx::query(self.sql.job_prune(p.states.len()));
+        for s in p.states {
+            q = q.bind(s.as_str());
+        }
+        let done = q
+            .bind(micros(p.older_than))
+            .bind(p.queue)
+            .bind(p.queue)
+            .bind(p.limit as u64)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

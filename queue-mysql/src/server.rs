@@ -1,0 +1,75 @@
+//! What the server is, detected at connect: MySQL or MariaDB, its version, whether it has
+//! `SKIP LOCKED`, and the largest packet it accepts.
+
+use queue_core::Dialect;
+use sqlx::mysql::MySqlRow;
+use sqlx::Row;
+
+/// What the server is.
+#[derive(Clone, Debug)]
+pub(crate) struct ServerInfo {
+    pub(crate) version: String,
+    pub(crate) dialect: Dialect,
+    pub(crate) skip_locked: bool,
+    pub(crate) max_packet: u64,
+}
+
+impl ServerInfo {
+    /// Reads the row of the `server_version` statement.
+    pub(crate) fn from_row(row: &MySqlRow) -> Result<Self, sqlx::Error> {
+        let version: String = row.try_get_unchecked(0)?;
+        let max_packet: u64 = row
+            .try_get_unchecked::<i64, _>(1)
+            .map(|v| v.max(0) as u64)
+            .or_else(|_| row.try_get_unchecked::<u64, _>(1))?;
+        Ok(Self::parse(version, max_packet))
+    }
+
+    /// `8.0.36` is MySQL, `10.11.6-MariaDB-...` is MariaDB. SKIP LOCKED arrived in MySQL 8.0.1
+    /// and MariaDB 10.6.
+    pub(crate) fn parse(version: String, max_packet: u64) -> Self {
+        let mariadb = version.to_ascii_lowercase().contains("mariadb");
+        let mut parts = version
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let major = parts.next().unwrap_or(0);
+        let minor = parts.next().unwrap_or(0);
+        let patch = parts.next().unwrap_or(0);
+        let skip_locked = if mariadb {
+            (major, minor) >= (10, 6)
+        } else {
+            (major, minor, patch) >= (8, 0, 1)
+        };
+        ServerInfo {
+            dialect: if mariadb {
+                Dialect::MariaDb
+            } else {
+                Dialect::MySql
+            },
+            version,
+            skip_locked,
+            max_packet,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_detection() {
+        let m = ServerInfo::parse("10.11.6-MariaDB-0+deb12u1".into(), 0);
+        assert_eq!((m.dialect, m.skip_locked), (Dialect::MariaDb, true));
+        let m = ServerInfo::parse("10.5.23-MariaDB".into(), 0);
+        assert_eq!((m.dialect, m.skip_locked), (Dialect::MariaDb, false));
+        let m = ServerInfo::parse("8.0.36".into(), 0);
+        assert_eq!((m.dialect, m.skip_locked), (Dialect::MySql, true));
+        let m = ServerInfo::parse("8.0.0-dmr".into(), 0);
+        assert!(!m.skip_locked);
+        let m = ServerInfo::parse("5.7.44-log".into(), 0);
+        assert_eq!((m.dialect, m.skip_locked), (Dialect::MySql, false));
+        let m = ServerInfo::parse("9.1.0".into(), 0);
+        assert!(m.skip_locked);
+    }
+}

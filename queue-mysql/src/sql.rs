@@ -1,0 +1,188 @@
+//! The statements, loaded from `queries/*.sql` once per queue value with the validated table
+//! prefix spliced in, and the expansion of their placeholder lists (`{ids}`, `{token_cases}`,
+//! ...) for statements over several rows. Only placeholders are ever expanded: values are bound.
+
+use std::sync::Arc;
+
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+/// A statement text from [`queue_core::engine::statements::load`]: a file of `queries/` with
+/// nothing spliced in but a table prefix that `queue_core::validate::identifier` accepted.
+pub(crate) fn statement(text: String) -> SqlStr {
+    AssertSqlSafe(Arc::<str>::from(text)).into_sql_str()
+}
+
+queue_core::statements!(dir = "../queries", make = statement, ty = SqlStr;
+    server_version,
+    now,
+    migration_lock,
+    migration_unlock,
+    migration_table,
+    migration_applied,
+    migration_record,
+    drop_tables,
+    job_insert,
+    job_dedup_live,
+    job_claim,
+    job_claim_update,
+    job_candidates,
+    job_claim_candidates,
+    job_claim_candidates_batch,
+    job_claim_candidates_tokens,
+    job_complete,
+    job_complete_many,
+    job_fail_retry,
+    job_fail_dead,
+    job_release,
+    job_extend,
+    job_state,
+    job_state_locked,
+    job_expired,
+    job_rescue,
+    job_cancel,
+    job_retry,
+    job_retry_queue,
+    job_get,
+    job_list,
+    job_stats,
+    job_prune,
+);
+
+/// `n` copies of `item` joined by `sep`.
+fn repeat(item: &str, n: usize, sep: &str) -> String {
+    vec![item; n].join(sep)
+}
+
+/// `?, ?, ?` (placeholders only).
+fn placeholders(n: usize) -> String {
+    repeat("?", n, ", ")
+}
+
+/// `WHEN ? THEN ?` per row, for `CASE id ... END`.
+fn cases(n: usize) -> String {
+    repeat("WHEN ? THEN ?", n, " ")
+}
+
+fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
+    let mut out = text.as_str().to_owned();
+    for (marker, with) in markers {
+        out = out.replace(marker, with);
+    }
+    AssertSqlSafe(out).into_sql_str()
+}
+
+impl Statements {
+    /// A multi-row INSERT of `rows` rows.
+    pub(crate) fn job_insert_rows(&self, rows: usize) -> SqlStr {
+        if rows == 1 {
+            return self.job_insert.clone();
+        }
+        let text = self.job_insert.as_str();
+        let (head, row) = text.rsplit_once("VALUES").unwrap_or((text, ""));
+        let row = row.trim();
+        let mut sql = String::with_capacity(head.len() + 8 + rows * (row.len() + 2));
+        sql.push_str(head);
+        sql.push_str("VALUES ");
+        sql.push_str(&repeat(row, rows, ", "));
+        AssertSqlSafe(sql).into_sql_str()
+    }
+
+    pub(crate) fn job_dedup_live(&self, queues: usize, keys: usize) -> SqlStr {
+        expand(
+            &self.job_dedup_live,
+            &[
+                ("{queues}", placeholders(queues)),
+                ("{keys}", placeholders(keys)),
+            ],
+        )
+    }
+
+    pub(crate) fn job_claim_update(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.job_claim_update,
+            &[
+                ("{token_cases}", cases(rows)),
+                ("{ids}", placeholders(rows)),
+            ],
+        )
+    }
+
+    pub(crate) fn job_claim_candidates_batch(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.job_claim_candidates_batch,
+            &[
+                ("{token_cases}", cases(rows)),
+                ("{version_cases}", cases(rows)),
+                ("{ids}", placeholders(rows)),
+            ],
+        )
+    }
+
+    pub(crate) fn job_claim_candidates_tokens(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.job_claim_candidates_tokens,
+            &[("{ids}", placeholders(rows))],
+        )
+    }
+
+    pub(crate) fn job_complete_many(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.job_complete_many,
+            &[
+                ("{ids}", placeholders(rows)),
+                ("{token_cases}", cases(rows)),
+            ],
+        )
+    }
+
+    pub(crate) fn job_rescue(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.job_rescue,
+            &[
+                ("{ids}", placeholders(rows)),
+                ("{token_cases}", cases(rows)),
+            ],
+        )
+    }
+
+    pub(crate) fn job_prune(&self, states: usize) -> SqlStr {
+        expand(&self.job_prune, &[("{states}", placeholders(states))])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_prefixed_and_placeholder_only() {
+        let s = Statements::new(&[("{prefix}", "t_")]);
+        assert!(s.job_claim.as_str().contains("FROM t_jobs"));
+        assert!(!s.job_claim.as_str().contains("--"));
+        let u = s.job_claim_update(2);
+        assert!(u
+            .as_str()
+            .contains("CASE id WHEN ? THEN ? WHEN ? THEN ? END"));
+        assert!(u.as_str().contains("id IN (?, ?)"));
+        let ins = s.job_insert_rows(3);
+        assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
+        assert_eq!(ins.as_str().matches('?').count(), 21);
+        assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
+        assert!(s.job_prune(3).as_str().contains("state IN (?, ?, ?)"));
+        assert!(s
+            .job_dedup_live(1, 2)
+            .as_str()
+            .contains("queue IN (?) AND dedup_live IN (?, ?)"));
+        let all = format!("{s:?}");
+        assert!(!all.contains("{prefix}"));
+    }
+
+    #[test]
+    fn the_query_files_follow_the_catalogue() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        // notify: MySQL and MariaDB have no notifications (see README); drop_tables serves
+        // MySqlQueue::drop_tables.
+        queue_core::engine::statements::check_directory(&dir, &["notify"], &["drop_tables"])
+            .unwrap();
+    }
+}

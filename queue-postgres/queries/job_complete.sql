@@ -1,0 +1,6 @@
+-- name: job_complete
+-- Fenced by the lease token; the worker is kept, for operators.
+UPDATE {schema}.jobs
+SET state = 'completed', finished_at = now(), updated_at = now(),
+    lease_token = NULL, lease_expires_at = NULL, version = version + 1
+WHERE id = $1 AND lease_token = $2 AND state = 'running'

@@ -1,3 +1,0 @@
--- name: JobLeaseState
--- Why a fenced transition changed nothing: the job's state now (no row: the job is gone).
-SELECT state FROM {schema}.jobs WHERE id = $1

@@ -1,2 +1,0 @@
--- name: MigrationSchema
-CREATE SCHEMA IF NOT EXISTS {schema}

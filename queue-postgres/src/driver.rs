@@ -1,0 +1,503 @@
+//! [`PgDriver`]: the PostgreSQL statements behind the engine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::engine::statements::load;
+use queue_core::engine::{
+    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
+    JobRescue, Migration, Target,
+};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats, WakeHub};
+use serde_json::value::RawValue;
+use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::types::Json;
+use sqlx::{Acquire, PgPool, Postgres, Row, Transaction};
+use uuid::Uuid;
+
+use crate::listen::Listener;
+use crate::migrate::MIGRATIONS;
+use crate::sql::{statement, Statements};
+
+/// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
+/// statements inside one transaction (or savepoint).
+const INSERT_CHUNK: usize = 5_000;
+
+/// The PostgreSQL driver behind [`crate::PostgresQueue`]: a pool, the schema's statements, and the
+/// LISTEN task. Reached through [`queue_core::Backend::engine`]; its statements are its only
+/// logic.
+#[derive(Debug)]
+pub struct PgDriver {
+    pub(crate) pool: PgPool,
+    /// The LISTEN connection's own pool, so waiting never takes a connection the queue needs.
+    pub(crate) listen_pool: PgPool,
+    pub(crate) schema: String,
+    pub(crate) channel: String,
+    pub(crate) sql: Statements,
+    pub(crate) listener: Listener,
+}
+
+fn decode(what: String) -> sqlx::Error {
+    sqlx::Error::Decode(what.into())
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn unsigned(n: i32) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+fn signed(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
+    s.parse()
+        .map_err(|_| decode(format!("unknown job state {s:?} in the jobs table")))
+}
+
+/// A job row as returned by `RETURNING j.id, ...` / `SELECT j.id, ...`, with its lease token.
+fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
+    let state: String = row.try_get("state")?;
+    let Json(payload): Json<Box<RawValue>> = row.try_get("payload")?;
+    let job = Job {
+        id: JobId(row.try_get("id")?),
+        queue: row.try_get("queue")?,
+        payload,
+        priority: row.try_get("priority")?,
+        state: parse_state(&state)?,
+        attempts: unsigned(row.try_get("attempts")?),
+        max_attempts: unsigned(row.try_get("max_attempts")?),
+        run_at: row.try_get("run_at")?,
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        worker: row.try_get("worker")?,
+        last_error: row.try_get("last_error")?,
+        dedup_key: row.try_get("dedup_key")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+    };
+    Ok((job, row.try_get("lease_token")?))
+}
+
+/// Claimed rows as jobs with their leases.
+fn leased(rows: &[PgRow]) -> Result<Vec<Leased>, sqlx::Error> {
+    rows.iter()
+        .map(|row| {
+            let (job, token) = job_from_row(row)?;
+            let token = token
+                .ok_or_else(|| decode(format!("claimed job {} has no lease token", job.id)))?;
+            Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
+        })
+        .collect()
+}
+
+impl PgDriver {
+    /// Inserts `p.jobs` on `conn` with one statement per chunk; the first also notifies.
+    async fn insert_chunks(
+        &self,
+        conn: &mut PgConnection,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        for (i, chunk) in p.jobs.chunks(INSERT_CHUNK).enumerate() {
+            let start = i * INSERT_CHUNK;
+            let delays = &p.delays[start..start + chunk.len()];
+            let notify: &[&str] = if i == 0 { p.notify } else { &[] };
+            let mut ids = Vec::with_capacity(chunk.len());
+            let mut queues = Vec::with_capacity(chunk.len());
+            let mut payloads = Vec::with_capacity(chunk.len());
+            let mut priorities = Vec::with_capacity(chunk.len());
+            let mut max_attempts = Vec::with_capacity(chunk.len());
+            let mut delays_us = Vec::with_capacity(chunk.len());
+            let mut dedup_keys = Vec::with_capacity(chunk.len());
+            for (job, delay) in chunk.iter().zip(delays) {
+                ids.push(job.id().0);
+                queues.push(job.queue());
+                payloads.push(job.payload_json());
+                priorities.push(job.priority_value());
+                max_attempts.push(signed(job.max_attempts_value()));
+                delays_us.push(micros(*delay));
+                dedup_keys.push(job.dedup_key_value());
+            }
+            sqlx::query(self.sql.job_insert.clone())
+                .bind(&ids)
+                .bind(&queues)
+                .bind(&payloads)
+                .bind(&priorities)
+                .bind(&max_attempts)
+                .bind(&delays_us)
+                .bind(&dedup_keys)
+                .bind(&self.channel)
+                .bind(notify)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn complete_on(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_complete.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+#[async_trait]
+impl Driver for PgDriver {
+    type Conn = PgConnection;
+    type Error = sqlx::Error;
+    type Candidate = (Uuid, i64);
+    type Migrator = Transaction<'static, Postgres>;
+
+    fn classify(&self, error: &sqlx::Error) -> DriverFault {
+        crate::error::classify(error)
+    }
+
+    fn migrations(&self) -> &'static [Migration] {
+        MIGRATIONS
+    }
+
+    async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(self.sql.migration_lock.clone())
+            .bind(format!("queue-migrate:{}", self.schema))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::raw_sql(self.sql.migration_table.clone())
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.migration_applied.clone())
+            .fetch_all(&mut **m)
+            .await
+    }
+
+    async fn migration_apply(
+        &self,
+        m: &mut Self::Migrator,
+        migration: &Migration,
+    ) -> Result<(), sqlx::Error> {
+        // No bound values: sent as a simple query, which may hold several statements.
+        sqlx::raw_sql(statement(load(
+            migration.sql,
+            &[("{schema}", &self.schema)],
+        )))
+        .execute(&mut **m)
+        .await?;
+        sqlx::query(self.sql.migration_record.clone())
+            .bind(migration.version)
+            .bind(migration.name)
+            .execute(&mut **m)
+            .await?;
+        Ok(())
+    }
+
+    async fn migration_unlock(&self, m: Self::Migrator, commit: bool) -> Result<(), sqlx::Error> {
+        if commit {
+            m.commit().await
+        } else {
+            m.rollback().await
+        }
+    }
+
+    async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.now.clone())
+            .fetch_one(&self.pool)
+            .await
+    }
+
+    async fn job_insert(
+        &self,
+        target: Target<'_, PgConnection>,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let single = p.jobs.len() <= INSERT_CHUNK;
+        match target {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
+            Target::Pool if single => {
+                let mut conn = self.pool.acquire().await?;
+                self.insert_chunks(&mut conn, p).await
+            }
+            Target::Pool => {
+                let mut tx = self.pool.begin().await?;
+                self.insert_chunks(&mut tx, p).await?;
+                tx.commit().await
+            }
+            Target::Tx(conn) if single => self.insert_chunks(conn, p).await,
+            // A savepoint keeps a failed batch from leaving some chunks in the caller's
+            // transaction.
+            Target::Tx(conn) => {
+                let mut savepoint = conn.begin().await?;
+                self.insert_chunks(&mut savepoint, p).await?;
+                savepoint.commit().await
+            }
+        }
+    }
+
+    async fn job_dedup_live(
+        &self,
+        target: Target<'_, PgConnection>,
+        queues: &[&str],
+        keys: &[&str],
+    ) -> Result<Vec<(String, String)>, sqlx::Error> {
+        let q = sqlx::query_as(self.sql.job_dedup_live.clone())
+            .bind(queues)
+            .bind(keys);
+        match target {
+            Target::Pool => q.fetch_all(&self.pool).await,
+            Target::Tx(conn) => q.fetch_all(conn).await,
+        }
+    }
+
+    async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .fetch_all(&self.pool)
+            .await?;
+        leased(&rows)
+    }
+
+    async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+        sqlx::query_as(self.sql.job_candidates.clone())
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .fetch_all(&self.pool)
+            .await
+    }
+
+    async fn job_claim_candidates(
+        &self,
+        p: JobClaim<'_>,
+        candidates: Vec<(Uuid, i64)>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let (ids, versions): (Vec<Uuid>, Vec<i64>) = candidates.into_iter().unzip();
+        let rows = sqlx::query(self.sql.job_claim_candidates.clone())
+            .bind(&ids)
+            .bind(&versions)
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .fetch_all(&self.pool)
+            .await?;
+        leased(&rows)
+    }
+
+    async fn job_complete(
+        &self,
+        target: Target<'_, PgConnection>,
+        lease: &Lease,
+    ) -> Result<u64, sqlx::Error> {
+        match target {
+            Target::Pool => {
+                let mut conn = self.pool.acquire().await?;
+                self.complete_on(&mut conn, lease).await
+            }
+            Target::Tx(conn) => self.complete_on(conn, lease).await,
+        }
+    }
+
+    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
+        let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
+        let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
+        let done = sqlx::query(self.sql.job_complete_many.clone())
+            .bind(&ids)
+            .bind(&tokens)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_fail_retry.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(micros(p.delay))
+            .bind(p.error)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_fail_dead.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(p.error)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_release(&self, lease: &Lease) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_release.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_extend(
+        &self,
+        lease: &Lease,
+        by: Duration,
+    ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_extend.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .bind(micros(by))
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    async fn job_state(
+        &self,
+        target: Target<'_, PgConnection>,
+        id: JobId,
+    ) -> Result<Option<JobState>, sqlx::Error> {
+        let q = sqlx::query_scalar::<_, String>(self.sql.job_state.clone()).bind(id.0);
+        let state = match target {
+            Target::Pool => q.fetch_optional(&self.pool).await?,
+            Target::Tx(conn) => q.fetch_optional(conn).await?,
+        };
+        state.map(|s| parse_state(&s)).transpose()
+    }
+
+    async fn job_expired(&self, n: usize) -> Result<Vec<Expired>, sqlx::Error> {
+        let rows: Vec<(Uuid, Option<Uuid>, String, i32, i32)> =
+            sqlx::query_as(self.sql.job_expired.clone())
+                .bind(limit(n))
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, token, queue, attempts, max_attempts)| {
+                Some(Expired {
+                    id: JobId(id),
+                    token: token?,
+                    queue,
+                    attempts: unsigned(attempts),
+                    max_attempts: unsigned(max_attempts),
+                })
+            })
+            .collect())
+    }
+
+    async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
+        let ids: Vec<Uuid> = p.jobs.iter().map(|(id, _)| id.0).collect();
+        let tokens: Vec<Uuid> = p.jobs.iter().map(|(_, t)| *t).collect();
+        let done = sqlx::query(self.sql.job_rescue.clone())
+            .bind(&ids)
+            .bind(&tokens)
+            .bind(p.dead)
+            .bind(p.error)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_cancel.clone())
+            .bind(id.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_retry.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
+        let row = sqlx::query(self.sql.job_get.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| job_from_row(&r).map(|(job, _)| job))
+            .transpose()
+    }
+
+    async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_list.clone())
+            .bind(req.queue.as_deref())
+            .bind(req.state.map(|s| s.as_str()))
+            .bind(req.before.map(|id| id.0))
+            .bind(limit(req.limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(job, _)| job))
+            .collect()
+    }
+
+    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
+        let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
+            sqlx::query_as(self.sql.job_stats.clone())
+                .bind(queue)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(queue, available, scheduled, running, completed, dead, cancelled)| QueueStats {
+                    queue,
+                    available: count(available),
+                    scheduled: count(scheduled),
+                    running: count(running),
+                    completed: count(completed),
+                    dead: count(dead),
+                    cancelled: count(cancelled),
+                },
+            )
+            .collect())
+    }
+
+    async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = p.states.iter().map(|s| s.as_str()).collect();
+        let done = sqlx::query(self.sql.job_prune.clone())
+            .bind(&states)
+            .bind(micros(p.older_than))
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn notify(&self, queues: &[&str]) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.notify.clone())
+            .bind(&self.channel)
+            .bind(queues)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    fn watch(&self, queue: &str, hub: &Arc<WakeHub>) {
+        self.listener
+            .ensure(queue, &self.listen_pool, &self.channel, hub);
+    }
+}

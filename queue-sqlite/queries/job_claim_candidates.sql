@@ -1,0 +1,14 @@
+-- name: job_claim_candidates
+-- The optimistic claim's write, once per candidate inside one BEGIN IMMEDIATE transaction:
+-- claims the job if nobody changed it since it was read.
+-- Binds: ?1 id, ?2 version, ?3 lease_token, ?4 now, ?5 lease_expires_at, ?6 worker.
+UPDATE queue_jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    lease_token = ?3,
+    lease_expires_at = ?5,
+    worker = ?6,
+    version = version + 1,
+    updated_at = ?4
+WHERE id = ?1 AND version = ?2 AND state = 'pending'
+RETURNING id, queue, payload, priority, state, attempts, max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, dedup_key, created_at, updated_at, finished_at

@@ -1,0 +1,2 @@
+-- name: server_version
+SELECT sqlite_version()

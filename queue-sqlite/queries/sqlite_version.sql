@@ -1,2 +1,0 @@
--- name: SqliteVersion
-SELECT sqlite_version()

@@ -1,0 +1,594 @@
+//! [`SqliteDriver`]: the SQLite statements behind the engine.
+//!
+//! Every write goes through one connection (SQLite admits one writer at a time, so more writer
+//! connections would only queue on the file lock); reads use a separate read-only pool and never
+//! block the writer, thanks to WAL. Transactions of more than one statement start with
+//! `BEGIN IMMEDIATE`, which takes the write lock before reading, so a transaction never has to
+//! upgrade a read lock (the upgrade is what can fail with `SQLITE_BUSY` without waiting).
+//! A single writing statement runs in autocommit mode, where SQLite takes the write lock at the
+//! start of the statement in the same way, so it needs no explicit transaction.
+//!
+//! Time: SQLite has no clock of its own, so "the database clock" is this host's clock, read in
+//! Rust at microsecond precision and bound into each statement as INTEGER microseconds since
+//! the Unix epoch (UTC).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::engine::{
+    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
+    JobRescue, Migration, Target,
+};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats};
+use serde_json::value::RawValue;
+use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::{Acquire, AssertSqlSafe, Row, SqlSafeStr, SqlStr, Sqlite, Transaction};
+use uuid::Uuid;
+
+use crate::migrate::MIGRATIONS;
+use crate::sql::Statements;
+
+/// SQLite's default limit on bound parameters in one statement (`SQLITE_MAX_VARIABLE_NUMBER`
+/// since 3.32); multi-row statements are chunked to stay under it.
+const MAX_PARAMS: usize = 32_766;
+/// Values bound per row of `job_insert`.
+const INSERT_PARAMS: usize = 9;
+/// Rows per `job_insert` statement.
+const INSERT_ROWS: usize = MAX_PARAMS / INSERT_PARAMS;
+/// Leases per `job_complete_many` / `job_rescue` statement (two values each, plus three).
+const PAIRS: usize = (MAX_PARAMS - 3) / 2;
+
+/// The SQLite driver behind [`crate::SqliteQueue`]: the writer connection, the read pool, and
+/// the statements. Reached through [`queue_core::Backend::engine`].
+#[derive(Debug)]
+pub struct SqliteDriver {
+    pub(crate) writer: SqlitePool,
+    pub(crate) reader: SqlitePool,
+    pub(crate) sql: Statements,
+}
+
+/// The host clock in microseconds since the Unix epoch: SQLite's "database clock".
+pub(crate) fn now_micros() -> i64 {
+    Utc::now().timestamp_micros()
+}
+
+fn decode(what: String) -> sqlx::Error {
+    sqlx::Error::Decode(what.into())
+}
+
+fn to_time(us: i64) -> Result<DateTime<Utc>, sqlx::Error> {
+    DateTime::from_timestamp_micros(us)
+        .ok_or_else(|| decode(format!("timestamp out of range: {us} µs")))
+}
+
+fn to_time_opt(us: Option<i64>) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    us.map(to_time).transpose()
+}
+
+fn to_u32(v: i64, column: &str) -> Result<u32, sqlx::Error> {
+    u32::try_from(v).map_err(|_| decode(format!("{column} out of range: {v}")))
+}
+
+fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
+    s.parse()
+        .map_err(|_| decode(format!("unknown job state {s:?}")))
+}
+
+fn json_array(items: &[&str]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// A full job row (the columns every job-returning statement selects) as a [`Job`], plus its
+/// lease token.
+fn job_from_row(row: &SqliteRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
+    let payload: String = row.try_get("payload")?;
+    let payload = RawValue::from_string(payload)
+        .map_err(|e| decode(format!("stored payload is not JSON: {e}")))?;
+    let job = Job {
+        id: JobId(row.try_get("id")?),
+        queue: row.try_get("queue")?,
+        payload,
+        priority: row.try_get("priority")?,
+        state: parse_state(row.try_get("state")?)?,
+        attempts: to_u32(row.try_get("attempts")?, "attempts")?,
+        max_attempts: to_u32(row.try_get("max_attempts")?, "max_attempts")?,
+        run_at: to_time(row.try_get("run_at")?)?,
+        lease_expires_at: to_time_opt(row.try_get("lease_expires_at")?)?,
+        worker: row.try_get("worker")?,
+        last_error: row.try_get("last_error")?,
+        dedup_key: row.try_get("dedup_key")?,
+        created_at: to_time(row.try_get("created_at")?)?,
+        updated_at: to_time(row.try_get("updated_at")?)?,
+        finished_at: to_time_opt(row.try_get("finished_at")?)?,
+    };
+    Ok((job, row.try_get("lease_token")?))
+}
+
+/// A claimed row as a [`Leased`].
+fn leased_from_row(row: &SqliteRow) -> Result<Leased, sqlx::Error> {
+    let (job, token) = job_from_row(row)?;
+    let token =
+        token.ok_or_else(|| decode(format!("claimed job {} has no lease token", job.id)))?;
+    Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
+}
+
+/// Splits a statement whose last part is `VALUES\n(tuple)[\n...]` and repeats the tuple `rows`
+/// times, for a multi-row statement. Only placeholders are repeated; values are bound.
+fn repeat_tuple(statement: &str, rows: usize) -> String {
+    let start = statement
+        .rfind("VALUES\n")
+        .map_or(0, |i| i + "VALUES\n".len());
+    let end = statement[start..]
+        .find(')')
+        .map_or(statement.len(), |i| start + i + 1);
+    let (head, tuple, tail) = (
+        &statement[..start],
+        &statement[start..end],
+        &statement[end..],
+    );
+    let mut out = String::with_capacity(head.len() + rows * (tuple.len() + 1) + tail.len());
+    out.push_str(head);
+    for i in 0..rows {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(tuple);
+    }
+    out.push_str(tail);
+    out
+}
+
+/// The statement for `rows` rows: the file's text for one, the tuple repeated for more.
+fn rows_of(statement: &SqlStr, rows: usize) -> SqlStr {
+    if rows == 1 {
+        statement.clone()
+    } else {
+        AssertSqlSafe(repeat_tuple(statement.as_str(), rows)).into_sql_str()
+    }
+}
+
+/// Inserts `jobs` with one multi-row `INSERT` (the caller keeps them under the parameter limit).
+async fn insert_rows(
+    sql: &Statements,
+    conn: &mut SqliteConnection,
+    jobs: &[queue_core::NewJob],
+    delays: &[Duration],
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    let statement = rows_of(&sql.job_insert, jobs.len());
+    let mut q = sqlx::query(statement);
+    for (job, delay) in jobs.iter().zip(delays) {
+        q = q
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.payload_json())
+            .bind(job.priority_value())
+            .bind(i64::from(job.max_attempts_value()))
+            .bind(now.saturating_add(micros(*delay)))
+            .bind(job.dedup_key_value())
+            .bind(now)
+            .bind(now);
+    }
+    q.execute(conn).await?;
+    Ok(())
+}
+
+async fn insert_chunks(
+    sql: &Statements,
+    conn: &mut SqliteConnection,
+    p: JobInsert<'_>,
+) -> Result<(), sqlx::Error> {
+    let now = now_micros();
+    for (jobs, delays) in p.jobs.chunks(INSERT_ROWS).zip(p.delays.chunks(INSERT_ROWS)) {
+        insert_rows(sql, conn, jobs, delays, now).await?;
+    }
+    Ok(())
+}
+
+impl SqliteDriver {
+    async fn begin(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        self.writer.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    async fn pairs(
+        &self,
+        statement: &SqlStr,
+        fixed: &[i64],
+        text: Option<&str>,
+        pairs: impl Iterator<Item = (Uuid, Uuid)>,
+    ) -> Result<u64, sqlx::Error> {
+        let pairs: Vec<(Uuid, Uuid)> = pairs.collect();
+        let mut done = 0;
+        for chunk in pairs.chunks(PAIRS) {
+            let mut q = sqlx::query(rows_of(statement, chunk.len()));
+            for v in fixed {
+                q = q.bind(*v);
+            }
+            if let Some(t) = text {
+                q = q.bind(t);
+            }
+            for (id, token) in chunk {
+                q = q.bind(*id).bind(*token);
+            }
+            done += q.execute(&self.writer).await?.rows_affected();
+        }
+        Ok(done)
+    }
+}
+
+#[async_trait]
+impl Driver for SqliteDriver {
+    type Conn = SqliteConnection;
+    type Error = sqlx::Error;
+    type Candidate = (Uuid, i64);
+    type Migrator = Transaction<'static, Sqlite>;
+
+    fn classify(&self, error: &sqlx::Error) -> DriverFault {
+        crate::error::classify(error)
+    }
+
+    fn migrations(&self) -> &'static [Migration] {
+        MIGRATIONS
+    }
+
+    /// `BEGIN IMMEDIATE` takes the database's write lock before anything is read, so when two
+    /// processes migrate the same file at once the second waits (up to the busy timeout), then
+    /// sees the versions recorded by the first.
+    async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        sqlx::query(self.sql.migration_table.clone())
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.migration_applied.clone())
+            .fetch_all(&mut **m)
+            .await
+    }
+
+    async fn migration_apply(
+        &self,
+        m: &mut Self::Migrator,
+        migration: &Migration,
+    ) -> Result<(), sqlx::Error> {
+        // SQLite runs every statement of a multi-statement string in order.
+        sqlx::raw_sql(migration.sql).execute(&mut **m).await?;
+        sqlx::query(self.sql.migration_record.clone())
+            .bind(migration.version)
+            .bind(migration.name)
+            .bind(now_micros())
+            .execute(&mut **m)
+            .await?;
+        Ok(())
+    }
+
+    async fn migration_unlock(&self, m: Self::Migrator, commit: bool) -> Result<(), sqlx::Error> {
+        if commit {
+            m.commit().await
+        } else {
+            m.rollback().await
+        }
+    }
+
+    async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
+        to_time(now_micros())
+    }
+
+    async fn job_insert(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let single = p.jobs.len() <= INSERT_ROWS;
+        match target {
+            // One statement is atomic by itself.
+            Target::Pool if single => {
+                let mut conn = self.writer.acquire().await?;
+                insert_chunks(&self.sql, &mut conn, p).await
+            }
+            Target::Pool => {
+                let mut tx = self.begin().await?;
+                insert_chunks(&self.sql, &mut tx, p).await?;
+                tx.commit().await
+            }
+            Target::Tx(conn) if single => insert_chunks(&self.sql, conn, p).await,
+            Target::Tx(conn) => {
+                let mut savepoint = conn.begin().await?;
+                insert_chunks(&self.sql, &mut savepoint, p).await?;
+                savepoint.commit().await
+            }
+        }
+    }
+
+    async fn job_dedup_live(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        queues: &[&str],
+        keys: &[&str],
+    ) -> Result<Vec<(String, String)>, sqlx::Error> {
+        let q = sqlx::query_as(self.sql.job_dedup_live.clone())
+            .bind(json_array(queues))
+            .bind(json_array(keys));
+        match target {
+            Target::Pool => q.fetch_all(&self.reader).await,
+            Target::Tx(conn) => q.fetch_all(conn).await,
+        }
+    }
+
+    /// One `UPDATE ... RETURNING` statement. It runs in autocommit mode, which for a single
+    /// writing statement is the same as wrapping it in `BEGIN IMMEDIATE`: SQLite opens the
+    /// statement's transaction with write intent, taking the write lock (and waiting for it
+    /// under the busy timeout) before it reads anything, and commits when the statement
+    /// finishes. Skipping the explicit `BEGIN`/`COMMIT` saves two calls per pop.
+    async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
+        let now = now_micros();
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(now)
+            .bind(now.saturating_add(micros(p.lease)))
+            .bind(p.worker)
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.writer)
+            .await?;
+        rows.iter().map(leased_from_row).collect()
+    }
+
+    async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+        sqlx::query_as(self.sql.job_candidates.clone())
+            .bind(p.queue)
+            .bind(now_micros())
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await
+    }
+
+    async fn job_claim_candidates(
+        &self,
+        p: JobClaim<'_>,
+        candidates: Vec<(Uuid, i64)>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let now = now_micros();
+        let expires = now.saturating_add(micros(p.lease));
+        let mut tx = self.begin().await?;
+        let mut claimed = Vec::with_capacity(candidates.len());
+        for (id, version) in candidates {
+            let row = sqlx::query(self.sql.job_claim_candidates.clone())
+                .bind(id)
+                .bind(version)
+                .bind(Uuid::new_v4())
+                .bind(now)
+                .bind(expires)
+                .bind(p.worker)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(row) = row {
+                claimed.push(leased_from_row(&row)?);
+            }
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn job_complete(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        lease: &Lease,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_complete.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .bind(now_micros());
+        let done = match target {
+            Target::Pool => q.execute(&self.writer).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
+        self.pairs(
+            &self.sql.job_complete_many,
+            &[now_micros()],
+            None,
+            leases.iter().map(|l| (l.job_id.0, l.token)),
+        )
+        .await
+    }
+
+    async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
+        let now = now_micros();
+        let done = sqlx::query(self.sql.job_fail_retry.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(now)
+            .bind(now.saturating_add(micros(p.delay)))
+            .bind(p.error)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_fail_dead.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(now_micros())
+            .bind(p.error)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_release(&self, lease: &Lease) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_release.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_extend(
+        &self,
+        lease: &Lease,
+        by: Duration,
+    ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        let now = now_micros();
+        let expires = now.saturating_add(micros(by));
+        let done = sqlx::query(self.sql.job_extend.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .bind(now)
+            .bind(expires)
+            .execute(&self.writer)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        to_time(expires).map(Some)
+    }
+
+    async fn job_state(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        id: JobId,
+    ) -> Result<Option<JobState>, sqlx::Error> {
+        let q = sqlx::query_scalar::<_, String>(self.sql.job_state.clone()).bind(id.0);
+        let state = match target {
+            Target::Pool => q.fetch_optional(&self.reader).await?,
+            Target::Tx(conn) => q.fetch_optional(conn).await?,
+        };
+        state.map(|s| parse_state(&s)).transpose()
+    }
+
+    async fn job_expired(&self, limit: usize) -> Result<Vec<Expired>, sqlx::Error> {
+        let rows: Vec<(Uuid, Option<Uuid>, String, i64, i64)> =
+            sqlx::query_as(self.sql.job_expired.clone())
+                .bind(now_micros())
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(&self.reader)
+                .await?;
+        let mut expired = Vec::with_capacity(rows.len());
+        for (id, token, queue, attempts, max_attempts) in rows {
+            if let Some(token) = token {
+                expired.push(Expired {
+                    id: JobId(id),
+                    token,
+                    queue,
+                    attempts: to_u32(attempts, "attempts")?,
+                    max_attempts: to_u32(max_attempts, "max_attempts")?,
+                });
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
+        self.pairs(
+            &self.sql.job_rescue,
+            &[now_micros(), i64::from(p.dead)],
+            Some(p.error),
+            p.jobs.iter().map(|(id, token)| (id.0, *token)),
+        )
+        .await
+    }
+
+    async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_cancel.clone())
+            .bind(id.0)
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_retry.clone())
+            .bind(id.0)
+            .bind(now_micros())
+            .fetch_optional(&self.writer)
+            .await
+    }
+
+    async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
+        let row = sqlx::query(self.sql.job_get.clone())
+            .bind(id.0)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref()
+            .map(|r| job_from_row(r).map(|(j, _)| j))
+            .transpose()
+    }
+
+    async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_list.clone())
+            .bind(req.queue.as_deref())
+            .bind(req.state.map(|s| s.as_str()))
+            .bind(req.before.map(|id| id.0))
+            .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(j, _)| j))
+            .collect()
+    }
+
+    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_stats.clone())
+            .bind(now_micros())
+            .bind(queue)
+            .fetch_all(&self.reader)
+            .await?;
+        let count = |row: &SqliteRow, col: &str| -> Result<u64, sqlx::Error> {
+            let v: i64 = row.try_get(col)?;
+            Ok(u64::try_from(v).unwrap_or(0))
+        };
+        rows.iter()
+            .map(|row| {
+                Ok(QueueStats {
+                    queue: row.try_get("queue")?,
+                    available: count(row, "available")?,
+                    scheduled: count(row, "scheduled")?,
+                    running: count(row, "running")?,
+                    completed: count(row, "completed")?,
+                    dead: count(row, "dead")?,
+                    cancelled: count(row, "cancelled")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = p.states.iter().map(|s| s.as_str()).collect();
+        let done = sqlx::query(self.sql.job_prune.clone())
+            .bind(now_micros().saturating_sub(micros(p.older_than)))
+            .bind(p.queue)
+            .bind(json_array(&states))
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuples_repeat_after_values() {
+        let sql = Statements::new(&[]);
+        let s = repeat_tuple(sql.job_complete_many.as_str(), 3);
+        assert!(s.contains("(?, ?),(?, ?),(?, ?)\n) AS leases"), "{s}");
+        let s = repeat_tuple(sql.job_insert.as_str(), 2);
+        assert_eq!(s.matches('?').count(), 18);
+        assert!(
+            !sql.job_insert.as_str().contains("--"),
+            "comments are not sent"
+        );
+    }
+}

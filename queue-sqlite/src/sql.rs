@@ -1,0 +1,54 @@
+//! The statements, loaded from `queries/*.sql` once per queue value.
+
+use std::sync::Arc;
+
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+/// A statement text from [`queue_core::engine::statements::load`]: a file of `queries/`, with
+/// nothing spliced in. Cheap to clone (shared).
+pub(crate) fn statement(text: String) -> SqlStr {
+    AssertSqlSafe(Arc::<str>::from(text)).into_sql_str()
+}
+
+queue_core::statements!(dir = "../queries", make = statement, ty = SqlStr;
+    server_version,
+    migration_table,
+    migration_applied,
+    migration_record,
+    job_insert,
+    job_dedup_live,
+    job_claim,
+    job_candidates,
+    job_claim_candidates,
+    job_complete,
+    job_complete_many,
+    job_fail_retry,
+    job_fail_dead,
+    job_release,
+    job_extend,
+    job_state,
+    job_expired,
+    job_rescue,
+    job_cancel,
+    job_retry,
+    job_get,
+    job_list,
+    job_stats,
+    job_prune,
+);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_query_files_follow_the_catalogue() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        // See the README for why each is lacking: SQLite's clock is the host's (now), it has
+        // no notifications (notify), and BEGIN IMMEDIATE is the migration lock.
+        queue_core::engine::statements::check_directory(
+            &dir,
+            &["now", "notify", "migration_lock", "migration_unlock"],
+            &[],
+        )
+        .unwrap();
+    }
+}
