@@ -26,6 +26,8 @@ enum Fault {
     RescueIsNoop,
     ExtendIsNoop,
     FailIgnoresBackoff,
+    ReleaseKeepsWorker,
+    KeysIgnoreTrailingSpaces,
 }
 
 struct Faulty {
@@ -42,6 +44,15 @@ impl Queue for Faulty {
         self.inner.migrate().await
     }
     async fn push(&self, job: NewJob) -> queue_core::Result<JobId> {
+        if self.fault == Fault::KeysIgnoreTrailingSpaces {
+            if let Some(key) = job.dedup_key_value() {
+                let trimmed = key.trim_end().to_owned();
+                if trimmed != key {
+                    let job = job.dedup_key(trimmed);
+                    return self.inner.push(job).await;
+                }
+            }
+        }
         self.inner.push(job).await
     }
     async fn push_batch(&self, jobs: Vec<NewJob>) -> queue_core::Result<Vec<JobId>> {
@@ -96,7 +107,15 @@ impl Queue for Faulty {
                 .await
                 .map(|_| ());
         }
-        self.inner.release(lease).await
+        self.inner.release(lease).await?;
+        if self.fault == Fault::ReleaseKeepsWorker {
+            sqlx::query("UPDATE queue_jobs SET worker = 'the-old-holder' WHERE id = ?")
+                .bind(lease.job_id.0)
+                .execute(self.inner.writer_pool())
+                .await
+                .map_err(queue_core::Error::database)?;
+        }
+        Ok(())
     }
     async fn rescue_expired(&self) -> queue_core::Result<u64> {
         if self.fault == Fault::RescueIsNoop {
@@ -242,4 +261,6 @@ catches! {
     extend_that_stores_nothing: ExtendIsNoop => leases::extend_prevents_rescue;
     fail_that_ignores_the_backoff: FailIgnoresBackoff => lifecycle::fail_reschedules_by_backoff;
     worker_on_a_release_that_counts: ReleaseCountsAttempt => worker::worker_graceful_shutdown_loses_nothing;
+    release_that_keeps_the_worker: ReleaseKeepsWorker => lifecycle::worker_is_cleared_when_back_to_pending;
+    keys_that_ignore_trailing_spaces: KeysIgnoreTrailingSpaces => dedup::dedup_keys_compare_byte_for_byte;
 }

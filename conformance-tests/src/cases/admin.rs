@@ -314,3 +314,41 @@ pub async fn unreachable_is_unavailable(ctx: Ctx) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("an unreachable database hung for 20 s"))??;
     Ok(())
 }
+
+/// `list` pages newest first by id: each page continues below the last id of the one before,
+/// with no job skipped or repeated, filters included.
+pub async fn list_pages_by_id(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let ids = q
+        .push_batch((0..23).map(|i| job("pages", json!(i))).collect())
+        .await?;
+    q.push(job("other", json!("x"))).await?;
+    let page = |before| ListRequest {
+        queue: Some("pages".into()),
+        state: Some(JobState::Pending),
+        limit: 10,
+        before,
+    };
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let got = q.list(page(before)).await?;
+        ensure!(got.len() <= 10);
+        ensure!(
+            got.windows(2).all(|w| w[0].id > w[1].id),
+            "a page is not newest first"
+        );
+        match got.last() {
+            Some(last) => before = Some(last.id),
+            None => break,
+        }
+        seen.extend(got.iter().map(|j| j.id));
+        ensure!(seen.len() <= ids.len(), "pages repeat jobs");
+    }
+    let mut newest_first = ids.clone();
+    newest_first.sort();
+    newest_first.reverse();
+    ensure!(seen == newest_first, "paging skipped or repeated jobs");
+    Ok(())
+}

@@ -315,3 +315,57 @@ pub async fn push_batch_returns_ids_in_order(ctx: Ctx) -> anyhow::Result<()> {
     ensure!(q.stats(Some("batch")).await?[0].available == 50);
     Ok(())
 }
+
+/// Every JSON text the client accepts comes back byte for byte, on every backend: key order,
+/// whitespace, number spelling, and escapes some databases refuse to store in their JSON types
+/// (`\u0000`, a lone surrogate).
+pub async fn payload_text_round_trips_exactly(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let texts = [
+        r#"{"z": 1, "a": [1.50, 1e3, -0], "nested": {"k": null}}"#,
+        r#"{"spaced"  :  true ,"x":[ ]}"#,
+        r#""NUL \u0000 inside""#,
+        r#"{"lone": "\ud800"}"#,
+        r#"{"dup": 1, "dup": 2}"#,
+        r#"["ünïcødé 🚀", "\u00fc"]"#,
+    ];
+    let mut ids = Vec::new();
+    for text in texts {
+        ids.push(q.push(NewJob::from_json("texts", text)?).await?);
+    }
+    for (id, text) in ids.iter().zip(texts) {
+        let stored = get(&q, *id).await?;
+        ensure!(
+            stored.payload.get() == text,
+            "get: {:?} came back as {:?}",
+            text,
+            stored.payload.get()
+        );
+    }
+    for text in texts {
+        let l = pop_one(&q, "texts").await?;
+        ensure!(
+            l.job.payload.get() == text,
+            "pop: {:?} came back as {:?}",
+            text,
+            l.job.payload.get()
+        );
+    }
+    Ok(())
+}
+
+/// Priorities at the ends of the i32 range keep their order (highest first).
+pub async fn extreme_priorities_keep_their_order(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let min = q.push(job("ext", json!(1)).priority(i32::MIN)).await?;
+    let zero = q.push(job("ext", json!(2))).await?;
+    let max = q.push(job("ext", json!(3)).priority(i32::MAX)).await?;
+    let zero2 = q.push(job("ext", json!(4))).await?;
+    let got = pop(&q, "ext", 10, LONG_LEASE, "w1").await?;
+    let ids: Vec<_> = got.iter().map(|l| l.job.id).collect();
+    ensure!(ids == vec![max, zero, zero2, min], "claim order {ids:?}");
+    ensure!(got[3].job.priority == i32::MIN && got[0].job.priority == i32::MAX);
+    Ok(())
+}

@@ -165,3 +165,94 @@ pub async fn concurrent_poppers_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Short leases, slow holders and a busy rescuer: leases expire while their holders still work,
+/// so claims, acks, failures and rescues race on the same rows. Every job still completes
+/// exactly once (one successful ack per job), stale holders get `LeaseLost`, and no lock
+/// conflict or other error surfaces.
+pub async fn expiring_leases_under_a_busy_rescuer(ctx: Ctx) -> anyhow::Result<()> {
+    const JOBS: u64 = 300;
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    q.push_batch(
+        (0..JOBS)
+            .map(|n| job("chaos", json!(n)).max_attempts(1_000))
+            .collect(),
+    )
+    .await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let rescuer = {
+        let q = q.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                q.rescue_expired().await?;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            anyhow::Ok(())
+        })
+    };
+    let poppers: Vec<_> = (0..12)
+        .map(|w: usize| {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                let mut idle = 0;
+                while idle < 40 {
+                    let got = q
+                        .pop(
+                            PopRequest::new("chaos")
+                                .limit(1 + w % 4)
+                                .lease(Duration::from_millis(40)),
+                        )
+                        .await?;
+                    if got.is_empty() {
+                        idle += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                    idle = 0;
+                    for l in got {
+                        // Some holders are too slow for their lease.
+                        tokio::time::sleep(Duration::from_millis(fastrand::u64(0..60))).await;
+                        let acked = if fastrand::u8(0..5) == 0 {
+                            q.fail(
+                                &l.lease,
+                                queue_core::Failure::retry_after("again", Duration::ZERO),
+                            )
+                            .await
+                            .map(|_| false)
+                        } else {
+                            q.ack(&l.lease).await.map(|()| true)
+                        };
+                        match acked {
+                            Ok(true) => done.push(l.job.id),
+                            Ok(false) | Err(queue_core::Error::LeaseLost { .. }) => {}
+                            Err(e) => return Err(anyhow::Error::new(e).context("unexpected error")),
+                        }
+                    }
+                }
+                anyhow::Ok(done)
+            })
+        })
+        .collect();
+    let mut completed = Vec::new();
+    for p in poppers {
+        completed.extend(p.await??);
+    }
+    stop.store(true, Ordering::SeqCst);
+    rescuer.await??;
+    let distinct: HashSet<JobId> = completed.iter().copied().collect();
+    ensure!(distinct.len() == completed.len(), "a job was acked twice");
+    ensure!(
+        completed.len() as u64 == JOBS,
+        "{} of {JOBS} jobs completed",
+        completed.len()
+    );
+    let s = &q.stats(Some("chaos")).await?[0];
+    ensure!(
+        s.completed == JOBS && s.running == 0 && s.available == 0,
+        "{s:?}"
+    );
+    Ok(())
+}

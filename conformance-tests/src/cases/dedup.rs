@@ -160,3 +160,73 @@ pub async fn batch_with_dedup_clash_stores_nothing(ctx: Ctx) -> anyhow::Result<(
     ensure!(all_jobs(&q).await?.len() == 3);
     Ok(())
 }
+
+/// Dedup keys compare byte for byte on every backend: trailing spaces, case and accents make
+/// different keys. A clash names the exact key that a live job holds, also when it is the
+/// last of several keyed jobs in a batch.
+pub async fn dedup_keys_compare_byte_for_byte(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    for key in ["k", "k ", " k", "K", "ḱ", "k\t", "ke"] {
+        q.push(job("bytes", json!(key)).dedup_key(key)).await?;
+    }
+    ensure!(all_jobs(&q).await?.len() == 7, "distinct keys were merged");
+    expect_duplicate(
+        "the same key again",
+        "bytes",
+        "k ",
+        q.push(job("bytes", json!(0)).dedup_key("k ")).await,
+    )?;
+    let batch = vec![
+        job("bytes", json!(1)).dedup_key("new-1"),
+        job("bytes", json!(2)).dedup_key("new-2"),
+        job("bytes", json!(3)).dedup_key("K"),
+    ];
+    expect_duplicate(
+        "the batch's third key",
+        "bytes",
+        "K",
+        q.push_batch(batch).await,
+    )?;
+    ensure!(
+        all_jobs(&q).await?.len() == 7,
+        "the rejected batch stored rows"
+    );
+    Ok(())
+}
+
+/// Pushing a job whose id exists already is a database error, not a dedup clash, even when
+/// the job has a dedup key of its own; nothing is changed.
+pub async fn id_clash_is_not_a_dedup_clash(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let id = q.push(job("ids", json!(1)).dedup_key("a")).await?;
+    for again in [
+        job("ids", json!(2)).with_id(id),
+        job("ids", json!(3)).with_id(id).dedup_key("b"),
+    ] {
+        match q.push(again).await {
+            Err(Error::Database { .. }) => {}
+            other => bail!("pushing an existing id: expected Database, got {other:?}"),
+        }
+    }
+    match q
+        .push_batch(vec![
+            job("ids", json!(4)).dedup_key("c"),
+            job("ids", json!(5)).with_id(id),
+        ])
+        .await
+    {
+        Err(Error::Database { .. }) => {}
+        other => bail!("a batch reusing an id: expected Database, got {other:?}"),
+    }
+    let jobs = all_jobs(&q).await?;
+    ensure!(
+        jobs.len() == 1 && jobs[0].payload_value() == json!(1),
+        "{jobs:?}"
+    );
+    // The keys b and c were never stored.
+    q.push(job("ids", json!(6)).dedup_key("b")).await?;
+    q.push(job("ids", json!(7)).dedup_key("c")).await?;
+    Ok(())
+}

@@ -448,3 +448,102 @@ pub async fn unknown_id_not_found(ctx: Ctx) -> anyhow::Result<()> {
     ensure!(super::all_jobs(&q).await?.len() == 1);
     Ok(())
 }
+
+/// `worker` names the holder while a job runs, stays on a finished job (who finished it), and
+/// is cleared whenever the job goes back to pending (failure with a retry, release, rescue,
+/// retry of a dead job), because nobody holds it then.
+pub async fn worker_is_cleared_when_back_to_pending(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let expect_worker = |what: &str, j: &queue_core::Job, w: Option<&str>| {
+        ensure!(
+            j.worker.as_deref() == w,
+            "{what}: worker {:?}, expected {w:?}",
+            j.worker
+        );
+        Ok(())
+    };
+    let id = q.push(job("who", json!(1)).max_attempts(5)).await?;
+    let l = pop(&q, "who", 1, LONG_LEASE, "w-fail").await?.remove(0);
+    expect_worker("running", &get(&q, id).await?, Some("w-fail"))?;
+    q.fail(&l.lease, Failure::retry_after("again", Duration::ZERO))
+        .await?;
+    expect_worker(
+        "failed, retrying",
+        &expect_state(&q, id, JobState::Pending).await?,
+        None,
+    )?;
+
+    let l = pop(&q, "who", 1, LONG_LEASE, "w-release").await?.remove(0);
+    q.release(&l.lease).await?;
+    expect_worker(
+        "released",
+        &expect_state(&q, id, JobState::Pending).await?,
+        None,
+    )?;
+
+    let l = pop(&q, "who", 1, Duration::from_millis(200), "w-expire")
+        .await?
+        .remove(0);
+    sleep_until_db(&q, l.lease.expires_at).await?;
+    ensure!(q.rescue_expired().await? == 1);
+    expect_worker(
+        "rescued",
+        &expect_state(&q, id, JobState::Pending).await?,
+        None,
+    )?;
+
+    let l = pop(&q, "who", 1, LONG_LEASE, "w-dead").await?.remove(0);
+    q.fail(&l.lease, Failure::permanent("no")).await?;
+    expect_worker(
+        "dead",
+        &expect_state(&q, id, JobState::Dead).await?,
+        Some("w-dead"),
+    )?;
+    q.retry(id).await?;
+    expect_worker(
+        "retried",
+        &expect_state(&q, id, JobState::Pending).await?,
+        None,
+    )?;
+
+    let l = pop(&q, "who", 1, LONG_LEASE, "w-done").await?.remove(0);
+    q.ack(&l.lease).await?;
+    expect_worker(
+        "completed",
+        &expect_state(&q, id, JobState::Completed).await?,
+        Some("w-done"),
+    )?;
+    Ok(())
+}
+
+/// A failure's message is stored as text every backend can hold: cut to 4,096 characters,
+/// with NUL replaced by U+FFFD; the failure is recorded, never refused.
+pub async fn failure_message_is_always_stored(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let id = q.push(job("msg", json!(1)).max_attempts(5)).await?;
+    let l = pop_one(&q, "msg").await?;
+    q.fail(
+        &l.lease,
+        Failure::retry_after("bad byte \0 here", Duration::ZERO),
+    )
+    .await?;
+    let j = expect_state(&q, id, JobState::Pending).await?;
+    ensure!(
+        j.last_error.as_deref() == Some("bad byte \u{FFFD} here"),
+        "{:?}",
+        j.last_error
+    );
+    let l = pop_one(&q, "msg").await?;
+    let long = "é".repeat(5000);
+    q.fail(&l.lease, Failure::permanent(long)).await?;
+    let j = expect_state(&q, id, JobState::Dead).await?;
+    let stored = j.last_error.unwrap_or_default();
+    ensure!(
+        stored.chars().count() == 4096 && stored.chars().all(|c| c == 'é'),
+        "stored {} characters",
+        stored.chars().count()
+    );
+    Ok(())
+}

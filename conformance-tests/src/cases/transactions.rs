@@ -121,3 +121,26 @@ pub async fn tx_complete_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
     expect_state(&q, id, JobState::Cancelled).await?;
     Ok(())
 }
+
+/// A push inside the caller's transaction that clashes with a live dedup key fails with
+/// `Duplicate` naming the key, and stores nothing of that transaction.
+pub async fn tx_push_duplicate_is_named(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let tx = hooks(&ctx, &fx)?;
+    let q = fx.queue();
+    let live = q.push(job("txd", json!("live")).dedup_key("taken")).await?;
+    match tx
+        .push_in_tx(job("txd", json!("again")).dedup_key("taken"), "dup", true)
+        .await
+    {
+        Err(Error::Duplicate { queue, dedup_key }) if queue == "txd" && dedup_key == "taken" => {}
+        other => bail!("expected Duplicate(txd, taken), got {other:?}"),
+    }
+    ensure!(
+        tx.effects("dup").await? == 0,
+        "the failed transaction's write is stored"
+    );
+    let jobs = super::all_jobs(&q).await?;
+    ensure!(jobs.len() == 1 && jobs[0].id == live, "{jobs:?}");
+    Ok(())
+}

@@ -74,3 +74,89 @@ pub async fn listen_notify_wakes_other_value(ctx: Ctx) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Every transition that makes a job due now wakes a waiter of the same queue value at once, on
+/// every backend: a push, a batch push (per queue), a failure retried without delay, a release,
+/// a rescue and a retry of a dead job. The waiters' poll timeout is far longer than the case.
+pub async fn every_transition_to_due_wakes_waiters(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    // Waits (up to 20 s) for a wake-up on `queue` that `act` causes; the wake must come within
+    // a second.
+    async fn woken_by<F, Fut>(
+        q: &Arc<dyn Queue>,
+        queue: &'static str,
+        what: &str,
+        act: F,
+    ) -> anyhow::Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<()>>,
+    {
+        // Drain any permit left by earlier transitions, so only `act` can wake the waiter.
+        q.wait_for_work(queue, Duration::from_millis(20)).await;
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let t = Instant::now();
+                q.wait_for_work(queue, Duration::from_secs(20)).await;
+                t.elapsed()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        act().await?;
+        let waited = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .with_context(|| format!("{what}: the waiter was not woken"))??;
+        ensure!(
+            waited < Duration::from_secs(2),
+            "{what}: woken after {waited:?}"
+        );
+        Ok(())
+    }
+    woken_by(&q, "wt", "push", || async {
+        q.push(job("wt", json!(1)).max_attempts(10)).await?;
+        Ok(())
+    })
+    .await?;
+    woken_by(&q, "wt2", "batch push to another queue", || async {
+        q.push_batch(vec![job("wt", json!(2)), job("wt2", json!(3))])
+            .await?;
+        Ok(())
+    })
+    .await?;
+    let l = pop(&q, "wt", 1, LONG_LEASE, "w").await?.remove(0);
+    woken_by(&q, "wt", "failure retried at once", || async {
+        q.fail(
+            &l.lease,
+            queue_core::Failure::retry_after("x", Duration::ZERO),
+        )
+        .await?;
+        Ok(())
+    })
+    .await?;
+    let l = pop(&q, "wt", 1, LONG_LEASE, "w").await?.remove(0);
+    woken_by(&q, "wt", "release", || async {
+        q.release(&l.lease).await?;
+        Ok(())
+    })
+    .await?;
+    let l = pop(&q, "wt", 1, Duration::from_millis(150), "w")
+        .await?
+        .remove(0);
+    super::sleep_until_db(&q, l.lease.expires_at).await?;
+    woken_by(&q, "wt", "rescue", || async {
+        ensure!(q.rescue_expired().await? == 1);
+        Ok(())
+    })
+    .await?;
+    let l = pop(&q, "wt", 1, LONG_LEASE, "w").await?.remove(0);
+    q.fail(&l.lease, queue_core::Failure::permanent("x"))
+        .await?;
+    woken_by(&q, "wt", "retry of a dead job", || async {
+        q.retry(l.job.id).await?;
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
