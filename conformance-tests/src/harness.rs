@@ -261,3 +261,38 @@ where
         Err(join) => Err(anyhow::anyhow!("{name} did not finish: {join}")),
     }
 }
+
+/// Connects with `connect` to a closed port (`127.0.0.1:1`, in a URL whose password is
+/// `hunter2`) and checks the refusal: `Unavailable`, within five seconds, naming the address and
+/// the driver's reason rather than a pool timeout, and never the password.
+///
+/// # Errors
+/// When any of that does not hold.
+pub async fn expect_refused_connection<Q, F, Fut>(connect: F) -> anyhow::Result<()>
+where
+    Q: std::fmt::Debug,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = queue_core::Result<Q>>,
+{
+    let started = std::time::Instant::now();
+    let err = match connect().await {
+        Err(e) => e,
+        Ok(q) => anyhow::bail!("connected to a closed port: {q:?}"),
+    };
+    anyhow::ensure!(
+        matches!(err, queue_core::Error::Unavailable { .. }),
+        "{err:?}"
+    );
+    anyhow::ensure!(started.elapsed() < Duration::from_secs(5));
+    let shown = format!("{err} {err:?}");
+    anyhow::ensure!(
+        shown.contains("127.0.0.1:1"),
+        "the address is named: {shown}"
+    );
+    anyhow::ensure!(
+        !shown.contains("pool timed out"),
+        "the real reason is given: {shown}"
+    );
+    anyhow::ensure!(!shown.contains("hunter2"), "{shown}");
+    Ok(())
+}

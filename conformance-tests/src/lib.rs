@@ -11,6 +11,7 @@ pub mod suite;
 
 pub use backend::{Namespace, SqlBackend, SqlHarness};
 pub use harness::{
-    required, run_on, Ctx, Discovery, Fixture, Harness, Server, Skipped, TestConfig, Transactions,
+    expect_refused_connection, required, run_on, Ctx, Discovery, Fixture, Harness, Server, Skipped,
+    TestConfig, Transactions,
 };
 pub use runner::{main, run_suite, DialectTest, TestFuture};

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure};
+use anyhow::ensure;
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
@@ -388,27 +388,12 @@ async fn bad_configuration_and_unreachable_servers(server: Server) -> anyhow::Re
                 .await
         )? == "claim_strategy"
     );
-    let t = Instant::now();
-    let err = match PostgresQueue::builder("postgres://user:hunter2@127.0.0.1:1/db")
-        .connect_timeout(Duration::from_millis(500))
-        .connect()
-        .await
-    {
-        Err(e) => e,
-        Ok(_) => bail!("connected to a closed port"),
-    };
-    ensure!(matches!(err, Error::Unavailable { .. }), "{err:?}");
-    ensure!(t.elapsed() < Duration::from_secs(5));
-    let shown = format!("{err} {err:?}");
-    ensure!(
-        shown.contains("127.0.0.1:1"),
-        "the address is named: {shown}"
-    );
-    ensure!(
-        !shown.contains("pool timed out"),
-        "the real reason is given: {shown}"
-    );
-    ensure!(!shown.contains("hunter2"), "{shown}");
+    conformance_tests::expect_refused_connection(|| {
+        PostgresQueue::builder("postgres://user:hunter2@127.0.0.1:1/db")
+            .connect_timeout(Duration::from_millis(500))
+            .connect()
+    })
+    .await?;
     let shown = format!(
         "{:?}",
         PostgresQueue::builder("postgres://user:hunter2@h/db")

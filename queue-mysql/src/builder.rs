@@ -3,8 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{CommonOptions, DriverFault, RemoteWakeups};
-use queue_core::error::ConnectError;
+use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Engine, Error, Result, Wakeups};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
@@ -117,7 +116,7 @@ impl MySqlQueueBuilder {
         let options = self.options()?;
         let timeout = self.common.connect_timeout;
         let sql = Statements::new(&[("{prefix}", &self.table_prefix)]);
-        let server = first_contact(&options, &sql, timeout).await?;
+        let server = detect(&options, &sql, timeout).await?;
         // A job travels in one packet; a payload the server cannot receive would fail every
         // push of it (and drop the connection), so refuse such limits up front.
         let needed = self.common.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
@@ -189,10 +188,9 @@ impl MySqlQueueBuilder {
     }
 }
 
-/// Connects once, directly, and detects the server: a server that cannot be reached is
-/// reported with its address and the driver's reason (refused, unknown host, ...), not as a
-/// pool that timed out.
-async fn first_contact(
+/// Connects once, directly, and detects the server (see
+/// [`queue_core::engine::first_contact`]).
+async fn detect(
     options: &MySqlConnectOptions,
     sql: &Statements,
     timeout: Duration,
@@ -206,16 +204,12 @@ async fn first_contact(
         let _ = conn.close().await;
         ServerInfo::from_row(&row)
     };
-    match tokio::time::timeout(timeout, attempt).await {
-        Ok(Ok(server)) => Ok(server),
-        Ok(Err(e)) if crate::error::classify(&e) == DriverFault::Unavailable => Err(
-            Error::unavailable(ConnectError::new("MySQL/MariaDB", address, e)),
-        ),
-        Ok(Err(e)) => Err(crate::error::classify(&e).error(e)),
-        Err(_) => Err(Error::unavailable(ConnectError::new(
-            "MySQL/MariaDB",
-            address,
-            format!("no answer within {timeout:?}"),
-        ))),
-    }
+    first_contact(
+        "MySQL/MariaDB",
+        address,
+        timeout,
+        attempt,
+        crate::error::classify,
+    )
+    .await
 }

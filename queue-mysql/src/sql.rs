@@ -2,17 +2,9 @@
 //! prefix spliced in, and the expansion of their placeholder lists (`{ids}`, `{token_cases}`,
 //! ...) for statements over several rows. Only placeholders are ever expanded: values are bound.
 
-use std::sync::Arc;
-
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
-/// A statement text from [`queue_core::engine::statements::load`]: a file of `queries/` with
-/// nothing spliced in but a table prefix that `queue_core::validate::identifier` accepted.
-pub(crate) fn statement(text: String) -> SqlStr {
-    AssertSqlSafe(Arc::<str>::from(text)).into_sql_str()
-}
-
-queue_core::statements!(dir = "../queries", make = statement, ty = SqlStr;
+queue_core::statements!(sqlx = sqlx, dir = "../queries";
     server_version,
     now,
     migration_lock,

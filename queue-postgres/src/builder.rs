@@ -4,9 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::DriverFault;
-use queue_core::engine::{CommonOptions, RemoteWakeups};
-use queue_core::error::ConnectError;
+use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
@@ -137,7 +135,7 @@ impl PostgresQueueBuilder {
             .acquire_timeout(timeout)
             .connect_lazy_with(options.clone());
         let sql = Statements::new(&[("{schema}", &self.schema)]);
-        let version = first_contact(&options, &sql, timeout).await?;
+        let version = server_version(&options, &sql, timeout).await?;
         tracing::debug!(target: crate::LOG_TARGET, url = %redact_url(&self.url), schema = %self.schema, server_version = %version, "connected");
         let caps = Capabilities {
             dialect: Dialect::Postgres,
@@ -169,10 +167,9 @@ impl PostgresQueueBuilder {
     }
 }
 
-/// Connects once, directly, and reads the server version: a server that cannot be reached is
-/// reported with its address and the driver's reason (refused, unknown host, ...), not as a
-/// pool that timed out.
-async fn first_contact(
+/// Connects once, directly, and reads the server version (see
+/// [`queue_core::engine::first_contact`]).
+async fn server_version(
     options: &PgConnectOptions,
     sql: &Statements,
     timeout: Duration,
@@ -186,16 +183,12 @@ async fn first_contact(
         let _ = conn.close().await;
         Ok::<_, sqlx::Error>(version)
     };
-    match tokio::time::timeout(timeout, attempt).await {
-        Ok(Ok(version)) => Ok(version),
-        Ok(Err(e)) if crate::error::classify(&e) == DriverFault::Unavailable => Err(
-            Error::unavailable(ConnectError::new("PostgreSQL", address, e)),
-        ),
-        Ok(Err(e)) => Err(crate::error::classify(&e).error(e)),
-        Err(_) => Err(Error::unavailable(ConnectError::new(
-            "PostgreSQL",
-            address,
-            format!("no answer within {timeout:?}"),
-        ))),
-    }
+    first_contact(
+        "PostgreSQL",
+        address,
+        timeout,
+        attempt,
+        crate::error::classify,
+    )
+    .await
 }

@@ -1,15 +1,6 @@
 //! The statements, loaded from `queries/*.sql` and bound to one schema once, at connect time.
 
-use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
-
-/// A statement text from [`queue_core::engine::statements::load`]: a file of `queries/` or
-/// `migrations/` with nothing spliced in but a schema name that
-/// `queue_core::validate::identifier` accepted. Cheap to clone (shared).
-pub(crate) fn statement(text: String) -> SqlStr {
-    AssertSqlSafe(std::sync::Arc::<str>::from(text)).into_sql_str()
-}
-
-queue_core::statements!(dir = "../queries", make = statement, ty = SqlStr;
+queue_core::statements!(sqlx = sqlx, dir = "../queries";
     server_version,
     now,
     notify,

@@ -1,16 +1,6 @@
 //! The statements, loaded from `queries/*.sql` once per queue value.
 
-use std::sync::Arc;
-
-use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
-
-/// A statement text from [`queue_core::engine::statements::load`]: a file of `queries/`, with
-/// nothing spliced in. Cheap to clone (shared).
-pub(crate) fn statement(text: String) -> SqlStr {
-    AssertSqlSafe(Arc::<str>::from(text)).into_sql_str()
-}
-
-queue_core::statements!(dir = "../queries", make = statement, ty = SqlStr;
+queue_core::statements!(sqlx = sqlx, dir = "../queries";
     server_version,
     migration_table,
     migration_applied,

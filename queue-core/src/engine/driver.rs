@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::error::{BoxError, Error};
+use crate::error::{BoxError, ConnectError, Error};
 use crate::job::{Job, JobId, JobState, Lease, Leased, NewJob};
 use crate::queue::{ListRequest, QueueStats};
 use crate::wake::WakeHub;
@@ -64,6 +64,41 @@ impl DriverFault {
             DriverFault::Unavailable => Error::unavailable(e),
             _ => Error::database(e),
         }
+    }
+}
+
+/// A server's first connection, made directly rather than through a pool: a server that cannot
+/// be reached is reported as [`Error::Unavailable`] naming its address and the driver's reason
+/// (refused, unknown host, ...), not as a pool that timed out. `what` names the server
+/// (`PostgreSQL`), `attempt` connects and reads what the builder needs to know.
+///
+/// # Errors
+/// [`Error::Unavailable`] with a [`ConnectError`] when the server cannot be reached within
+/// `timeout`; otherwise as `classify` says.
+pub async fn first_contact<T, E, F>(
+    what: &'static str,
+    address: String,
+    timeout: Duration,
+    attempt: F,
+    classify: impl Fn(&E) -> DriverFault,
+) -> crate::Result<T>
+where
+    F: std::future::Future<Output = Result<T, E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => match classify(&e) {
+            DriverFault::Unavailable => {
+                Err(Error::unavailable(ConnectError::new(what, address, e)))
+            }
+            fault => Err(fault.error(e)),
+        },
+        Err(_) => Err(Error::unavailable(ConnectError::new(
+            what,
+            address,
+            format!("no answer within {timeout:?}"),
+        ))),
     }
 }
 

@@ -39,8 +39,8 @@ use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, Target, UniqueIndex,
+    first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry,
+    JobInsert, JobPrune, JobRescue, Migration, Target, UniqueIndex,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES};
 

@@ -58,34 +58,39 @@ pub fn load(text: &str, splices: &[(&str, &str)]) -> String {
     out
 }
 
-/// Declares a dialect's `Statements`: one field per statement name, each loaded from
-/// `<dir>/<name>.sql` at compile time, passed through [`load`] with the given splices and then
-/// through `make`, the dialect's constructor of a statement value.
+/// Declares a dialect's `Statements`: one `sqlx::SqlStr` field per statement name, each loaded
+/// from `<dir>/<name>.sql` at compile time and passed through [`load`] with the given splices.
+/// `sqlx` is the path of the dialect's sqlx crate (core itself depends on no driver). The one
+/// `AssertSqlSafe` of a dialect's statements is here: their text is the file's, with nothing
+/// spliced in but validated identifiers.
 ///
 /// ```text
-/// queue_core::statements!(dir = "../queries", make = crate::sql::statement, ty = SqlStr;
-///     now, job_get, job_list);
+/// queue_core::statements!(sqlx = ::sqlx, dir = "../queries"; now, job_get, job_list);
 /// let sql = Statements::new(&[("{schema}", "queue")]);
 /// ```
 #[macro_export]
 macro_rules! statements {
-    (dir = $dir:literal, make = $make:path, ty = $ty:ty; $($name:ident),* $(,)?) => {
+    (sqlx = $sqlx:ident, dir = $dir:literal; $($name:ident),* $(,)?) => {
         /// Every statement of the dialect, loaded from its `queries/` directory with the
         /// namespace spliced in. Built once per queue value and never reformatted, so each text
-        /// stays stable and the driver prepares it once per connection.
+        /// stays stable and the driver prepares it once per connection; cheap to clone.
         #[derive(Debug)]
         pub(crate) struct Statements {
-            $(pub(crate) $name: $ty,)*
+            $(pub(crate) $name: $sqlx::SqlStr,)*
         }
 
         impl Statements {
             /// All statements, with `splices` (validated identifiers only) replaced.
             pub(crate) fn new(splices: &[(&str, &str)]) -> Self {
+                use $sqlx::SqlSafeStr as _;
                 Statements {
-                    $($name: $make($crate::engine::statements::load(
-                        include_str!(concat!($dir, "/", stringify!($name), ".sql")),
-                        splices,
-                    )),)*
+                    $($name: $sqlx::AssertSqlSafe(::std::sync::Arc::<str>::from(
+                        $crate::engine::statements::load(
+                            include_str!(concat!($dir, "/", stringify!($name), ".sql")),
+                            splices,
+                        ),
+                    ))
+                    .into_sql_str(),)*
                 }
             }
         }
