@@ -31,7 +31,7 @@ pub struct WorkerBuilder {
     worker_id: Option<String>,
     concurrency: usize,
     prefetch: Option<usize>,
-    pop_concurrency: usize,
+    pop_concurrency: Option<usize>,
     lease: Duration,
     heartbeat: Option<Duration>,
     poll_min: Duration,
@@ -51,7 +51,7 @@ impl WorkerBuilder {
             worker_id: None,
             concurrency: 10,
             prefetch: None,
-            pop_concurrency: 1,
+            pop_concurrency: None,
             lease: Duration::from_secs(30),
             heartbeat: None,
             poll_min: Duration::from_millis(50),
@@ -70,18 +70,22 @@ impl WorkerBuilder {
         self
     }
 
-    /// Most jobs claimed by one pop (default: the concurrency, capped at the queue's
-    /// `max_pop`). A pop never claims more than there are free handler slots, so every claimed
-    /// job starts at once.
+    /// Most jobs claimed by one claim (default: the concurrency, capped at the queue's
+    /// `max_pop`). Claimed jobs that find no free slot wait in a local buffer of at most this
+    /// many jobs, so a worker holds at most `concurrency + prefetch` jobs; a job that waited
+    /// long enough for its lease to run short has it extended before it starts, and one whose
+    /// lease was lost is not run.
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = Some(n);
         self
     }
 
-    /// How many pops may run at once (default 1). More than one helps when the database's pop
-    /// latency, not the handlers, bounds the throughput; each pop still claims only free slots.
+    /// Most claims in flight at once (default: enough to refill the slots and the buffer with
+    /// claims of half a prefetch, at most 16; with prefetch 1 and 16 slots, 16 one-job claims).
+    /// The number actually in flight adapts: it grows while claims come back full and drops to
+    /// one when the queue is drained, so an idle worker makes one claim per poll interval.
     pub fn pop_concurrency(mut self, n: usize) -> Self {
-        self.pop_concurrency = n;
+        self.pop_concurrency = Some(n);
         self
     }
 
@@ -204,7 +208,10 @@ impl WorkerBuilder {
             Some(n) => n,
             None => self.concurrency.min(limits.max_pop).max(1),
         };
-        if !(1..=MAX_POP_CONCURRENCY).contains(&self.pop_concurrency) {
+        if self
+            .pop_concurrency
+            .is_some_and(|n| !(1..=MAX_POP_CONCURRENCY).contains(&n))
+        {
             return Err(Error::invalid(
                 "pop_concurrency",
                 format!("must be between 1 and {MAX_POP_CONCURRENCY}"),

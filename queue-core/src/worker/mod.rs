@@ -1,10 +1,16 @@
 //! The worker runtime: claims jobs from one queue of any [`Queue`] backend and runs a handler
 //! for each.
 //!
-//! - **Concurrency and prefetch**: at most `concurrency` handlers run at once; each pop claims
-//!   `min(prefetch, free slots)` jobs, so every claimed job starts at once.
-//! - **Batched acks**: completions go to one acknowledging task that drains whatever is waiting
-//!   and completes it with a single `ack_batch`; failures are recorded one by one with `fail`.
+//! - **Concurrency and prefetch**: at most `concurrency` handlers run at once. Several claims of
+//!   up to `prefetch` jobs each are in flight while there is room (adapting to how full the
+//!   last claims came back); claimed jobs without a free slot wait in a local buffer of at most
+//!   `prefetch` jobs, so the worker never holds more than `concurrency + prefetch` jobs. A
+//!   buffered job whose lease ran short while it waited has it extended before it starts; one
+//!   whose lease was lost is not run.
+//! - **Batched acks**: completions go to one acknowledging task that completes them with one
+//!   `ack_batch` per batch (sent when it is as large as the worker runs or claims at once, or
+//!   2 ms after its first completion; two batches at most in flight); failures are recorded one
+//!   by one with `fail`.
 //! - **Heartbeat**: a handler still running after `heartbeat` has its lease extended, and again
 //!   every `heartbeat`; when the extension reports the lease lost (or the job cancelled), the
 //!   handler is stopped, since the job belongs to someone else now.
@@ -20,11 +26,9 @@
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue and attempt.
 //!
-//! For throughput: one pop at a time claims at most `prefetch` jobs per database round trip, so
-//! short jobs are bound by `prefetch / pop latency`; raise the prefetch, or let several pops run
-//! at once with `pop_concurrency` (each claims from the free slots, so the concurrency limit
-//! still holds). A concurrency above the prefetch lets a pop run while the previous batch's
-//! handlers finish, instead of after them.
+//! For throughput: claims overlap with each other and with running handlers, so short jobs are
+//! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
+//! flight (by default enough to refill the slots and the buffer, at most 16).
 //!
 //! No handler ever runs while the worker holds a database connection or transaction: the worker
 //! only calls the [`Queue`] trait, whose calls each complete before the handler starts.
@@ -70,6 +74,7 @@ use crate::queue::Queue;
 
 mod builder;
 mod counters;
+mod dispatch;
 mod handler;
 mod runtime;
 #[cfg(test)]
@@ -92,7 +97,8 @@ pub(crate) struct Config {
     pub(crate) worker_id: String,
     pub(crate) concurrency: usize,
     pub(crate) prefetch: usize,
-    pub(crate) pop_concurrency: usize,
+    /// Most claims in flight; `None`: chosen from the concurrency and the prefetch.
+    pub(crate) pop_concurrency: Option<usize>,
     pub(crate) lease: Duration,
     pub(crate) heartbeat: Duration,
     pub(crate) poll_min: Duration,

@@ -18,33 +18,32 @@ use super::handler::{Handler, JobContext, JobError, LeaseCell};
 use super::{Config, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Lease, Leased};
-use crate::queue::{CheckedPop, PopRequest, Queue};
+use crate::queue::Queue;
+
+use super::dispatch::{dispatch, Buffered};
 
 /// How many times a failed `fail`, `release` or `ack_batch` is retried when the database was
 /// unreachable, and the first pause between tries (doubling).
 const TRANSITION_TRIES: u32 = 4;
 const TRANSITION_BACKOFF: Duration = Duration::from_millis(100);
-/// The first and the longest pause after a failed pop.
-const POP_BACKOFF_MIN: Duration = Duration::from_millis(100);
-const POP_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How many jobs claimed at shutdown are released at once.
 const RELEASE_CONCURRENCY: usize = 16;
 
 /// What the tasks share.
-struct Shared {
-    queue: Arc<dyn Queue>,
-    handler: Arc<dyn Handler>,
-    config: Config,
-    counters: Arc<Counters>,
-    permits: Arc<Semaphore>,
-    acks: mpsc::Sender<AckMsg>,
+pub(super) struct Shared {
+    pub(super) queue: Arc<dyn Queue>,
+    pub(super) handler: Arc<dyn Handler>,
+    pub(super) config: Config,
+    pub(super) counters: Arc<Counters>,
+    pub(super) permits: Arc<Semaphore>,
+    pub(super) acks: mpsc::Sender<AckMsg>,
     /// Becomes true when running handlers must stop (the shutdown deadline passed).
-    abort: watch::Receiver<bool>,
+    pub(super) abort: watch::Receiver<bool>,
     /// Handlers stopped at the deadline.
-    aborted: AtomicU64,
+    pub(super) aborted: AtomicU64,
 }
 
-enum AckMsg {
+pub(super) enum AckMsg {
     Ack(Lease),
     /// Flush what is queued and exit; sent once no job task is left to send.
     Stop,
@@ -123,9 +122,7 @@ pub(super) fn start(
         "worker started"
     );
     let acker = tokio::spawn(acker(shared.clone(), ack_rx));
-    let dispatchers = (0..shared.config.pop_concurrency)
-        .map(|_| tokio::spawn(dispatch(shared.clone(), stop_rx.clone())))
-        .collect();
+    let dispatchers = vec![tokio::spawn(dispatch(shared.clone(), stop_rx.clone()))];
     let rescuer = shared
         .config
         .rescue_interval
@@ -235,138 +232,12 @@ async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str
 }
 
 /// `d` spread by ±20 % so that workers started together do not poll together.
-fn jitter(d: Duration) -> Duration {
+pub(super) fn jitter(d: Duration) -> Duration {
     d.mul_f64(0.8 + 0.4 * fastrand::f64())
 }
 
-/// Pops while there is capacity and work, and spawns a task per claimed job.
-async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let cfg = &shared.config;
-    let limits = &shared.queue.capabilities().limits;
-    // Validated once here; each pop only checks its limit again.
-    let request = match CheckedPop::new(
-        PopRequest {
-            queue: cfg.queue_name.clone(),
-            limit: cfg.prefetch,
-            lease: cfg.lease,
-            worker: cfg.worker_id.clone(),
-        },
-        limits,
-    ) {
-        Ok(request) => request,
-        Err(error) => {
-            tracing::error!(target: LOG_TARGET, queue = %cfg.queue_name, %error, "cannot claim");
-            return;
-        }
-    };
-    let mut idle = cfg.poll_min;
-    let mut backoff = POP_BACKOFF_MIN;
-    loop {
-        // Wait for a free slot, then take as many more as are free, up to the prefetch.
-        let mut permits = tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => break,
-            p = shared.permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        if shared.permits.available_permits() + 1 < cfg.prefetch.min(cfg.concurrency) {
-            // Saturated: let handlers that are about to finish do so, so the pop claims a
-            // batch rather than one job per completion.
-            tokio::task::yield_now().await;
-        }
-        let extra = cfg
-            .prefetch
-            .saturating_sub(1)
-            .min(shared.permits.available_permits());
-        if extra > 0 {
-            if let Ok(more) = shared.permits.clone().try_acquire_many_owned(extra as u32) {
-                permits.merge(more);
-            }
-        }
-        let limit = permits.num_permits();
-        let popped = match request.with_limit(limit, limits) {
-            Ok(req) => shared.queue.pop_checked(&req).await,
-            Err(e) => Err(e),
-        };
-        let jobs = match popped {
-            Ok(jobs) => {
-                backoff = POP_BACKOFF_MIN;
-                jobs
-            }
-            Err(e) => {
-                drop(permits);
-                shared.counters.add_pop_error();
-                tracing::warn!(
-                    target: LOG_TARGET,
-                    queue = %cfg.queue_name,
-                    error = %e,
-                    retry_in_ms = backoff.as_millis() as u64,
-                    "pop failed; backing off"
-                );
-                tokio::select! {
-                    biased;
-                    _ = stop.wait_for(|s| *s) => break,
-                    _ = tokio::time::sleep(jitter(backoff)) => {}
-                }
-                backoff = (backoff * 2).min(POP_BACKOFF_MAX.max(cfg.poll_max));
-                continue;
-            }
-        };
-        let got = jobs.len();
-        shared.counters.add_claimed(got as u64);
-        if *stop.borrow() {
-            // Shutdown began while the pop ran: give the jobs back unstarted.
-            drop(permits);
-            release_all(&shared, jobs).await;
-            break;
-        }
-        let mut surplus = Vec::new();
-        for leased in jobs {
-            match permits.split(1) {
-                Some(permit) => {
-                    tokio::spawn(run_job(shared.clone(), leased, permit));
-                }
-                None => surplus.push(leased),
-            }
-        }
-        drop(permits);
-        if !surplus.is_empty() {
-            tracing::error!(
-                target: LOG_TARGET,
-                queue = %cfg.queue_name,
-                asked = limit,
-                got,
-                "pop returned more jobs than asked for; releasing the surplus"
-            );
-            release_all(&shared, surplus).await;
-        }
-        if got >= limit {
-            // A full batch: there is probably more, pop again as soon as there is room.
-            idle = cfg.poll_min;
-            continue;
-        }
-        let wait = if got == 0 {
-            let w = idle;
-            idle = (idle * 2).min(cfg.poll_max);
-            w
-        } else {
-            // The queue was drained: wait briefly for more unless woken sooner.
-            idle = cfg.poll_min;
-            cfg.poll_min
-        };
-        tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => break,
-            _ = shared.queue.wait_for_work(&cfg.queue_name, jitter(wait)) => {}
-        }
-    }
-    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "dispatcher stopped");
-}
-
 /// Releases jobs that were claimed but will not run, counting each outcome.
-async fn release_all(shared: &Arc<Shared>, jobs: Vec<Leased>) {
+pub(super) async fn release_all(shared: &Arc<Shared>, jobs: Vec<Leased>) {
     use futures::StreamExt;
     futures::stream::iter(jobs)
         .for_each_concurrent(RELEASE_CONCURRENCY, |leased| async move {
@@ -448,7 +319,10 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs one job from start to its recorded outcome; the slot is freed at the end.
-async fn run_job(shared: Arc<Shared>, leased: Leased, permit: OwnedSemaphorePermit) {
+pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSemaphorePermit) {
+    let Some(leased) = fresh_lease(&shared, job).await else {
+        return;
+    };
     let Leased { job, lease } = leased;
     let span = tracing::info_span!(
         target: LOG_TARGET,
@@ -466,6 +340,39 @@ async fn run_job(shared: Arc<Shared>, leased: Leased, permit: OwnedSemaphorePerm
     };
     settle(&shared, outcome, lease).instrument(span).await;
     drop(permit);
+}
+
+/// The lease of a job about to start, extended first when the job waited in the buffer so long
+/// that its lease would run out before the first heartbeat; `None` (the job is not run) when the
+/// lease was lost meanwhile: the job belongs to someone else now.
+async fn fresh_lease(shared: &Shared, job: Buffered) -> Option<Leased> {
+    let cfg = &shared.config;
+    let Buffered { leased, claimed_at } = job;
+    let waited = claimed_at.elapsed();
+    if waited + cfg.heartbeat + cfg.lease / 10 < cfg.lease {
+        return Some(leased);
+    }
+    match shared.queue.extend(&leased.lease, cfg.lease).await {
+        Ok(lease) => {
+            let mut job = leased.job;
+            job.lease_expires_at = Some(lease.expires_at);
+            Some(Leased { job, lease })
+        }
+        Err(e @ (Error::LeaseLost { .. } | Error::Cancelled { .. })) => {
+            shared.counters.add_lease_lost(1);
+            tracing::info!(target: LOG_TARGET, job = %leased.lease.job_id, waited_ms = waited.as_millis() as u64, error = %e, "a buffered job's lease was lost; not running it");
+            None
+        }
+        Err(e) if waited < cfg.lease => {
+            tracing::warn!(target: LOG_TARGET, job = %leased.lease.job_id, error = %e, "could not extend a buffered job's lease; running it on the lease it has");
+            Some(leased)
+        }
+        Err(e) => {
+            shared.counters.add_abandoned(1);
+            tracing::error!(target: LOG_TARGET, job = %leased.lease.job_id, error = %e, "a buffered job's lease ran out and could not be extended; leaving it to the rescuer");
+            None
+        }
+    }
 }
 
 /// Runs the handler, extending the lease while it runs long, until it ends, the lease is lost,
@@ -582,29 +489,61 @@ async fn ack_one(shared: &Shared, lease: &Lease) {
     }
 }
 
-/// Collects completions and acknowledges whatever has queued up with one `ack_batch`.
+/// How long the acknowledger waits for more completions to join a batch that is not full yet.
+/// Acks are not on any job's path (the job's slot is already free), so a short wait costs
+/// nothing but lets one statement complete many jobs.
+const ACK_LINGER: Duration = Duration::from_millis(2);
+/// Most `ack_batch` statements in flight at once.
+const ACK_FLUSHES: usize = 2;
+
+/// Collects completions and acknowledges them in batches: a batch is sent when it holds as many
+/// jobs as the worker runs or claims at once (at most `ack_batch`), or [`ACK_LINGER`] after its
+/// first completion, whichever comes first; up to [`ACK_FLUSHES`] batches are in flight.
 async fn acker(shared: Arc<Shared>, mut rx: mpsc::Receiver<AckMsg>) {
-    let max = shared.config.ack_batch;
-    let mut batch: Vec<Lease> = Vec::with_capacity(max);
+    let cfg = &shared.config;
+    let max = cfg.ack_batch;
+    let full = cfg.concurrency.max(cfg.prefetch).min(max);
+    let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
+    let mut in_flight = tokio::task::JoinSet::new();
     let mut stop = false;
     while !stop {
+        let mut batch: Vec<Lease> = Vec::with_capacity(full);
         match rx.recv().await {
             Some(AckMsg::Ack(lease)) => batch.push(lease),
             Some(AckMsg::Stop) | None => stop = true,
         }
-        while !stop && batch.len() < max {
-            match rx.try_recv() {
-                Ok(AckMsg::Ack(lease)) => batch.push(lease),
-                Ok(AckMsg::Stop) => stop = true,
-                Err(_) => break,
+        let linger = Instant::now() + ACK_LINGER;
+        while !stop && batch.len() < full {
+            let next = match rx.try_recv() {
+                Ok(msg) => Some(msg),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    match tokio::time::timeout_at(linger, rx.recv()).await {
+                        Ok(msg) => msg,
+                        Err(_) => break,
+                    }
+                }
+            };
+            match next {
+                Some(AckMsg::Ack(lease)) => batch.push(lease),
+                Some(AckMsg::Stop) | None => stop = true,
             }
         }
-        if !batch.is_empty() {
-            flush(&shared, &batch).await;
-            batch.clear();
+        if batch.is_empty() {
+            continue;
         }
+        let Ok(permit) = flushes.clone().acquire_owned().await else {
+            break;
+        };
+        let shared = shared.clone();
+        in_flight.spawn(async move {
+            flush(&shared, &batch).await;
+            drop(permit);
+        });
+        while in_flight.try_join_next().is_some() {}
     }
-    tracing::debug!(target: LOG_TARGET, queue = %shared.config.queue_name, "acknowledger stopped");
+    while in_flight.join_next().await.is_some() {}
+    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "acknowledger stopped");
 }
 
 /// Acknowledges one batch; leases lost meanwhile are counted. When the batch statement fails

@@ -722,12 +722,13 @@ async fn shutdown_finishes_quick_handlers_and_releases_overdue_ones() {
         .unwrap()
         .start();
     let counters = handle.counters();
-    until(Duration::from_secs(1), || counters.claimed() == 6).await;
-    // The priority order is by id among equals, so the six claimed are the first six pushed.
+    // Six run (the first six pushed: equal priorities go by id); the other four wait in the
+    // buffer (prefetch 6).
+    until(Duration::from_secs(1), || counters.claimed() == 10).await;
     let report = handle.shutdown(Duration::from_secs(2)).await;
     assert_eq!(report.aborted, 3);
     assert_eq!(report.counters.completed, 3);
-    assert_eq!(report.counters.released, 3);
+    assert_eq!(report.counters.released, 7, "3 stopped and 4 buffered");
     assert!(report.all_settled(), "{report:?}");
     // The aborted handlers' futures were dropped.
     assert_eq!(dropped.load(Ordering::SeqCst), 6);
@@ -1246,6 +1247,7 @@ async fn a_database_outage_loses_no_job() {
     let g = gate.clone();
     let handle = builder(&q)
         .concurrency(10)
+        .prefetch(1)
         .lease(Duration::from_secs(2))
         .heartbeat(Duration::from_millis(500))
         .rescue_interval(Some(Duration::from_millis(500)))
@@ -1260,12 +1262,13 @@ async fn a_database_outage_loses_no_job() {
         .unwrap()
         .start();
     let counters = handle.counters();
-    until(Duration::from_secs(1), || counters.claimed() == 10).await;
+    // Ten run and one waits in the buffer (prefetch 1).
+    until(Duration::from_secs(1), || counters.claimed() == 11).await;
     // The database goes away while ten handlers run; they finish, but nothing can be recorded.
     q.down.store(true, Ordering::SeqCst);
     gate.notify_waiters();
     until(Duration::from_secs(10), || counters.abandoned() == 10).await;
-    assert_eq!(q.count(JobState::Running), 10);
+    assert_eq!(q.count(JobState::Running), 11);
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(counters.pop_errors() > 0);
     // Back up: the rescuer returns the abandoned jobs and every job completes.
@@ -1354,4 +1357,186 @@ async fn a_handler_past_its_timeout_is_stopped_and_retried() {
     let job = q.job(id);
     assert_eq!(job.state, JobState::Pending);
     assert!(job.last_error.unwrap().contains("timed out after 2s"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_buffered_job_is_released_when_the_worker_stops() {
+    let q = FakeQueue::new();
+    let ids = push_n(&q, 5, json!({})).await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = gate.clone();
+    let handle = builder(&q)
+        .concurrency(2)
+        .prefetch(3)
+        .handler_fn(move |_ctx| {
+            let g = g.clone();
+            async move {
+                g.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    // Two run, three wait in the buffer.
+    until(Duration::from_secs(1), || counters.claimed() == 5).await;
+    assert_eq!(q.count(JobState::Running), 5);
+    let closer = tokio::spawn(async move {
+        loop {
+            gate.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let report = handle.shutdown(Duration::from_secs(5)).await;
+    closer.abort();
+    assert!(report.all_settled(), "{report:?}");
+    assert_eq!(
+        report.counters.completed + report.counters.released,
+        5,
+        "{report:?}"
+    );
+    assert!(report.counters.released >= 1, "{report:?}");
+    for id in ids {
+        let job = q.job(id);
+        assert!(
+            job.state == JobState::Completed
+                || (job.state == JobState::Pending && job.attempts == 0),
+            "{job:?}"
+        );
+    }
+    assert_eq!(q.count(JobState::Running), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_buffered_job_whose_lease_was_lost_is_never_run() {
+    let q = FakeQueue::new();
+    let first = push_n(&q, 1, json!({"hold": true})).await[0];
+    let second = push_n(&q, 1, json!({"hold": false})).await[0];
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = gate.clone();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let r = ran.clone();
+    let handle = builder(&q)
+        .concurrency(1)
+        .prefetch(1)
+        .lease(Duration::from_secs(2))
+        .heartbeat(Duration::from_millis(500))
+        .rescue_interval(None)
+        .handler_fn(move |ctx| {
+            let (g, r) = (g.clone(), r.clone());
+            async move {
+                r.lock().unwrap().push(ctx.job.id);
+                if ctx.job.payload_value()["hold"] == json!(true) {
+                    g.notified().await;
+                }
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    // The first runs; the second waits in the buffer while its lease runs out.
+    until(Duration::from_secs(1), || counters.claimed() == 2).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Someone rescues it and another worker takes it: the buffered lease is gone.
+    assert_eq!(
+        q.rescue_expired().await.unwrap(),
+        1,
+        "only the buffered job expired"
+    );
+    let other = q.pop(PopRequest::new(Q).worker("other")).await.unwrap();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0].job.id, second);
+    gate.notify_waiters();
+    until(Duration::from_secs(5), || counters.lease_lost() == 1).await;
+    assert_eq!(
+        *ran.lock().unwrap(),
+        vec![first],
+        "the job with a lost lease ran"
+    );
+    assert_eq!(q.job(second).state, JobState::Running);
+    assert_eq!(q.job(second).worker.as_deref(), Some("other"));
+    handle.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_buffered_job_that_waited_long_is_extended_before_it_starts() {
+    let q = FakeQueue::new();
+    push_n(&q, 2, json!({})).await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = gate.clone();
+    let handle = builder(&q)
+        .concurrency(1)
+        .prefetch(1)
+        .lease(Duration::from_secs(3))
+        .heartbeat(Duration::from_secs(1))
+        .rescue_interval(None)
+        .handler_fn(move |_ctx| {
+            let g = g.clone();
+            async move {
+                g.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 2).await;
+    // The running job is kept alive by its heartbeat; the buffered one waits 1.9 s of its 3.
+    tokio::time::sleep(Duration::from_millis(1900)).await;
+    let extends_before = q.calls.extend.load(Ordering::SeqCst);
+    gate.notify_one();
+    until(Duration::from_secs(1), || {
+        q.calls.extend.load(Ordering::SeqCst) > extends_before
+    })
+    .await;
+    gate.notify_one();
+    until(Duration::from_secs(5), || counters.completed() == 2).await;
+    assert_eq!(counters.lease_lost(), 0);
+    handle.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_makes_at_most_one_claim_per_poll_interval() {
+    let q = FakeQueue::new();
+    let handle = builder(&q)
+        .concurrency(16)
+        .prefetch(1)
+        .poll_interval(Duration::from_millis(100), Duration::from_millis(100))
+        .rescue_interval(None)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let pops = q.calls.pop.load(Ordering::SeqCst);
+    // 10 s at one claim per jittered 80..120 ms interval: at most 126, never 16 at a time.
+    assert!((80..=130).contains(&pops), "{pops} claims in 10 s");
+    assert!(q.calls.pops_peak.load(Ordering::SeqCst) <= 1);
+    handle.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn prefetch_one_keeps_a_claim_in_flight_per_free_slot() {
+    let q = FakeQueue::new();
+    *q.pop_latency.lock().unwrap() = Duration::from_millis(5);
+    push_n(&q, 400, json!({})).await;
+    let handle = builder(&q)
+        .concurrency(16)
+        .prefetch(1)
+        .rescue_interval(None)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(60), || counters.completed() == 400).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let peak = q.calls.pops_peak.load(Ordering::SeqCst);
+    assert!((8..=16).contains(&peak), "{peak} one-job claims at once");
+    assert!(q.pop_limits.lock().unwrap().iter().all(|&l| l == 1));
+    assert_eq!(q.count(JobState::Completed), 400);
 }

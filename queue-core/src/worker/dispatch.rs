@@ -1,0 +1,304 @@
+//! The dispatcher: keeps several claims in flight, holds claimed jobs in a bounded local buffer,
+//! and starts them as handler slots free up.
+//!
+//! - **Claims in flight**: at most the worker's `pop_concurrency`, by default enough for the
+//!   slots and the buffer to be refilled by claims of half a prefetch, capped at 16. The number
+//!   actually in flight adapts: it grows by one after each claim that came back full, and drops
+//!   back to one as soon as a claim finds the queue drained.
+//! - **Claim size**: up to `prefetch` jobs, never more than there is room for: free slots plus
+//!   free buffer places, less what claims in flight already asked for; at least half a
+//!   prefetch unless the worker has nothing else to run. So a worker never holds more than
+//!   `concurrency + prefetch` jobs in memory (running, buffered, or being claimed).
+//! - **Buffer**: at most `prefetch` claimed jobs wait for a slot. A job's lease keeps running
+//!   while it waits; when a slot frees, a job that waited so long that its lease would expire
+//!   before the first heartbeat has its lease extended before its handler starts, and a job whose
+//!   lease was lost meanwhile is dropped unstarted (it belongs to someone else now).
+//! - **Idle**: a claim that finds the queue empty is followed by no other claim until a wake-up
+//!   or the (adaptive, jittered) poll interval: an idle worker issues one claim per interval.
+//! - **Shutdown**: no new claim starts; claims in flight are awaited and everything claimed but
+//!   not started (buffered or just returned) is released, its attempt not counted.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::runtime::{jitter, release_all, run_job, Shared};
+use super::LOG_TARGET;
+use crate::error::Result;
+use crate::job::Leased;
+use crate::queue::{CheckedPop, PopRequest};
+
+/// The first and the longest pause after a failed claim.
+const CLAIM_BACKOFF_MIN: Duration = Duration::from_millis(100);
+const CLAIM_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Most claims in flight when the worker does not set `pop_concurrency`.
+pub(super) const AUTO_CLAIMS_MAX: usize = 16;
+
+/// A claimed job waiting for a slot, with when its claim was made.
+pub(super) struct Buffered {
+    pub(super) leased: Leased,
+    pub(super) claimed_at: Instant,
+}
+
+/// What a finished claim hands back: how many jobs it asked for, when it started, what it got.
+struct Claimed {
+    asked: usize,
+    started: Instant,
+    result: Result<Vec<Leased>>,
+}
+
+/// The dispatcher's state between events.
+struct Dispatcher {
+    shared: Arc<Shared>,
+    request: CheckedPop,
+    buffer: VecDeque<Buffered>,
+    /// Claims in flight.
+    claims: JoinSet<Claimed>,
+    /// Jobs the claims in flight asked for.
+    asked: usize,
+    /// How many claims may be in flight now (adapts between 1 and `max_claims`).
+    target: usize,
+    max_claims: usize,
+    /// The last claim found the queue drained: claim again after a wake-up or the interval.
+    drained: bool,
+    /// The next wait when the queue is drained (doubles up to the poll maximum).
+    idle: Duration,
+    /// No claim starts before this (after a failed claim).
+    paused_until: Option<Instant>,
+    backoff: Duration,
+}
+
+/// Most jobs waiting in the buffer.
+fn buffer_capacity(shared: &Shared) -> usize {
+    shared.config.prefetch
+}
+
+/// How many claims may be in flight at most: `pop_concurrency` when set, else enough to fill
+/// the slots and the buffer with claims of half a prefetch.
+pub(super) fn max_claims(shared: &Shared) -> usize {
+    let cfg = &shared.config;
+    cfg.pop_concurrency.unwrap_or_else(|| {
+        (2 * (cfg.concurrency + cfg.prefetch))
+            .div_ceil(cfg.prefetch)
+            .clamp(1, AUTO_CLAIMS_MAX)
+    })
+}
+
+/// Runs until the worker stops; then gives back every job claimed but not started.
+pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let cfg = &shared.config;
+    let limits = &shared.queue.capabilities().limits;
+    // Validated once here; each claim only checks its limit again.
+    let request = match CheckedPop::new(
+        PopRequest {
+            queue: cfg.queue_name.clone(),
+            limit: cfg.prefetch,
+            lease: cfg.lease,
+            worker: cfg.worker_id.clone(),
+        },
+        limits,
+    ) {
+        Ok(request) => request,
+        Err(error) => {
+            tracing::error!(target: LOG_TARGET, queue = %cfg.queue_name, %error, "cannot claim");
+            return;
+        }
+    };
+    let mut d = Dispatcher {
+        max_claims: max_claims(&shared),
+        shared: shared.clone(),
+        request,
+        buffer: VecDeque::new(),
+        claims: JoinSet::new(),
+        asked: 0,
+        target: 1,
+        drained: false,
+        idle: cfg.poll_min,
+        paused_until: None,
+        backoff: CLAIM_BACKOFF_MIN,
+    };
+    loop {
+        d.start_buffered();
+        d.launch_claims();
+        let waiting_for_slot = !d.buffer.is_empty();
+        let idle = d.claims.is_empty() && d.buffer.is_empty();
+        let pause = d.paused_until;
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            Some(done) = d.claims.join_next(), if !d.claims.is_empty() => match done {
+                Ok(claimed) => d.claimed(claimed),
+                Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "claim task failed"),
+            },
+            permit = shared.permits.clone().acquire_owned(), if waiting_for_slot => {
+                if let Ok(permit) = permit {
+                    if let Some(job) = d.buffer.pop_front() {
+                        tokio::spawn(run_job(shared.clone(), job, permit));
+                    }
+                }
+            }
+            _ = sleep_until_opt(pause), if pause.is_some() && d.claims.is_empty() => {
+                d.paused_until = None;
+            }
+            _ = shared.queue.wait_for_work(&cfg.queue_name, jitter(d.idle)), if idle && d.drained && pause.is_none() => {
+                // Woken by a push, or the interval passed: claim once more.
+                d.drained = false;
+                d.idle = (d.idle * 2).min(cfg.poll_max);
+            }
+        }
+    }
+    d.finish().await;
+    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "dispatcher stopped");
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Dispatcher {
+    /// Starts buffered jobs while slots are free.
+    fn start_buffered(&mut self) {
+        while !self.buffer.is_empty() {
+            let Ok(permit) = self.shared.permits.clone().try_acquire_owned() else {
+                return;
+            };
+            if let Some(job) = self.buffer.pop_front() {
+                tokio::spawn(run_job(self.shared.clone(), job, permit));
+            }
+        }
+    }
+
+    /// Room for more claimed jobs: free slots and free buffer places, less what is asked for.
+    fn room(&self) -> usize {
+        (self.shared.permits.available_permits() + buffer_capacity(&self.shared))
+            .saturating_sub(self.buffer.len() + self.asked)
+    }
+
+    /// Starts claims while there is room, the target allows, and the queue is not known empty.
+    fn launch_claims(&mut self) {
+        if self.drained || self.paused_until.is_some() {
+            return;
+        }
+        let prefetch = self.shared.config.prefetch;
+        while self.claims.len() < self.target {
+            let n = self.room().min(prefetch);
+            // Claims stay large (at least half a prefetch) unless the worker would otherwise
+            // sit idle: nothing claimed, nothing buffered.
+            let starving = self.claims.is_empty() && self.buffer.is_empty();
+            if n == 0 || (n < prefetch.div_ceil(2) && !starving) {
+                return;
+            }
+            let request = match self
+                .request
+                .with_limit(n, &self.shared.queue.capabilities().limits)
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(target: LOG_TARGET, error = %e, "cannot claim");
+                    return;
+                }
+            };
+            let queue = self.shared.queue.clone();
+            self.asked += n;
+            self.claims.spawn(async move {
+                let started = Instant::now();
+                let result = queue.pop_checked(&request).await;
+                Claimed {
+                    asked: n,
+                    started,
+                    result,
+                }
+            });
+        }
+    }
+
+    /// Takes in what a claim returned.
+    fn claimed(&mut self, claimed: Claimed) {
+        self.asked -= claimed.asked;
+        let cfg = &self.shared.config;
+        let jobs = match claimed.result {
+            Ok(jobs) => {
+                self.backoff = CLAIM_BACKOFF_MIN;
+                jobs
+            }
+            Err(e) => {
+                self.shared.counters.add_pop_error();
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    queue = %cfg.queue_name,
+                    error = %e,
+                    retry_in_ms = self.backoff.as_millis() as u64,
+                    "claim failed; backing off"
+                );
+                self.paused_until = Some(Instant::now() + jitter(self.backoff));
+                self.backoff = (self.backoff * 2).min(CLAIM_BACKOFF_MAX.max(cfg.poll_max));
+                self.target = 1;
+                return;
+            }
+        };
+        let got = jobs.len();
+        self.shared.counters.add_claimed(got as u64);
+        if got > claimed.asked {
+            tracing::error!(
+                target: LOG_TARGET,
+                queue = %cfg.queue_name,
+                asked = claimed.asked,
+                got,
+                "claim returned more jobs than asked for; releasing the surplus"
+            );
+        }
+        let mut jobs = jobs.into_iter();
+        for leased in jobs.by_ref().take(claimed.asked) {
+            self.buffer.push_back(Buffered {
+                leased,
+                claimed_at: claimed.started,
+            });
+        }
+        let surplus: Vec<Leased> = jobs.collect();
+        if !surplus.is_empty() {
+            let shared = self.shared.clone();
+            tokio::spawn(async move { release_all(&shared, surplus).await });
+        }
+        if got >= claimed.asked {
+            // A full claim: there is probably more; allow one more claim in flight.
+            self.drained = false;
+            self.idle = cfg.poll_min;
+            self.target = (self.target + 1).min(self.max_claims);
+        } else {
+            // The queue is drained for now: the next claim waits for a wake-up or, when this
+            // one found nothing at all, the growing idle interval.
+            self.drained = true;
+            self.target = 1;
+            if got > 0 {
+                self.idle = cfg.poll_min;
+            }
+        }
+    }
+
+    /// At shutdown: waits for the claims in flight and releases every job not started.
+    async fn finish(mut self) {
+        while let Some(done) = self.claims.join_next().await {
+            if let Ok(claimed) = done {
+                self.asked -= claimed.asked;
+                if let Ok(jobs) = claimed.result {
+                    self.shared.counters.add_claimed(jobs.len() as u64);
+                    self.buffer.extend(jobs.into_iter().map(|leased| Buffered {
+                        leased,
+                        claimed_at: claimed.started,
+                    }));
+                }
+            }
+        }
+        let unstarted: Vec<Leased> = self.buffer.drain(..).map(|b| b.leased).collect();
+        if !unstarted.is_empty() {
+            release_all(&self.shared, unstarted).await;
+        }
+    }
+}
