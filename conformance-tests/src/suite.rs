@@ -41,6 +41,7 @@ pub fn catalogue() -> Vec<Case> {
         concurrency::expiring_leases_under_a_busy_rescuer,
         lifecycle::ack_completes_and_never_returns,
         lifecycle::ack_batch_skips_lost_leases,
+        lifecycle::ack_batch_and_pop_completes_then_claims,
         lifecycle::fail_reschedules_by_backoff,
         lifecycle::fail_after_max_attempts_goes_dead,
         lifecycle::permanent_failure_goes_dead,

@@ -355,6 +355,23 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::InvalidInput`] when there are more leases than the batch limit.
     async fn ack_batch(&self, leases: &[Lease]) -> Result<u64>;
 
+    /// [`Queue::ack_batch`] of `leases`, then [`Queue::pop_checked`] of `req`: where the
+    /// backend can, in one round trip (a worker that completes one batch and claims the next
+    /// saves a round trip per batch). Returns how many leases were completed, and the claim's
+    /// outcome.
+    ///
+    /// # Errors
+    /// The outer error: nothing was completed (the leases may be acknowledged again later).
+    /// The inner error: the completion stands, the claim failed.
+    async fn ack_batch_and_pop(
+        &self,
+        leases: &[Lease],
+        req: &CheckedPop,
+    ) -> Result<(u64, Result<Vec<Leased>>)> {
+        let acked = self.ack_batch(leases).await?;
+        Ok((acked, self.pop_checked(req).await))
+    }
+
     /// Records a failure: back to pending after a backoff, or dead when the failure is permanent
     /// or the attempts are used up. The decision is the backend's [`crate::RetryPolicy`]'s.
     ///

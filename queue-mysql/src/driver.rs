@@ -191,6 +191,71 @@ impl MySqlDriver {
         chunks
     }
 
+    /// The claim's locking SELECT and its UPDATE, on `conn` (inside a transaction).
+    async fn claim_on(
+        &self,
+        conn: &mut MySqlConnection,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(p.limit as u64)
+            .fetch_all(&mut *conn)
+            .await?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let candidates = rows
+            .iter()
+            .map(Candidate::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let now = candidates[0].db_now;
+        let expires_at = now + chrono_micros(p.lease);
+        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let mut q = sqlx::query(self.sql.job_claim_update(candidates.len()));
+        for (c, token) in candidates.iter().zip(&tokens) {
+            q = q.bind(c.job.id.0).bind(*token);
+        }
+        q = q.bind(expires_at).bind(p.worker).bind(now);
+        for c in &candidates {
+            q = q.bind(c.job.id.0);
+        }
+        let done = q.execute(&mut *conn).await?;
+        if done.rows_affected() != candidates.len() as u64 {
+            // Cannot happen while the rows are locked; refuse rather than hand out a bad lease.
+            return Err(sqlx::Error::Protocol(format!(
+                "claim updated {} of {} locked rows",
+                done.rows_affected(),
+                candidates.len()
+            )));
+        }
+        candidates
+            .into_iter()
+            .zip(tokens)
+            .map(|(c, token)| c.into_leased(token, now, expires_at, p.worker))
+            .collect()
+    }
+
+    /// `job_complete_many` on `conn`, in statements of at most [`PAIR_CHUNK`] leases.
+    async fn complete_on(
+        &self,
+        conn: &mut MySqlConnection,
+        leases: &[Lease],
+    ) -> Result<u64, sqlx::Error> {
+        let mut total = 0;
+        for chunk in leases.chunks(PAIR_CHUNK) {
+            let mut q = sqlx::query(self.sql.job_complete_many(chunk.len()));
+            for l in chunk {
+                q = q.bind(l.job_id.0);
+            }
+            for l in chunk {
+                q = q.bind(l.job_id.0).bind(l.token);
+            }
+            total += q.execute(&mut *conn).await?.rows_affected();
+        }
+        Ok(total)
+    }
+
     /// Runs a fenced transition: `sql`'s own values (bound by `bind`), then the job's id and
     /// lease token; rows changed.
     async fn fenced<'q>(
@@ -339,45 +404,22 @@ impl Driver for MySqlDriver {
     /// then one UPDATE of exactly those rows.
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        let rows = sqlx::query(self.sql.job_claim.clone())
-            .bind(p.queue)
-            .bind(p.limit as u64)
-            .fetch_all(&mut *tx)
-            .await?;
-        if rows.is_empty() {
-            tx.commit().await?;
-            return Ok(Vec::new());
-        }
-        let candidates = rows
-            .iter()
-            .map(Candidate::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        let now = candidates[0].db_now;
-        let expires_at = now + chrono_micros(p.lease);
-        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
-        let mut q = sqlx::query(self.sql.job_claim_update(candidates.len()));
-        for (c, token) in candidates.iter().zip(&tokens) {
-            q = q.bind(c.job.id.0).bind(*token);
-        }
-        q = q.bind(expires_at).bind(p.worker).bind(now);
-        for c in &candidates {
-            q = q.bind(c.job.id.0);
-        }
-        let done = q.execute(&mut *tx).await?;
-        if done.rows_affected() != candidates.len() as u64 {
-            // Cannot happen while the rows are locked; refuse rather than hand out a bad lease.
-            return Err(sqlx::Error::Protocol(format!(
-                "claim updated {} of {} locked rows",
-                done.rows_affected(),
-                candidates.len()
-            )));
-        }
+        let claimed = self.claim_on(&mut tx, p).await?;
         tx.commit().await?;
-        candidates
-            .into_iter()
-            .zip(tokens)
-            .map(|(c, token)| c.into_leased(token, now, expires_at, p.worker))
-            .collect()
+        Ok(claimed)
+    }
+
+    /// Completes and claims in one transaction: one commit (one log flush) instead of two.
+    async fn job_complete_and_claim(
+        &self,
+        leases: &[Lease],
+        p: JobClaim<'_>,
+    ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let completed = self.complete_on(&mut tx, leases).await?;
+        let claimed = self.claim_on(&mut tx, p).await?;
+        tx.commit().await?;
+        Ok(Some((completed, claimed)))
     }
 
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Candidate>, sqlx::Error> {
@@ -473,18 +515,8 @@ impl Driver for MySqlDriver {
     }
 
     async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
-        let mut total = 0;
-        for chunk in leases.chunks(PAIR_CHUNK) {
-            let mut q = sqlx::query(self.sql.job_complete_many(chunk.len()));
-            for l in chunk {
-                q = q.bind(l.job_id.0);
-            }
-            for l in chunk {
-                q = q.bind(l.job_id.0).bind(l.token);
-            }
-            total += q.execute(&self.pool).await?.rows_affected();
-        }
-        Ok(total)
+        let mut conn = self.pool.acquire().await?;
+        self.complete_on(&mut conn, leases).await
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {

@@ -174,7 +174,11 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
         // notify: MySQL and MariaDB have no notifications (see README); drop_tables serves
         // MySqlQueue::drop_tables.
-        queue_core::engine::statements::check_directory(&dir, &["notify"], &["drop_tables"])
-            .unwrap();
+        queue_core::engine::statements::check_directory(
+            &dir,
+            &["notify", "job_complete_and_claim"],
+            &["drop_tables"],
+        )
+        .unwrap();
     }
 }

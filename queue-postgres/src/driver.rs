@@ -89,8 +89,8 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
 }
 
 /// Claimed rows as jobs with their leases.
-fn leased(rows: &[PgRow]) -> Result<Vec<Leased>, sqlx::Error> {
-    rows.iter()
+fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, sqlx::Error> {
+    rows.into_iter()
         .map(|row| {
             let (job, token) = job_from_row(row)?;
             let token = token
@@ -324,6 +324,35 @@ impl Driver for PgDriver {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    async fn job_complete_and_claim(
+        &self,
+        leases: &[Lease],
+        p: JobClaim<'_>,
+    ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
+        let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
+        let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
+        let rows = sqlx::query(self.sql.job_complete_and_claim.clone())
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .bind(&ids)
+            .bind(&tokens)
+            .fetch_all(&self.pool)
+            .await?;
+        let completed = match rows.first() {
+            Some(row) => count(row.try_get("completed")?),
+            None => 0,
+        };
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.try_get::<Option<Uuid>, _>("id")?.is_some() {
+                claimed.push(row);
+            }
+        }
+        Ok(Some((completed, leased(claimed)?)))
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {

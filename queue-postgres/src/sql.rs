@@ -15,6 +15,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_claim_candidates,
     job_complete,
     job_complete_many,
+    job_complete_and_claim,
     job_fail_retry,
     job_fail_dead,
     job_release,

@@ -36,7 +36,13 @@ mod tests {
         // no notifications (notify), and BEGIN IMMEDIATE is the migration lock.
         queue_core::engine::statements::check_directory(
             &dir,
-            &["now", "notify", "migration_lock", "migration_unlock"],
+            &[
+                "now",
+                "notify",
+                "migration_lock",
+                "migration_unlock",
+                "job_complete_and_claim",
+            ],
             &[],
         )
         .unwrap();

@@ -547,3 +547,49 @@ pub async fn failure_message_is_always_stored(ctx: Ctx) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `ack_batch_and_pop` completes the leases that are still current and then claims, as one
+/// operation where the backend can: the count excludes lost leases, the claim never returns
+/// a job just completed, and an empty queue claims nothing while the completions stand.
+pub async fn ack_batch_and_pop_completes_then_claims(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let ids = q
+        .push_batch((0..6).map(|i| job("abp", json!(i))).collect())
+        .await?;
+    let first = pop(&q, "abp", 3, LONG_LEASE, "w").await?;
+    ensure!(first.len() == 3);
+    // The third lease is lost: its job was cancelled.
+    q.cancel(first[2].job.id).await?;
+    let leases: Vec<_> = first.iter().map(|l| l.lease.clone()).collect();
+    let limits = &q.capabilities().limits;
+    let req = queue_core::CheckedPop::new(
+        queue_core::PopRequest::new("abp")
+            .limit(10)
+            .lease(LONG_LEASE)
+            .worker("w"),
+        limits,
+    )?;
+    let (acked, claimed) = q.ack_batch_and_pop(&leases, &req).await?;
+    let claimed = claimed?;
+    ensure!(
+        acked == 2,
+        "completed {acked}, expected the 2 current leases"
+    );
+    let claimed_ids: Vec<_> = claimed.iter().map(|l| l.job.id).collect();
+    ensure!(claimed_ids == ids[3..].to_vec(), "claimed {claimed_ids:?}");
+    for l in &first[..2] {
+        expect_state(&q, l.job.id, JobState::Completed).await?;
+    }
+    expect_state(&q, first[2].job.id, JobState::Cancelled).await?;
+    // Nothing left to claim: the completions stand, the claim is empty.
+    let leases: Vec<_> = claimed.iter().map(|l| l.lease.clone()).collect();
+    let (acked, claimed) = q.ack_batch_and_pop(&leases, &req).await?;
+    ensure!(acked == 3 && claimed?.is_empty());
+    let s = &q.stats(Some("abp")).await?[0];
+    ensure!(
+        s.completed == 5 && s.cancelled == 1 && s.running == 0,
+        "{s:?}"
+    );
+    Ok(())
+}

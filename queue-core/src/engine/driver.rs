@@ -295,6 +295,19 @@ pub trait Driver: Send + Sync + 'static {
     /// `job_complete_many`: completes every job whose lease is current; rows changed.
     async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, Self::Error>;
 
+    /// `job_complete_and_claim`: [`Driver::job_complete_many`] of `leases`, then
+    /// [`Driver::job_claim`] of `p`, in one round trip or one transaction, all or nothing; the
+    /// rows completed and the jobs claimed. `Ok(None)` (the default) means the dialect cannot
+    /// do better than the two calls, which the engine then makes itself.
+    async fn job_complete_and_claim(
+        &self,
+        leases: &[Lease],
+        p: JobClaim<'_>,
+    ) -> Result<Option<(u64, Vec<Leased>)>, Self::Error> {
+        let _ = (leases, p);
+        Ok(None)
+    }
+
     /// `job_fail_retry`: back to pending after `delay`, the error recorded; rows changed.
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, Self::Error>;
 

@@ -584,6 +584,42 @@ impl<D: Driver> Engine<D> {
             .map_err(|e| self.error(e))
     }
 
+    /// Completes `leases`, then claims with `req`: in one call to the driver where the dialect
+    /// can (and the claim strategy is a single statement), else as two.
+    ///
+    /// # Errors
+    /// As [`Queue::ack_batch_and_pop`].
+    pub async fn ack_batch_and_pop(
+        &self,
+        leases: &[Lease],
+        req: &CheckedPop,
+    ) -> Result<(u64, Result<Vec<Leased>>)> {
+        validate_ack_batch(leases, self.limits())?;
+        let single_statement_claim = self.inner.caps.claim != ClaimStrategy::Optimistic;
+        if !leases.is_empty() && single_statement_claim {
+            let r = req.request();
+            validate::pop_limit(r.limit, self.limits())?;
+            let p = JobClaim {
+                queue: &r.queue,
+                limit: r.limit,
+                lease: r.lease,
+                worker: &r.worker,
+            };
+            let combined = self
+                .retried("ack_batch_and_pop", || {
+                    self.driver().job_complete_and_claim(leases, p)
+                })
+                .await
+                .map_err(|e| self.error(e))?;
+            if let Some((acked, mut jobs)) = combined {
+                sort_claimed(&mut jobs);
+                return Ok((acked, Ok(jobs)));
+            }
+        }
+        let acked = self.ack_batch(leases).await?;
+        Ok((acked, self.pop_checked(req).await))
+    }
+
     /// Records a failure as the retry policy decides.
     ///
     /// # Errors
@@ -879,6 +915,14 @@ impl<B: Backend> Queue for B {
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
         self.engine().ack_batch(leases).await
+    }
+
+    async fn ack_batch_and_pop(
+        &self,
+        leases: &[Lease],
+        req: &CheckedPop,
+    ) -> Result<(u64, Result<Vec<Leased>>)> {
+        self.engine().ack_batch_and_pop(leases, req).await
     }
 
     async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {

@@ -26,6 +26,7 @@ pub const CATALOGUE: &[&str] = &[
     "job_claim_candidates",
     "job_complete",
     "job_complete_many",
+    "job_complete_and_claim",
     "job_fail_retry",
     "job_fail_dead",
     "job_release",

@@ -29,7 +29,7 @@ use tokio::time::Instant;
 use super::runtime::{jitter, release_all, run_job, Shared};
 use super::LOG_TARGET;
 use crate::error::Result;
-use crate::job::Leased;
+use crate::job::{Lease, Leased};
 use crate::queue::{CheckedPop, PopRequest};
 
 /// The first and the longest pause after a failed claim.
@@ -44,11 +44,14 @@ pub(super) struct Buffered {
     pub(super) claimed_at: Instant,
 }
 
-/// What a finished claim hands back: how many jobs it asked for, when it started, what it got.
+/// What a finished claim hands back: how many jobs it asked for, when it started, the
+/// completions it took along, and the outcome (the outer error: nothing was done; the inner:
+/// the completions stand and the claim failed).
 struct Claimed {
     asked: usize,
     started: Instant,
-    result: Result<Vec<Leased>>,
+    acks: Vec<Lease>,
+    outcome: Result<(u64, Result<Vec<Leased>>)>,
 }
 
 /// The dispatcher's state between events.
@@ -155,6 +158,18 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
     tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "dispatcher stopped");
 }
 
+/// Counts the completions a claim took along: `acked` of `sent` were completed, the others'
+/// leases were lost meanwhile.
+fn count_acks(shared: &Shared, sent: usize, acked: u64) {
+    let acked = acked.min(sent as u64);
+    shared.counters.add_completed(acked);
+    let lost = sent as u64 - acked;
+    if lost > 0 {
+        shared.counters.add_lease_lost(lost);
+        tracing::info!(target: LOG_TARGET, lost, "acks skipped: leases no longer held");
+    }
+}
+
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -206,14 +221,22 @@ impl Dispatcher {
                 }
             };
             let queue = self.shared.queue.clone();
+            // Completions waiting to be acknowledged go along: one round trip for both where
+            // the backend can.
+            let acks = self.shared.acks.take(self.shared.config.ack_batch);
             self.asked += n;
             self.claims.spawn(async move {
                 let started = Instant::now();
-                let result = queue.pop_checked(&request).await;
+                let outcome = if acks.is_empty() {
+                    Ok((0, queue.pop_checked(&request).await))
+                } else {
+                    queue.ack_batch_and_pop(&acks, &request).await
+                };
                 Claimed {
                     asked: n,
                     started,
-                    result,
+                    acks,
+                    outcome,
                 }
             });
         }
@@ -223,7 +246,18 @@ impl Dispatcher {
     fn claimed(&mut self, claimed: Claimed) {
         self.asked -= claimed.asked;
         let cfg = &self.shared.config;
-        let jobs = match claimed.result {
+        let result = match claimed.outcome {
+            Ok((acked, result)) => {
+                count_acks(&self.shared, claimed.acks.len(), acked);
+                result
+            }
+            Err(e) => {
+                // Nothing was done: the completions go back to the acknowledger.
+                self.shared.acks.put_back(claimed.acks);
+                Err(e)
+            }
+        };
+        let jobs = match result {
             Ok(jobs) => {
                 self.backoff = CLAIM_BACKOFF_MIN;
                 jobs
@@ -287,7 +321,17 @@ impl Dispatcher {
         while let Some(done) = self.claims.join_next().await {
             if let Ok(claimed) = done {
                 self.asked -= claimed.asked;
-                if let Ok(jobs) = claimed.result {
+                let result = match claimed.outcome {
+                    Ok((acked, result)) => {
+                        count_acks(&self.shared, claimed.acks.len(), acked);
+                        result
+                    }
+                    Err(e) => {
+                        self.shared.acks.put_back(claimed.acks);
+                        Err(e)
+                    }
+                };
+                if let Ok(jobs) = result {
                     self.shared.counters.add_claimed(jobs.len() as u64);
                     self.buffer.extend(jobs.into_iter().map(|leased| Buffered {
                         leased,

@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -36,17 +36,65 @@ pub(super) struct Shared {
     pub(super) config: Config,
     pub(super) counters: Arc<Counters>,
     pub(super) permits: Arc<Semaphore>,
-    pub(super) acks: mpsc::Sender<AckMsg>,
+    pub(super) acks: AckQueue,
     /// Becomes true when running handlers must stop (the shutdown deadline passed).
     pub(super) abort: watch::Receiver<bool>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
 }
 
-pub(super) enum AckMsg {
-    Ack(Lease),
-    /// Flush what is queued and exit; sent once no job task is left to send.
-    Stop,
+/// Completed jobs waiting to be acknowledged: by the acknowledger (in batches), or by the
+/// dispatcher together with its next claim.
+#[derive(Default)]
+pub(super) struct AckQueue {
+    pending: std::sync::Mutex<Vec<Lease>>,
+    arrived: tokio::sync::Notify,
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl AckQueue {
+    /// Queues a completed job's lease.
+    pub(super) fn push(&self, lease: Lease) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(lease);
+        self.arrived.notify_one();
+    }
+
+    /// Puts back leases whose acknowledgement failed without changing anything.
+    pub(super) fn put_back(&self, leases: Vec<Lease>) {
+        if leases.is_empty() {
+            return;
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(leases);
+        self.arrived.notify_one();
+    }
+
+    /// Takes up to `max` leases, oldest first.
+    pub(super) fn take(&self, max: usize) -> Vec<Lease> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let n = pending.len().min(max);
+        pending.drain(..n).collect()
+    }
+
+    /// How many leases wait.
+    pub(super) fn len(&self) -> usize {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Tells the acknowledger to flush everything and stop.
+    fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.arrived.notify_one();
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
 }
 
 /// Controls a running worker: read its counters, shut it down.
@@ -99,7 +147,6 @@ pub(super) fn start(
     config: Config,
 ) -> WorkerHandle {
     let counters = Arc::new(Counters::default());
-    let (ack_tx, ack_rx) = mpsc::channel(config.ack_batch.saturating_mul(4).max(64));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (abort_tx, abort_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
@@ -109,7 +156,7 @@ pub(super) fn start(
         permits: Arc::new(Semaphore::new(config.concurrency)),
         config,
         counters: counters.clone(),
-        acks: ack_tx,
+        acks: AckQueue::default(),
         abort: abort_rx,
         aborted: AtomicU64::new(0),
     });
@@ -121,7 +168,7 @@ pub(super) fn start(
         prefetch = shared.config.prefetch,
         "worker started"
     );
-    let acker = tokio::spawn(acker(shared.clone(), ack_rx));
+    let acker = tokio::spawn(acker(shared.clone()));
     let dispatchers = vec![tokio::spawn(dispatch(shared.clone(), stop_rx.clone()))];
     let rescuer = shared
         .config
@@ -192,7 +239,7 @@ async fn supervise(
         let _ = shared.permits.acquire_many(all).await;
     }
     drop(drained);
-    let _ = shared.acks.send(AckMsg::Stop).await;
+    shared.acks.stop();
     if let Err(e) = tasks.acker.await {
         tracing::error!(target: LOG_TARGET, error = %e, "worker acknowledger failed");
     }
@@ -436,12 +483,7 @@ async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
 async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
     let failure = match outcome {
         Outcome::Finished(Ok(())) => {
-            if let Err(mpsc::error::SendError(AckMsg::Ack(lease))) =
-                shared.acks.send(AckMsg::Ack(lease)).await
-            {
-                // The acknowledger is gone (it never is while jobs run); ack directly.
-                ack_one(shared, &lease).await;
-            }
+            shared.acks.push(lease);
             return;
         }
         Outcome::Finished(Err(e)) => e.into_failure(),
@@ -496,39 +538,36 @@ const ACK_LINGER: Duration = Duration::from_millis(2);
 /// Most `ack_batch` statements in flight at once.
 const ACK_FLUSHES: usize = 2;
 
-/// Collects completions and acknowledges them in batches: a batch is sent when it holds as many
-/// jobs as the worker runs or claims at once (at most `ack_batch`), or [`ACK_LINGER`] after its
-/// first completion, whichever comes first; up to [`ACK_FLUSHES`] batches are in flight.
-async fn acker(shared: Arc<Shared>, mut rx: mpsc::Receiver<AckMsg>) {
+/// Acknowledges completions in batches: a batch is sent when it holds as many jobs as the
+/// worker runs or claims at once (at most `ack_batch`), or [`ACK_LINGER`] after the first
+/// completion waited, whichever comes first; up to [`ACK_FLUSHES`] batches are in flight. (The
+/// dispatcher also takes waiting completions along with each claim it makes.)
+async fn acker(shared: Arc<Shared>) {
     let cfg = &shared.config;
     let max = cfg.ack_batch;
     let full = cfg.concurrency.max(cfg.prefetch).min(max);
     let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
     let mut in_flight = tokio::task::JoinSet::new();
-    let mut stop = false;
-    while !stop {
-        let mut batch: Vec<Lease> = Vec::with_capacity(full);
-        match rx.recv().await {
-            Some(AckMsg::Ack(lease)) => batch.push(lease),
-            Some(AckMsg::Stop) | None => stop = true,
+    loop {
+        let stopping = shared.acks.is_stopping();
+        if shared.acks.len() == 0 {
+            if stopping {
+                break;
+            }
+            shared.acks.arrived.notified().await;
+            continue;
         }
-        let linger = Instant::now() + ACK_LINGER;
-        while !stop && batch.len() < full {
-            let next = match rx.try_recv() {
-                Ok(msg) => Some(msg),
-                Err(mpsc::error::TryRecvError::Disconnected) => None,
-                Err(mpsc::error::TryRecvError::Empty) => {
-                    match tokio::time::timeout_at(linger, rx.recv()).await {
-                        Ok(msg) => msg,
-                        Err(_) => break,
-                    }
+        if !stopping && shared.acks.len() < full {
+            let linger = tokio::time::sleep(ACK_LINGER);
+            tokio::pin!(linger);
+            while shared.acks.len() < full && !shared.acks.is_stopping() {
+                tokio::select! {
+                    _ = &mut linger => break,
+                    _ = shared.acks.arrived.notified() => {}
                 }
-            };
-            match next {
-                Some(AckMsg::Ack(lease)) => batch.push(lease),
-                Some(AckMsg::Stop) | None => stop = true,
             }
         }
+        let batch = shared.acks.take(max);
         if batch.is_empty() {
             continue;
         }
@@ -549,7 +588,7 @@ async fn acker(shared: Arc<Shared>, mut rx: mpsc::Receiver<AckMsg>) {
 /// Acknowledges one batch; leases lost meanwhile are counted. When the batch statement fails
 /// for another reason than an outage, each lease is acknowledged on its own so that one bad
 /// lease cannot hold back the others.
-async fn flush(shared: &Shared, batch: &[Lease]) {
+pub(super) async fn flush(shared: &Shared, batch: &[Lease]) {
     match retry_transient(|| shared.queue.ack_batch(batch)).await {
         Ok(acked) => {
             let acked = acked.min(batch.len() as u64);

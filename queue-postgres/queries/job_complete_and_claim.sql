@@ -1,0 +1,35 @@
+-- name: job_complete_and_claim
+-- job_complete_many of $5 ids / $6 tokens and job_claim of $1..$4 in one statement: a worker
+-- acknowledges its last batch and claims the next in one round trip. The two updates touch
+-- disjoint rows (running rows with our tokens, pending rows), so they do not interfere. One
+-- row per claimed job, each carrying the number completed; with nothing claimed, one row with
+-- only that number (and a NULL id).
+WITH done AS (
+    UPDATE {schema}.jobs j
+    SET state = 'completed', finished_at = now(), updated_at = now(),
+        lease_token = NULL, lease_expires_at = NULL, version = j.version + 1
+    FROM UNNEST($5::uuid[], $6::uuid[]) AS l (id, token)
+    WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'running'
+    RETURNING j.id
+), c AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = $1 AND state = 'pending' AND run_at <= now()
+    ORDER BY priority DESC, run_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + $3::bigint * interval '1 microsecond',
+        worker = $4,
+        version = j.version + 1,
+        updated_at = now()
+    FROM c
+    WHERE j.id = c.id
+    RETURNING j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at
+)
+SELECT d.completed, claimed.*
+FROM (SELECT count(*) AS completed FROM done) AS d
+LEFT JOIN claimed ON true
