@@ -358,6 +358,63 @@ async fn batches_span_chunks_atomically(server: Server) -> anyhow::Result<()> {
     drop_schema(&q).await
 }
 
+/// Large batches due at once are written with one binary COPY: stored exactly (payload text,
+/// keys, priorities), one NOTIFY per queue, a dedup clash named and nothing stored; a batch with
+/// a delayed job takes the INSERT path and is stored the same.
+async fn large_batches_are_copied_atomically(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let mut listener = PgListener::connect(&server.url).await?;
+    listener.listen(q.channel()).await?;
+    let text = r#"{"z": 1, "a": "tab\there", "nul": "\u0000"}"#;
+    let jobs: Vec<NewJob> = (0..200)
+        .map(|i| {
+            let j = NewJob::from_json(if i % 2 == 0 { "cx" } else { "cy" }, text)
+                .expect("valid JSON")
+                .priority(i - 100)
+                .max_attempts(7);
+            if i % 10 == 0 {
+                j.dedup_key(format!("key {i}"))
+            } else {
+                j
+            }
+        })
+        .collect();
+    let ids = q.push_batch(jobs).await?;
+    let mut got = notifications(&mut listener, Duration::from_millis(300)).await;
+    got.sort();
+    ensure!(got == ["cx", "cy"], "{got:?}");
+    let stored = q
+        .get(ids[10])
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("job 10 missing"))?;
+    ensure!(stored.payload.get() == text, "{}", stored.payload.get());
+    ensure!(stored.priority == -90 && stored.max_attempts == 7 && stored.attempts == 0);
+    ensure!(stored.dedup_key.as_deref() == Some("key 10") && stored.queue == "cx");
+    ensure!(stored.run_at <= q.now().await?, "a copied job is due now");
+    ensure!(count_jobs(&q).await? == 200);
+    // A clash on the last row: Duplicate naming it, nothing of the batch stored.
+    let mut clash: Vec<NewJob> = (0..100).map(|i| job("cx", i)).collect();
+    clash.push(job("cx", 100).dedup_key("key 40"));
+    match q.push_batch(clash).await {
+        Err(Error::Duplicate { queue, dedup_key }) => {
+            ensure!(
+                queue == "cx" && dedup_key == "key 40",
+                "{queue} {dedup_key}"
+            )
+        }
+        other => anyhow::bail!("expected Duplicate, got {other:?}"),
+    }
+    ensure!(count_jobs(&q).await? == 200);
+    // One delayed job: the INSERT path.
+    let mut mixed: Vec<NewJob> = (0..100).map(|i| job("cz", i)).collect();
+    mixed.push(job("cz", 100).delay(Duration::from_secs(60)));
+    q.push_batch(mixed).await?;
+    ensure!(count_jobs(&q).await? == 301);
+    let s = &q.stats(Some("cz")).await?[0];
+    ensure!(s.available == 100 && s.scheduled == 1, "{s:?}");
+    drop_schema(&q).await
+}
+
 /// Settings are checked before connecting; a closed port is Unavailable with its address and
 /// without the password.
 async fn bad_configuration_and_unreachable_servers(server: Server) -> anyhow::Result<()> {
@@ -425,6 +482,7 @@ fn main() -> std::process::ExitCode {
         the_listener_reconnects_after_its_backend_is_killed,
         a_killed_connection_is_unavailable_once_then_replaced,
         batches_span_chunks_atomically,
+        large_batches_are_copied_atomically,
         bad_configuration_and_unreachable_servers,
         the_claim_reads_the_claim_index,
     ])

@@ -24,6 +24,8 @@ use crate::sql::Statements;
 /// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
 /// statements inside one transaction (or savepoint).
 const INSERT_CHUNK: usize = 5_000;
+/// Batches of at least this many jobs, all due at once, are written with one binary COPY.
+const COPY_FROM: usize = 64;
 
 /// The PostgreSQL driver behind [`crate::PostgresQueue`]: a pool, the schema's statements, and the
 /// LISTEN task. Reached through [`queue_core::Backend::engine`]; its statements are its only
@@ -100,7 +102,62 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
         .collect()
 }
 
+/// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
+/// id uuid, queue text, payload json (its binary form is the text), priority int4,
+/// max_attempts int4, dedup_key text (NULL when absent).
+fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
+    fn field(out: &mut Vec<u8>, bytes: &[u8]) {
+        out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+        out.extend_from_slice(bytes);
+    }
+    let size: usize = jobs
+        .iter()
+        .map(|j| {
+            80 + j.queue().len() + j.payload_json().len() + j.dedup_key_value().map_or(0, str::len)
+        })
+        .sum();
+    let mut out = Vec::with_capacity(19 + size + 2);
+    out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+    out.extend_from_slice(&0i32.to_be_bytes()); // flags
+    out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
+    for job in jobs {
+        out.extend_from_slice(&6i16.to_be_bytes());
+        field(&mut out, job.id().0.as_bytes());
+        field(&mut out, job.queue().as_bytes());
+        field(&mut out, job.payload_json().as_bytes());
+        field(&mut out, &job.priority_value().to_be_bytes());
+        field(&mut out, &signed(job.max_attempts_value()).to_be_bytes());
+        match job.dedup_key_value() {
+            Some(key) => field(&mut out, key.as_bytes()),
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    out.extend_from_slice(&(-1i16).to_be_bytes());
+    out
+}
+
 impl PgDriver {
+    /// Writes `p.jobs` (all due now) with one COPY, then sends their wake-ups on the same
+    /// connection: inside the caller's transaction they are delivered at its commit; in
+    /// autocommit after the rows are committed.
+    async fn copy_jobs(
+        &self,
+        conn: &mut PgConnection,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let mut copy = conn.copy_in_raw(self.sql.job_insert_copy.as_str()).await?;
+        copy.send(copy_rows(p.jobs)).await?;
+        copy.finish().await?;
+        if !p.notify.is_empty() {
+            sqlx::query(self.sql.notify.clone())
+                .bind(&self.channel)
+                .bind(p.notify)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Inserts `p.jobs` on `conn` with one statement per chunk; the first also notifies.
     async fn insert_chunks(
         &self,
@@ -228,6 +285,15 @@ impl Driver for PgDriver {
         target: Target<'_, PgConnection>,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
+        if p.jobs.len() >= COPY_FROM && p.delays.iter().all(Duration::is_zero) {
+            return match target {
+                Target::Pool => {
+                    let mut conn = self.pool.acquire().await?;
+                    self.copy_jobs(&mut conn, p).await
+                }
+                Target::Tx(conn) => self.copy_jobs(conn, p).await,
+            };
+        }
         let single = p.jobs.len() <= INSERT_CHUNK;
         match target {
             // One statement is atomic by itself: no BEGIN/COMMIT round trips.

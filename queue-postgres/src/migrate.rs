@@ -16,4 +16,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "payload_json",
         sql: include_str!("../migrations/0002_payload_json.sql"),
     },
+    Migration {
+        version: 3,
+        name: "run_at_default",
+        sql: include_str!("../migrations/0003_run_at_default.sql"),
+    },
 ];

@@ -9,6 +9,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     migration_applied,
     migration_record,
     job_insert,
+    job_insert_copy,
     job_dedup_live,
     job_claim,
     job_candidates,

@@ -1,0 +1,5 @@
+-- name: job_insert_copy
+-- job_insert for a large batch of jobs due now: one COPY in binary format (no per-row
+-- expressions; run_at, created_at and updated_at take their default, the database's now).
+-- The driver sends the rows, in column order, and the wake-ups after it with `notify`.
+COPY {schema}.jobs (id, queue, payload, priority, max_attempts, dedup_key) FROM STDIN (FORMAT binary)
