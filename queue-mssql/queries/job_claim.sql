@@ -1,0 +1,26 @@
+-- name: job_claim
+-- Claims up to @P2 due pending jobs of queue @P1 in one statement. The CTE seeks the filtered
+-- index jobs_claim_idx in claim order (FORCESEEK: a sort would have to U-lock every due row
+-- first) and U-locks at most @P2 rows, skipping rows other claimers hold (READPAST). READPAST
+-- needs READ COMMITTED with locking reads: the session is set to READ COMMITTED at connect, and
+-- READCOMMITTEDLOCK keeps the read locking when READ_COMMITTED_SNAPSHOT is on. The UPDATE joins
+-- the CTE (not `UPDATE c`) and restates the state on the outer table; each row gets its own
+-- token (NEWID() is evaluated per row). @P3 and @P4: the lease as whole seconds plus
+-- microseconds; @P5: the worker. OUTPUT returns the rows as stored, in no particular order.
+WITH c AS (
+    SELECT TOP (@P2) id
+    FROM [{schema}].[jobs] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK, FORCESEEK)
+    WHERE queue = @P1 AND state = N'pending' AND run_at <= SYSUTCDATETIME()
+    ORDER BY priority DESC, run_at, id
+)
+UPDATE j
+SET state = N'running',
+    attempts = j.attempts + 1,
+    lease_token = NEWID(),
+    lease_expires_at = DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME())),
+    worker = @P5,
+    updated_at = SYSUTCDATETIME()
+OUTPUT inserted.id, inserted.queue, inserted.payload, inserted.priority, inserted.state, inserted.attempts, inserted.max_attempts, inserted.run_at, inserted.lease_token, inserted.lease_expires_at, inserted.worker, inserted.last_error, inserted.dedup_key, inserted.created_at, inserted.updated_at, inserted.finished_at
+FROM [{schema}].[jobs] AS j
+INNER JOIN c ON j.id = c.id
+WHERE j.state = N'pending'

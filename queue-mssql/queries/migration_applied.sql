@@ -1,0 +1,2 @@
+-- name: migration_applied
+SELECT version FROM [{schema}].[migrations] ORDER BY version

@@ -1,0 +1,798 @@
+//! [`MsSqlDriver`]: the SQL Server statements behind the engine.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::engine::statements::load;
+use queue_core::engine::{
+    Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
+    JobRescue, Migration, Target,
+};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats};
+use serde_json::value::RawValue;
+use tiberius::{ColumnData, IntoSql, Row};
+use uuid::Uuid;
+
+use crate::error::MsSqlError;
+use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
+use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
+use crate::sql::{
+    dateadd_parts, Statements, INSERT_ROWS, IN_LIST, MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
+};
+
+/// The savepoint a multi-statement insert sets inside a caller's transaction.
+const INSERT_SAVEPOINT: &str = "queue_push";
+
+/// The SQL Server driver behind [`crate::MsSqlQueue`]: a pool and the schema's statements.
+/// Reached through [`queue_core::Backend::engine`]; its statements are its only logic.
+#[derive(Debug)]
+pub struct MsSqlDriver {
+    pub(crate) pool: Pool,
+    pub(crate) schema: String,
+    pub(crate) sql: Statements,
+}
+
+/// A due pending job read by the optimistic claim: its id and row version.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    id: Vec<u8>,
+    version: Vec<u8>,
+}
+
+fn decode(what: impl Into<String>) -> MsSqlError {
+    MsSqlError::Decode(what.into())
+}
+
+fn bytes<'r>(row: &'r Row, col: &str) -> Result<Option<&'r [u8]>, MsSqlError> {
+    Ok(row.try_get::<&[u8], _>(col)?)
+}
+
+fn uuid_of(row: &Row, col: &str) -> Result<Uuid, MsSqlError> {
+    let b = bytes(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))?;
+    Uuid::from_slice(b).map_err(|_| decode(format!("{col} has {} bytes, not 16", b.len())))
+}
+
+fn opt_text(row: &Row, col: &str) -> Result<Option<String>, MsSqlError> {
+    Ok(row.try_get::<&str, _>(col)?.map(str::to_owned))
+}
+
+fn text(row: &Row, col: &str) -> Result<String, MsSqlError> {
+    opt_text(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))
+}
+
+fn int(row: &Row, col: &str) -> Result<i32, MsSqlError> {
+    row.try_get::<i32, _>(col)?
+        .ok_or_else(|| decode(format!("{col} is NULL")))
+}
+
+fn count(row: &Row, col: &str) -> Result<u64, MsSqlError> {
+    Ok(row
+        .try_get::<i64, _>(col)?
+        .map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+}
+
+fn unsigned(row: &Row, col: &str) -> Result<u32, MsSqlError> {
+    Ok(u32::try_from(int(row, col)?).unwrap_or(0))
+}
+
+fn opt_time(row: &Row, col: &str) -> Result<Option<DateTime<Utc>>, MsSqlError> {
+    Ok(row.try_get::<DateTime<Utc>, _>(col)?)
+}
+
+fn time(row: &Row, col: &str) -> Result<DateTime<Utc>, MsSqlError> {
+    opt_time(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))
+}
+
+fn parse_state(s: &str) -> Result<JobState, MsSqlError> {
+    s.parse()
+        .map_err(|_| decode(format!("unknown job state {s:?} in the jobs table")))
+}
+
+/// A dedup key as stored: its UTF-8 bytes.
+fn dedup_key(row: &Row) -> Result<Option<String>, MsSqlError> {
+    bytes(row, "dedup_key")?
+        .map(|b| String::from_utf8(b.to_vec()).map_err(|_| decode("a dedup key is not UTF-8")))
+        .transpose()
+}
+
+/// A job row (`SELECT` or `OUTPUT inserted.` of every column), with its lease token.
+pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError> {
+    let payload = RawValue::from_string(text(row, "payload")?)
+        .map_err(|e| decode(format!("a stored payload is not JSON: {e}")))?;
+    let job = Job {
+        id: JobId(uuid_of(row, "id")?),
+        queue: text(row, "queue")?,
+        payload,
+        priority: int(row, "priority")?,
+        state: parse_state(&text(row, "state")?)?,
+        attempts: unsigned(row, "attempts")?,
+        max_attempts: unsigned(row, "max_attempts")?,
+        run_at: time(row, "run_at")?,
+        lease_expires_at: opt_time(row, "lease_expires_at")?,
+        worker: opt_text(row, "worker")?,
+        last_error: opt_text(row, "last_error")?,
+        dedup_key: dedup_key(row)?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+        finished_at: opt_time(row, "finished_at")?,
+    };
+    let token = row.try_get::<Uuid, _>("lease_token")?;
+    Ok((job, token))
+}
+
+/// Claimed rows (from `OUTPUT`) as jobs with their leases, in no particular order.
+pub(crate) fn leased(rows: &[Row]) -> Result<Vec<Leased>, MsSqlError> {
+    rows.iter()
+        .map(|row| {
+            let (job, token) = job_from_row(row)?;
+            let token = token
+                .ok_or_else(|| decode(format!("claimed job {} has no lease token", job.id)))?;
+            Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
+        })
+        .collect()
+}
+
+fn id(id: JobId) -> ColumnData<'static> {
+    id.0.as_bytes().to_vec().into_sql()
+}
+
+fn limit(n: usize) -> ColumnData<'static> {
+    i64::try_from(n).unwrap_or(i64::MAX).into_sql()
+}
+
+fn signed(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// The `(seconds, microseconds)` of `d` as two values.
+fn span(d: Duration) -> [ColumnData<'static>; 2] {
+    let (secs, us) = dateadd_parts(d);
+    [secs.into_sql(), us.into_sql()]
+}
+
+/// The values of one INSERT of `jobs` (8 per job, in `job_insert`'s order).
+fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Vec<ColumnData<'a>> {
+    let mut v = Vec::with_capacity(8 * (end - start));
+    for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
+        let [secs, us] = span(*delay);
+        v.push(id(job.id()));
+        v.push(job.queue().into_sql());
+        v.push(job.payload_json().into_sql());
+        v.push(job.priority_value().into_sql());
+        v.push(signed(job.max_attempts_value()).into_sql());
+        v.push(secs);
+        v.push(us);
+        v.push(job.dedup_key_value().map(str::as_bytes).into_sql());
+    }
+    v
+}
+
+/// `(start, end)` of each chunk of `n` items, `size` at most.
+pub(crate) fn chunks(n: usize, size: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .step_by(size.max(1))
+        .map(|start| (start, (start + size.max(1)).min(n)))
+        .collect()
+}
+
+impl MsSqlDriver {
+    async fn conn(
+        &self,
+    ) -> Result<bb8::PooledConnection<'_, crate::pool::ConnectionManager>, MsSqlError> {
+        Ok(self.pool.get().await?)
+    }
+
+    async fn insert_chunks(
+        &self,
+        conn: &mut MsSqlConnection,
+        p: &JobInsert<'_>,
+        parts: &[(usize, usize)],
+    ) -> Result<(), MsSqlError> {
+        for &(start, end) in parts {
+            let sql = self.sql.job_insert_rows(end - start);
+            conn.execute(&sql, insert_values(p, start, end)).await?;
+        }
+        Ok(())
+    }
+
+    /// A fenced transition of `lease`: the id and token, then `more`; rows changed.
+    async fn fenced(
+        &self,
+        sql: &str,
+        lease: &Lease,
+        more: Vec<ColumnData<'_>>,
+    ) -> Result<u64, MsSqlError> {
+        let mut params = vec![id(lease.job_id), lease.token.into_sql()];
+        params.extend(more);
+        self.conn().await?.execute(sql, params).await
+    }
+
+    async fn fetch(&self, sql: &str, params: Vec<ColumnData<'_>>) -> Result<Vec<Row>, MsSqlError> {
+        self.conn().await?.fetch(sql, params).await
+    }
+}
+
+#[async_trait]
+impl Driver for MsSqlDriver {
+    type Conn = MsSqlTransaction;
+    type Error = MsSqlError;
+    type Candidate = Candidate;
+    type Migrator = bb8::PooledConnection<'static, crate::pool::ConnectionManager>;
+
+    fn classify(&self, error: &MsSqlError) -> DriverFault {
+        crate::error::classify(error)
+    }
+
+    fn migrations(&self) -> &'static [Migration] {
+        MIGRATIONS
+    }
+
+    async fn migration_lock(&self) -> Result<Self::Migrator, MsSqlError> {
+        let mut conn = self.pool.get_owned().await?;
+        conn.begin().await?;
+        let locked = async {
+            let rows = conn
+                .fetch(
+                    &self.sql.migration_lock,
+                    vec![
+                        lock_name(&self.schema).into_sql(),
+                        LOCK_TIMEOUT_MS.into_sql(),
+                    ],
+                )
+                .await?;
+            let result = rows
+                .first()
+                .map(|r| int(r, "result"))
+                .transpose()?
+                .ok_or_else(|| decode("sp_getapplock returned no result"))?;
+            if result < 0 {
+                return Err(MsSqlError::MigrationLock(result));
+            }
+            conn.batch(&self.sql.migration_table).await
+        }
+        .await;
+        match locked {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                let _ = conn.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, MsSqlError> {
+        let rows = m.fetch(&self.sql.migration_applied, Vec::new()).await?;
+        rows.iter()
+            .map(|r| {
+                r.try_get::<i64, _>("version")?
+                    .ok_or_else(|| decode("a migration without a version"))
+            })
+            .collect()
+    }
+
+    async fn migration_apply(
+        &self,
+        m: &mut Self::Migrator,
+        migration: &Migration,
+    ) -> Result<(), MsSqlError> {
+        // No bound values: one batch, the file's text with nothing spliced in but the validated
+        // schema name.
+        m.batch(&load(migration.sql, &[("{schema}", &self.schema)]))
+            .await?;
+        m.execute(
+            &self.sql.migration_record,
+            vec![migration.version.into_sql(), migration.name.into_sql()],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn migration_unlock(
+        &self,
+        mut m: Self::Migrator,
+        commit: bool,
+    ) -> Result<(), MsSqlError> {
+        // The application lock belongs to the transaction: ending it releases the lock.
+        if commit {
+            m.commit().await
+        } else {
+            m.rollback().await
+        }
+    }
+
+    async fn now(&self) -> Result<DateTime<Utc>, MsSqlError> {
+        let rows = self.fetch(&self.sql.now, Vec::new()).await?;
+        rows.first()
+            .map(|r| time(r, "now"))
+            .transpose()?
+            .ok_or_else(|| decode("SYSUTCDATETIME() returned no row"))
+    }
+
+    async fn job_insert(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        p: JobInsert<'_>,
+    ) -> Result<(), MsSqlError> {
+        let parts = chunks(p.jobs.len(), INSERT_ROWS);
+        let single = parts.len() == 1;
+        match target {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
+            Target::Pool if single => {
+                let mut conn = self.conn().await?;
+                self.insert_chunks(&mut conn, &p, &parts).await
+            }
+            Target::Pool => {
+                let mut conn = self.conn().await?;
+                conn.begin().await?;
+                match self.insert_chunks(&mut conn, &p, &parts).await {
+                    Ok(()) => conn.commit().await,
+                    Err(e) => {
+                        let _ = conn.rollback().await;
+                        Err(e)
+                    }
+                }
+            }
+            Target::Tx(tx) if single => self.insert_chunks(tx.connection(), &p, &parts).await,
+            // A savepoint keeps a failed batch from leaving some chunks in the caller's
+            // transaction, without undoing the caller's own writes.
+            Target::Tx(tx) => {
+                let conn = tx.connection();
+                conn.savepoint(INSERT_SAVEPOINT).await?;
+                match self.insert_chunks(conn, &p, &parts).await {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let _ = conn.rollback_to(INSERT_SAVEPOINT).await;
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    async fn job_dedup_live(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        queues: &[&str],
+        keys: &[&str],
+    ) -> Result<Vec<(String, String)>, MsSqlError> {
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let mut live = Vec::new();
+        for q in queues.chunks(IN_LIST) {
+            for k in keys.chunks(IN_LIST) {
+                let sql = self.sql.job_dedup_live_for(q.len(), k.len());
+                let mut params: Vec<ColumnData<'_>> = q.iter().map(|s| s.into_sql()).collect();
+                params.extend(k.iter().map(|s| s.as_bytes().into_sql()));
+                for row in conn.fetch(&sql, params).await? {
+                    let key = dedup_key(&row)?.ok_or_else(|| decode("a live key is NULL"))?;
+                    live.push((text(&row, "queue")?, key));
+                }
+            }
+        }
+        Ok(live)
+    }
+
+    async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, MsSqlError> {
+        let [secs, us] = span(p.lease);
+        let rows = self
+            .fetch(
+                &self.sql.job_claim,
+                vec![
+                    p.queue.into_sql(),
+                    limit(p.limit.min(MAX_ROWS_PER_STATEMENT)),
+                    secs,
+                    us,
+                    p.worker.into_sql(),
+                ],
+            )
+            .await?;
+        leased(&rows)
+    }
+
+    async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Candidate>, MsSqlError> {
+        let rows = self
+            .fetch(
+                &self.sql.job_candidates,
+                vec![p.queue.into_sql(), limit(p.limit)],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                let id = bytes(r, "id")?.ok_or_else(|| decode("id is NULL"))?;
+                let version = bytes(r, "version")?.ok_or_else(|| decode("version is NULL"))?;
+                Ok(Candidate {
+                    id: id.to_vec(),
+                    version: version.to_vec(),
+                })
+            })
+            .collect()
+    }
+
+    /// One statement per chunk of candidates; each is claimed only if its row version is still
+    /// the one read, and the rows returned are the ones won.
+    async fn job_claim_candidates(
+        &self,
+        p: JobClaim<'_>,
+        candidates: Vec<Candidate>,
+    ) -> Result<Vec<Leased>, MsSqlError> {
+        let mut won = Vec::with_capacity(candidates.len());
+        for chunk in candidates.chunks(PAIR_ROWS) {
+            let [secs, us] = span(p.lease);
+            let mut params = vec![secs, us, p.worker.into_sql()];
+            for c in chunk {
+                params.push(c.id.as_slice().into_sql());
+                params.push(c.version.as_slice().into_sql());
+            }
+            let sql = self.sql.job_claim_candidates_for(chunk.len());
+            won.extend(leased(&self.fetch(&sql, params).await?)?);
+        }
+        Ok(won)
+    }
+
+    async fn job_complete(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        lease: &Lease,
+    ) -> Result<u64, MsSqlError> {
+        match target {
+            Target::Pool => self.fenced(&self.sql.job_complete, lease, Vec::new()).await,
+            Target::Tx(tx) => {
+                tx.connection()
+                    .execute(
+                        &self.sql.job_complete,
+                        vec![id(lease.job_id), lease.token.into_sql()],
+                    )
+                    .await
+            }
+        }
+    }
+
+    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let mut total = 0;
+        for chunk in leases.chunks(PAIR_ROWS) {
+            let mut params = Vec::with_capacity(2 * chunk.len());
+            for l in chunk {
+                params.push(id(l.job_id));
+                params.push(l.token.into_sql());
+            }
+            let sql = self.sql.job_complete_many_for(chunk.len());
+            total += conn.execute(&sql, params).await?;
+        }
+        Ok(total)
+    }
+
+    async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, MsSqlError> {
+        let [secs, us] = span(p.delay);
+        self.fenced(
+            &self.sql.job_fail_retry,
+            p.lease,
+            vec![secs, us, p.error.into_sql()],
+        )
+        .await
+    }
+
+    async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, MsSqlError> {
+        self.fenced(&self.sql.job_fail_dead, p.lease, vec![p.error.into_sql()])
+            .await
+    }
+
+    async fn job_release(&self, lease: &Lease) -> Result<u64, MsSqlError> {
+        self.fenced(&self.sql.job_release, lease, Vec::new()).await
+    }
+
+    async fn job_extend(
+        &self,
+        lease: &Lease,
+        by: Duration,
+    ) -> Result<Option<DateTime<Utc>>, MsSqlError> {
+        let [secs, us] = span(by);
+        let rows = self
+            .fetch(
+                &self.sql.job_extend,
+                vec![id(lease.job_id), lease.token.into_sql(), secs, us],
+            )
+            .await?;
+        rows.first()
+            .map(|r| time(r, "lease_expires_at"))
+            .transpose()
+    }
+
+    async fn job_state(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        job: JobId,
+    ) -> Result<Option<JobState>, MsSqlError> {
+        let params = vec![id(job)];
+        let rows = match target {
+            Target::Pool => self.fetch(&self.sql.job_state, params).await?,
+            Target::Tx(tx) => tx.connection().fetch(&self.sql.job_state, params).await?,
+        };
+        rows.first()
+            .map(|r| parse_state(&text(r, "state")?))
+            .transpose()
+    }
+
+    async fn job_expired(&self, n: usize) -> Result<Vec<Expired>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_expired, vec![limit(n)]).await?;
+        let mut expired = Vec::with_capacity(rows.len());
+        for r in &rows {
+            if let Some(token) = r.try_get::<Uuid, _>("lease_token")? {
+                expired.push(Expired {
+                    id: JobId(uuid_of(r, "id")?),
+                    token,
+                    queue: text(r, "queue")?,
+                    attempts: unsigned(r, "attempts")?,
+                    max_attempts: unsigned(r, "max_attempts")?,
+                });
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let mut total = 0;
+        for chunk in p.jobs.chunks(PAIR_ROWS) {
+            let mut params = vec![p.dead.into_sql(), p.error.into_sql()];
+            for (job, token) in chunk {
+                params.push(id(*job));
+                params.push(token.into_sql());
+            }
+            let sql = self.sql.job_rescue_for(chunk.len());
+            total += conn.execute(&sql, params).await?;
+        }
+        Ok(total)
+    }
+
+    async fn job_cancel(&self, job: JobId) -> Result<u64, MsSqlError> {
+        self.conn()
+            .await?
+            .execute(&self.sql.job_cancel, vec![id(job)])
+            .await
+    }
+
+    async fn job_retry(&self, job: JobId) -> Result<Option<String>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_retry, vec![id(job)]).await?;
+        rows.first().map(|r| text(r, "queue")).transpose()
+    }
+
+    async fn job_get(&self, job: JobId) -> Result<Option<Job>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_get, vec![id(job)]).await?;
+        rows.first()
+            .map(|r| job_from_row(r).map(|(job, _)| job))
+            .transpose()
+    }
+
+    async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, MsSqlError> {
+        let params = vec![
+            req.queue.as_deref().into_sql(),
+            req.state.map(|s| s.as_str()).into_sql(),
+            req.before.map(|b| b.0.as_bytes().to_vec()).into_sql(),
+            limit(req.limit),
+        ];
+        let rows = self.fetch(&self.sql.job_list, params).await?;
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(job, _)| job))
+            .collect()
+    }
+
+    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.job_stats, vec![queue.into_sql()])
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(QueueStats {
+                    queue: text(r, "queue")?,
+                    available: count(r, "available")?,
+                    scheduled: count(r, "scheduled")?,
+                    running: count(r, "running")?,
+                    completed: count(r, "completed")?,
+                    dead: count(r, "dead")?,
+                    cancelled: count(r, "cancelled")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes in statements of at most [`MAX_ROWS_PER_STATEMENT`] rows (below lock
+    /// escalation) until `p.limit` rows are gone or a statement finds fewer.
+    async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let sql = self.sql.job_prune_for(p.states.len());
+        let mut total = 0u64;
+        let want = u64::try_from(p.limit).unwrap_or(u64::MAX);
+        while total < want {
+            let step = usize::try_from(want - total)
+                .unwrap_or(usize::MAX)
+                .min(MAX_ROWS_PER_STATEMENT);
+            let [secs, us] = span(p.older_than);
+            let mut params = vec![secs, us, p.queue.into_sql(), limit(step)];
+            params.extend(p.states.iter().map(|s| s.as_str().into_sql()));
+            let n = conn.execute(&sql, params).await?;
+            total += n;
+            if n < step as u64 {
+                break;
+            }
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use tiberius::ColumnType;
+
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + s, 123_456_000).unwrap()
+    }
+
+    /// A row as `OUTPUT inserted.*` of a claim returns it.
+    fn claimed_row(token: Option<Uuid>, dedup: Option<&str>) -> Row {
+        let id = Uuid::now_v7();
+        Row::builder()
+            .column(
+                "id",
+                ColumnType::BigBinary,
+                id.as_bytes().to_vec().into_sql(),
+            )
+            .column("queue", ColumnType::NVarchar, "emails".into_sql())
+            .column(
+                "payload",
+                ColumnType::NVarchar,
+                r#"{"to":"ḱ","n":[1,2]}"#.into_sql(),
+            )
+            .column("priority", ColumnType::Int4, (-7i32).into_sql())
+            .column("state", ColumnType::NVarchar, "running".into_sql())
+            .column("attempts", ColumnType::Int4, 2i32.into_sql())
+            .column("max_attempts", ColumnType::Int4, 5i32.into_sql())
+            .column("run_at", ColumnType::Datetime2, at(0).into_sql())
+            .column("lease_token", ColumnType::Guid, token.into_sql())
+            .column(
+                "lease_expires_at",
+                ColumnType::Datetime2,
+                Some(at(30)).into_sql(),
+            )
+            .column("worker", ColumnType::NVarchar, "w-1".into_sql())
+            .column("last_error", ColumnType::NVarchar, None::<&str>.into_sql())
+            .column(
+                "dedup_key",
+                ColumnType::BigVarBin,
+                dedup.map(|k| k.as_bytes().to_vec()).into_sql(),
+            )
+            .column("created_at", ColumnType::Datetime2, at(-5).into_sql())
+            .column("updated_at", ColumnType::Datetime2, at(1).into_sql())
+            .column(
+                "finished_at",
+                ColumnType::Datetime2,
+                None::<DateTime<Utc>>.into_sql(),
+            )
+            .build()
+    }
+
+    #[test]
+    fn claimed_rows_decode_into_leases() {
+        let token = Uuid::new_v4();
+        let rows = [claimed_row(Some(token), Some("k "))];
+        let leased = leased(&rows).unwrap();
+        let l = &leased[0];
+        assert_eq!(l.job.queue, "emails");
+        assert_eq!(l.job.payload.get(), r#"{"to":"ḱ","n":[1,2]}"#);
+        assert_eq!(l.job.priority, -7);
+        assert_eq!(l.job.state, JobState::Running);
+        assert_eq!((l.job.attempts, l.job.max_attempts), (2, 5));
+        assert_eq!(l.job.run_at, at(0));
+        assert_eq!(l.job.worker.as_deref(), Some("w-1"));
+        assert_eq!(l.job.last_error, None);
+        assert_eq!(
+            l.job.dedup_key.as_deref(),
+            Some("k "),
+            "trailing space kept"
+        );
+        assert_eq!(l.job.finished_at, None);
+        assert_eq!(l.lease.token, token);
+        assert_eq!(l.lease.expires_at, at(30));
+        assert_eq!(l.lease.attempt, 2);
+        assert_eq!(l.lease.job_id, l.job.id);
+    }
+
+    #[test]
+    fn a_claimed_row_without_a_token_is_refused() {
+        let err = leased(&[claimed_row(None, None)]).unwrap_err();
+        assert!(err.to_string().contains("no lease token"), "{err}");
+    }
+
+    #[test]
+    fn malformed_rows_are_decode_errors() {
+        let short_id = Row::builder()
+            .column("id", ColumnType::BigBinary, vec![1u8, 2, 3].into_sql())
+            .build();
+        let err = uuid_of(&short_id, "id").unwrap_err();
+        assert!(err.to_string().contains("3 bytes"), "{err}");
+        let bad_state = Row::builder()
+            .column("state", ColumnType::NVarchar, "zombie".into_sql())
+            .build();
+        assert!(parse_state(&text(&bad_state, "state").unwrap()).is_err());
+        let bad_key = Row::builder()
+            .column(
+                "dedup_key",
+                ColumnType::BigVarBin,
+                vec![0xffu8, 0xfe].into_sql(),
+            )
+            .build();
+        assert!(dedup_key(&bad_key).is_err());
+        let null = Row::builder()
+            .column("queue", ColumnType::NVarchar, None::<&str>.into_sql())
+            .build();
+        assert!(text(&null, "queue")
+            .unwrap_err()
+            .to_string()
+            .contains("NULL"));
+    }
+
+    #[test]
+    fn ids_bind_as_big_endian_bytes() {
+        // BINARY(16) compares bytes in order, which is the order of UUID v7 ids.
+        let a = JobId(Uuid::now_v7());
+        std::thread::sleep(Duration::from_millis(2));
+        let b = JobId(Uuid::now_v7());
+        let (ColumnData::Binary(Some(x)), ColumnData::Binary(Some(y))) = (id(a), id(b)) else {
+            panic!("ids bind as binary");
+        };
+        assert_eq!(x.len(), 16);
+        assert!(x < y && a < b);
+    }
+
+    #[test]
+    fn chunks_cover_every_item_once() {
+        assert_eq!(chunks(0, 250), Vec::<(usize, usize)>::new());
+        assert_eq!(chunks(1, 250), vec![(0, 1)]);
+        assert_eq!(chunks(250, 250), vec![(0, 250)]);
+        assert_eq!(chunks(251, 250), vec![(0, 250), (250, 251)]);
+        let c = chunks(10_000, INSERT_ROWS);
+        assert_eq!(c.len(), 40);
+        assert!(c.windows(2).all(|w| w[0].1 == w[1].0));
+        assert_eq!(c.last(), Some(&(9_750, 10_000)));
+    }
+
+    #[test]
+    fn insert_values_follow_the_statement() {
+        let jobs = vec![
+            queue_core::NewJob::from_json("q", "1")
+                .unwrap()
+                .dedup_key("k"),
+            queue_core::NewJob::from_json("q", "\"x\"")
+                .unwrap()
+                .priority(3),
+        ];
+        let delays = [
+            Duration::from_secs(3600 * 24 * 365 * 10),
+            Duration::from_micros(1_500_000),
+        ];
+        let p = JobInsert {
+            jobs: &jobs,
+            delays: &delays,
+            notify: &[],
+        };
+        let v = insert_values(&p, 0, 2);
+        assert_eq!(v.len(), 16);
+        assert_eq!(v[5], ColumnData::I32(Some(315_360_000)));
+        assert_eq!(v[6], ColumnData::I32(Some(0)));
+        assert_eq!(v[7], ColumnData::Binary(Some(b"k".as_slice().into())));
+        assert_eq!(v[11], ColumnData::I32(Some(3)));
+        assert_eq!(v[13], ColumnData::I32(Some(1)));
+        assert_eq!(v[14], ColumnData::I32(Some(500_000)));
+        assert_eq!(v[15], ColumnData::Binary(None));
+    }
+}

@@ -1,0 +1,64 @@
+//! The schema's migrations, applied by the engine's migration loop inside one transaction under
+//! an exclusive application lock (`sp_getapplock`, owned by the transaction): concurrent runs
+//! are serialized, and since DDL is transactional in SQL Server, a migration and its record
+//! commit together or not at all.
+
+use queue_core::engine::Migration;
+
+/// Every migration, oldest first. Append only: an applied migration never changes.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "jobs",
+    sql: include_str!("../migrations/0001_jobs.sql"),
+}];
+
+/// How long `migrate` waits for another process's migration to finish, in milliseconds
+/// (positive: some T-SQL implementations refuse a zero timeout).
+pub(crate) const LOCK_TIMEOUT_MS: i32 = 60_000;
+
+/// The application lock's name for `schema` (locks are per database already).
+pub(crate) fn lock_name(schema: &str) -> String {
+    format!("queue-migrate:{schema}")
+}
+
+#[cfg(test)]
+mod tests {
+    use queue_core::engine::statements::load;
+
+    use super::*;
+
+    #[test]
+    fn migrations_are_ordered_and_spliced() {
+        let versions: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+        let mut sorted = versions.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(versions, sorted);
+        let sql = load(MIGRATIONS[0].sql, &[("{schema}", "s1")]);
+        assert!(sql.starts_with("CREATE TABLE [s1].[jobs]"), "{sql}");
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        // Every index the statements rely on, filtered as they expect.
+        for index in [
+            "jobs_claim_idx ON [s1].[jobs] (queue, priority DESC, run_at, id)\n    WHERE state = N'pending'",
+            "UNIQUE INDEX jobs_dedup_idx",
+            "WHERE dedup_key IS NOT NULL AND state IN (N'pending', N'running')",
+            "jobs_lease_idx",
+            "jobs_finished_idx",
+        ] {
+            assert!(sql.contains(index), "{index}");
+        }
+        // No column that the client binds as nvarchar is varchar (index seeks would be lost).
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
+        assert!(
+            !sql.contains("ISJSON"),
+            "scalar JSON payloads are valid jobs"
+        );
+    }
+
+    #[test]
+    fn the_lock_name_fits() {
+        assert_eq!(lock_name("queue"), "queue-migrate:queue");
+        // sp_getapplock takes up to 255 characters; schema names are at most 63.
+        assert!(lock_name(&"s".repeat(63)).len() <= 255);
+    }
+}

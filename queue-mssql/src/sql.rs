@@ -1,0 +1,409 @@
+//! The statements, loaded from `queries/*.sql` once per queue value with the validated schema
+//! name spliced in, and the expansion of their row lists (`{rows}`, `{leases}`, ...) into
+//! numbered placeholders. Only placeholders are ever expanded: values are bound.
+//!
+//! tiberius sends every parameterised statement through `sp_executesql` with placeholders
+//! `@P1..@Pn`, at most [`MAX_PARAMETERS`] per request (SQL Server's limit, error 8003).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use queue_core::engine::micros;
+use queue_core::engine::statements::load;
+
+/// Most parameters one request may carry.
+pub(crate) const MAX_PARAMETERS: usize = 2_100;
+/// Jobs per INSERT (8 parameters each, 2,000 in all).
+pub(crate) const INSERT_ROWS: usize = 250;
+/// `(id, token)` or `(id, version)` pairs per statement (2 parameters each, plus the fixed
+/// ones), and at most this many rows locked by one statement, far below the 5,000 locks at
+/// which SQL Server escalates to a table lock.
+pub(crate) const PAIR_ROWS: usize = 500;
+/// Values per `IN (...)` list of `job_dedup_live`.
+pub(crate) const IN_LIST: usize = 1_000;
+/// Most rows one claim or prune statement touches (lock escalation starts at 5,000 locks).
+pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 1_000;
+
+// Every chunk fits one request, and no statement locks enough rows to escalate to a table lock
+// (5,000 locks by one statement).
+const _: () = {
+    assert!(8 * INSERT_ROWS <= MAX_PARAMETERS);
+    assert!(3 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
+    assert!(2 * IN_LIST <= MAX_PARAMETERS);
+    assert!(PAIR_ROWS <= MAX_ROWS_PER_STATEMENT && INSERT_ROWS <= MAX_ROWS_PER_STATEMENT);
+    assert!(MAX_ROWS_PER_STATEMENT < 5_000);
+};
+
+macro_rules! statements {
+    ($($name:ident),* $(,)?) => {
+        /// Every statement of the dialect, as sent (comments dropped, schema spliced in).
+        #[derive(Debug)]
+        pub(crate) struct Statements {
+            $(pub(crate) $name: Arc<str>,)*
+        }
+
+        impl Statements {
+            /// All statements, with `splices` (validated identifiers only) replaced.
+            pub(crate) fn new(splices: &[(&str, &str)]) -> Self {
+                Statements {
+                    $($name: Arc::from(load(
+                        include_str!(concat!("../queries/", stringify!($name), ".sql")),
+                        splices,
+                    )),)*
+                }
+            }
+
+            /// Every statement with its name, for checks.
+            #[cfg(test)]
+            pub(crate) fn all(&self) -> Vec<(&'static str, &str)> {
+                vec![$((stringify!($name), &*self.$name),)*]
+            }
+        }
+    };
+}
+
+statements!(
+    server_version,
+    now,
+    migration_lock,
+    migration_table,
+    migration_applied,
+    migration_record,
+    job_insert,
+    job_dedup_live,
+    job_claim,
+    job_candidates,
+    job_claim_candidates,
+    job_complete,
+    job_complete_many,
+    job_fail_retry,
+    job_fail_dead,
+    job_release,
+    job_extend,
+    job_state,
+    job_expired,
+    job_rescue,
+    job_cancel,
+    job_retry,
+    job_get,
+    job_list,
+    job_stats,
+    job_prune,
+);
+
+/// `count` tuples made from `template`, whose `{}` are replaced by consecutive placeholder
+/// numbers starting at `first`: `tuples("(@P{}, @P{})", 3, 2)` is `(@P3, @P4), (@P5, @P6)`.
+fn tuples(template: &str, first: usize, count: usize) -> String {
+    let per = template.matches("{}").count();
+    let mut out = String::with_capacity(count * (template.len() + 4 * per));
+    let mut n = first;
+    for i in 0..count {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let mut parts = template.split("{}");
+        if let Some(head) = parts.next() {
+            out.push_str(head);
+        }
+        for part in parts {
+            let _ = write!(out, "{n}");
+            n += 1;
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+fn expand(text: &str, markers: &[(&str, String)]) -> String {
+    let mut out = text.to_owned();
+    for (marker, with) in markers {
+        out = out.replace(marker, with);
+    }
+    out
+}
+
+impl Statements {
+    /// An INSERT of `rows` jobs (8 values each, from `@P1`).
+    pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
+        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
+        expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
+    }
+
+    /// `job_dedup_live` for `queues` queues and `keys` keys (queues first, from `@P1`).
+    pub(crate) fn job_dedup_live_for(&self, queues: usize, keys: usize) -> String {
+        expand(
+            &self.job_dedup_live,
+            &[
+                ("{queues}", tuples("@P{}", 1, queues)),
+                ("{keys}", tuples("@P{}", 1 + queues, keys)),
+            ],
+        )
+    }
+
+    /// `job_claim_candidates` for `n` candidates (after the 3 fixed values).
+    pub(crate) fn job_claim_candidates_for(&self, n: usize) -> String {
+        let row = "(CAST(@P{} AS BINARY(16)), CAST(@P{} AS BINARY(8)))";
+        expand(
+            &self.job_claim_candidates,
+            &[("{candidates}", tuples(row, 4, n))],
+        )
+    }
+
+    /// `job_complete_many` for `n` leases (from `@P1`).
+    pub(crate) fn job_complete_many_for(&self, n: usize) -> String {
+        let row = "(CAST(@P{} AS BINARY(16)), @P{})";
+        expand(&self.job_complete_many, &[("{leases}", tuples(row, 1, n))])
+    }
+
+    /// `job_rescue` for `n` jobs (after the 2 fixed values).
+    pub(crate) fn job_rescue_for(&self, n: usize) -> String {
+        let row = "(CAST(@P{} AS BINARY(16)), @P{})";
+        expand(&self.job_rescue, &[("{jobs}", tuples(row, 3, n))])
+    }
+
+    /// `job_prune` for `n` states (after the 4 fixed values).
+    pub(crate) fn job_prune_for(&self, n: usize) -> String {
+        expand(&self.job_prune, &[("{states}", tuples("@P{}", 5, n))])
+    }
+}
+
+/// A duration as DATEADD takes it: whole seconds and the microseconds left over, each an `int`
+/// (DATEADD's number is an int, so microseconds alone would overflow after about 35.8 minutes).
+/// Saturates at `i32::MAX` seconds (68 years); every duration that reaches SQL is validated far
+/// below that (leases at most a day, delays and prune ages at most ten years).
+pub(crate) fn dateadd_parts(d: Duration) -> (i32, i32) {
+    let us = micros(d);
+    let secs = i32::try_from(us / 1_000_000).unwrap_or(i32::MAX);
+    let rest = i32::try_from(us % 1_000_000).unwrap_or(0);
+    (secs, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use queue_core::validate::{MAX_DELAY, MAX_LEASE};
+
+    use super::*;
+
+    /// The placeholder numbers of `sql`, in order of appearance (repeats included).
+    fn placeholders(sql: &str) -> Vec<usize> {
+        let bytes = sql.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(at) = sql[i..].find("@P") {
+            let start = i + at + 2;
+            let end = start
+                + bytes[start..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+            if end > start {
+                out.push(sql[start..end].parse().unwrap());
+            }
+            i = end.max(start);
+        }
+        out
+    }
+
+    /// Asserts that `sql` uses exactly `@P1..@Pn` (each at least once, none missing, none
+    /// beyond) and stays within the parameter limit; returns n.
+    fn gapless(name: &str, sql: &str, n: usize) -> usize {
+        let used: BTreeSet<usize> = placeholders(sql).into_iter().collect();
+        let want: BTreeSet<usize> = (1..=n).collect();
+        assert_eq!(
+            used, want,
+            "{name}: placeholders are not exactly @P1..@P{n}:\n{sql}"
+        );
+        assert!(n <= MAX_PARAMETERS, "{name}: {n} parameters");
+        assert!(!sql.contains('{'), "{name}: an unexpanded marker:\n{sql}");
+        n
+    }
+
+    fn sql() -> Statements {
+        Statements::new(&[("{schema}", "jobs_s")])
+    }
+
+    #[test]
+    fn every_statement_binds_gapless_placeholders() {
+        let s = sql();
+        // The fixed statements, with their parameter counts as the driver binds them.
+        for (name, n) in [
+            ("server_version", 0),
+            ("now", 0),
+            ("migration_lock", 2),
+            ("migration_table", 0),
+            ("migration_applied", 0),
+            ("migration_record", 2),
+            ("job_claim", 5),
+            ("job_candidates", 2),
+            ("job_complete", 2),
+            ("job_fail_retry", 5),
+            ("job_fail_dead", 3),
+            ("job_release", 2),
+            ("job_extend", 4),
+            ("job_state", 1),
+            ("job_expired", 1),
+            ("job_cancel", 1),
+            ("job_retry", 1),
+            ("job_get", 1),
+            ("job_list", 4),
+            ("job_stats", 1),
+        ] {
+            let text = s.all().into_iter().find(|(n, _)| *n == name).unwrap().1;
+            gapless(name, text, n);
+        }
+        // The expanded ones, at one row and at the largest chunk the driver sends.
+        for rows in [1, 2, INSERT_ROWS] {
+            gapless("job_insert", &s.job_insert_rows(rows), 8 * rows);
+        }
+        for (q, k) in [(1, 1), (3, 2), (IN_LIST, IN_LIST)] {
+            gapless("job_dedup_live", &s.job_dedup_live_for(q, k), q + k);
+        }
+        for n in [1, 7, PAIR_ROWS] {
+            gapless(
+                "job_claim_candidates",
+                &s.job_claim_candidates_for(n),
+                3 + 2 * n,
+            );
+            gapless("job_complete_many", &s.job_complete_many_for(n), 2 * n);
+            gapless("job_rescue", &s.job_rescue_for(n), 2 + 2 * n);
+        }
+        for n in 1..=3 {
+            gapless("job_prune", &s.job_prune_for(n), 4 + n);
+        }
+    }
+
+    #[test]
+    fn every_claim_skips_locked_rows_with_a_locking_read() {
+        let s = sql();
+        for claim in [&*s.job_claim] {
+            let hints = claim
+                .split_once("WITH (UPDLOCK")
+                .map(|(_, rest)| rest.split_once(')').map_or(rest, |(h, _)| h))
+                .expect("a claim carries a table hint list");
+            for hint in ["READPAST", "READCOMMITTEDLOCK", "ROWLOCK"] {
+                assert!(hints.contains(hint), "job_claim lacks {hint}: {claim}");
+            }
+            assert!(claim.contains("ORDER BY priority DESC, run_at, id"));
+            assert!(claim.contains("TOP (@P2)"));
+            // The join form, with the state restated on the updated table.
+            assert!(claim.contains("INNER JOIN c ON j.id = c.id"));
+            assert!(claim.trim_end().ends_with("WHERE j.state = N'pending'"));
+            assert!(!claim.contains("UPDATE c"));
+        }
+        // The optimistic claim is guarded by the row version instead.
+        assert!(s
+            .job_claim_candidates
+            .contains("WHERE j.version = c.version AND j.state = N'pending'"));
+    }
+
+    /// The words of `sql`, upper-cased (identifiers, keywords, `@P1`).
+    fn words(sql: &str) -> Vec<String> {
+        sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '@'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_uppercase)
+            .collect()
+    }
+
+    #[test]
+    fn no_statement_changes_session_or_transaction_state() {
+        let s = sql();
+        let migrations: Vec<(&str, String)> = crate::migrate::MIGRATIONS
+            .iter()
+            .map(|m| (m.name, load(m.sql, &[])))
+            .collect();
+        let statements = s.all().into_iter().map(|(n, t)| (n, t.to_owned()));
+        for (name, text) in statements.chain(migrations) {
+            let w = words(&text);
+            for word in [
+                "NOCOUNT",
+                "COMMIT",
+                "ROLLBACK",
+                "XACT_ABORT",
+                "IMPLICIT_TRANSACTIONS",
+            ] {
+                assert!(!w.iter().any(|x| x == word), "{name} contains {word}");
+            }
+            for pair in w.windows(2) {
+                let (a, b) = (pair[0].as_str(), pair[1].as_str());
+                let tran = matches!(b, "TRAN" | "TRANSACTION");
+                assert!(
+                    !(tran && matches!(a, "BEGIN" | "SAVE" | "SET")),
+                    "{name} contains {a} {b}"
+                );
+            }
+        }
+        // The words check does see them.
+        assert!(words("SET NOCOUNT ON; BEGIN TRAN").contains(&"NOCOUNT".to_owned()));
+        assert!(!words("is_read_committed_snapshot_on").contains(&"COMMIT".to_owned()));
+    }
+
+    #[test]
+    fn filtered_indexes_are_matched_by_literal_predicates() {
+        let s = sql();
+        for (name, text, literal) in [
+            ("job_claim", &*s.job_claim, "state = N'pending'"),
+            ("job_candidates", &*s.job_candidates, "state = N'pending'"),
+            ("job_expired", &*s.job_expired, "state = N'running'"),
+            (
+                "job_dedup_live",
+                &*s.job_dedup_live,
+                "state IN (N'pending', N'running')",
+            ),
+            (
+                "job_prune",
+                &*s.job_prune,
+                "state IN (N'completed', N'dead', N'cancelled')",
+            ),
+        ] {
+            assert!(text.contains(literal), "{name} lacks {literal}");
+        }
+    }
+
+    #[test]
+    fn the_schema_is_spliced_and_comments_are_dropped() {
+        let s = sql();
+        for (name, text) in s.all() {
+            assert!(!text.contains("{schema}"), "{name}");
+            assert!(!text.contains("--"), "{name}: comments are not sent");
+        }
+        assert!(s.job_claim.contains("FROM [jobs_s].[jobs] WITH"));
+        assert!(s.migration_table.contains("CREATE SCHEMA [jobs_s]"));
+        assert!(s.migration_table.contains("SCHEMA_ID(N'jobs_s')"));
+    }
+
+    #[test]
+    fn tuples_number_consecutively() {
+        assert_eq!(tuples("(@P{}, @P{})", 3, 2), "(@P3, @P4), (@P5, @P6)");
+        assert_eq!(tuples("@P{}", 1, 3), "@P1, @P2, @P3");
+        assert_eq!(tuples("@P{}", 1, 0), "");
+        assert_eq!(placeholders("a = @P1 AND b = @P12 OR @P1"), vec![1, 12, 1]);
+    }
+
+    #[test]
+    fn dateadd_parts_split_at_the_limits() {
+        let us = |secs: i32, rest: i32| i64::from(secs) * 1_000_000 + i64::from(rest);
+        assert_eq!(dateadd_parts(Duration::ZERO), (0, 0));
+        assert_eq!(dateadd_parts(Duration::from_micros(999_999)), (0, 999_999));
+        assert_eq!(dateadd_parts(Duration::from_micros(1_000_000)), (1, 0));
+        assert_eq!(dateadd_parts(Duration::from_nanos(1_999)), (0, 1));
+        // Past 2^31 microseconds (35.8 minutes) a single DATEADD(MICROSECOND, ...) overflows.
+        let past_int = Duration::from_micros(i32::MAX as u64 + 1);
+        let (s, r) = dateadd_parts(past_int);
+        assert_eq!(us(s, r), i32::MAX as i64 + 1);
+        assert!(r < 1_000_000);
+        // The longest lease and the longest delay fit, exactly.
+        assert_eq!(dateadd_parts(MAX_LEASE), (86_400, 0));
+        assert_eq!(dateadd_parts(MAX_DELAY), (315_360_000, 0));
+        let odd = MAX_DELAY - Duration::from_micros(1);
+        assert_eq!(dateadd_parts(odd), (315_359_999, 999_999));
+        // Beyond any validated value: saturated, never wrapped to a negative number.
+        assert_eq!(dateadd_parts(Duration::MAX).0, i32::MAX);
+        assert_eq!(
+            dateadd_parts(Duration::from_secs(i32::MAX as u64 + 10)),
+            (i32::MAX, 0)
+        );
+    }
+}
