@@ -4,15 +4,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use queue_core::validate::redact_url;
 use queue_core::{ClaimStrategy, CommonOptions, Error, Limits, Queue, Result, RetryPolicy};
 
 /// The log target of this module.
 const LOG_TARGET: &str = "queue::connect";
 
 /// The schemes [`connect`] understands, for error messages.
-const KNOWN_SCHEMES: &str = "sqlite:, sqlite://, postgres://, postgresql://, mysql://, mariadb:// \
-                             (or a file path ending in .db, .sqlite or .sqlite3)";
+const KNOWN_SCHEMES: &str =
+    "sqlite:, sqlite://, postgres://, postgresql://, mysql://, mariadb://, \
+                             mssql://, sqlserver:// (or a file path ending in .db, .sqlite or \
+                             .sqlite3, or an ADO.NET connection string Server=...;...)";
 
 /// A database a URL can name. Which of them this build can open depends on its cargo features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,8 +26,8 @@ pub enum Backend {
     Postgres,
     /// MySQL or MariaDB: `mysql://` or `mariadb://`. Feature `mysql`.
     MySql,
-    /// SQL Server: `mssql://` or `sqlserver://`. Recognised, but its backend is not part of this
-    /// release, so connecting always fails with a clear error.
+    /// SQL Server: `mssql://`, `sqlserver://`, or an ADO.NET connection string
+    /// (`Server=tcp:host,1433;Database=...`). Feature `mssql`.
     MsSql,
 }
 
@@ -42,6 +43,9 @@ impl Backend {
             return Err(Error::invalid("url", "must not be empty"));
         }
         let lower = url.to_ascii_lowercase();
+        if is_ado_string(url) {
+            return Ok(Backend::MsSql);
+        }
         if lower.starts_with("sqlite:") {
             return Ok(Backend::Sqlite);
         }
@@ -71,14 +75,13 @@ impl Backend {
         ))
     }
 
-    /// The cargo feature of `dbqueue` that includes this backend (`None` for SQL Server, which
-    /// has no backend in this release).
+    /// The cargo feature of `dbqueue` that includes this backend.
     pub fn feature(&self) -> Option<&'static str> {
         match self {
             Backend::Sqlite => Some("sqlite"),
             Backend::Postgres => Some("postgres"),
             Backend::MySql => Some("mysql"),
-            Backend::MsSql => None,
+            Backend::MsSql => Some("mssql"),
         }
     }
 
@@ -88,7 +91,7 @@ impl Backend {
             Backend::Sqlite => cfg!(feature = "sqlite"),
             Backend::Postgres => cfg!(feature = "postgres"),
             Backend::MySql => cfg!(feature = "mysql"),
-            Backend::MsSql => false,
+            Backend::MsSql => cfg!(feature = "mssql"),
         }
     }
 
@@ -113,11 +116,7 @@ impl Backend {
                     self.name()
                 ),
             ),
-            None => Error::invalid(
-                "url",
-                "names SQL Server, whose backend is not part of this release; use sqlite, \
-                 postgres or mysql/mariadb",
-            ),
+            None => Error::invalid("url", format!("names {}", self.name())),
         }
     }
 }
@@ -125,6 +124,40 @@ impl Backend {
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Whether `url` is an ADO.NET connection string (`Server=...;...`), which names SQL Server:
+/// no scheme, and one of the keys that name a server.
+fn is_ado_string(url: &str) -> bool {
+    const SERVER_KEYS: [&str; 5] = [
+        "server",
+        "data source",
+        "address",
+        "addr",
+        "network address",
+    ];
+    let lower = url.to_ascii_lowercase();
+    !lower.contains("://")
+        && lower
+            .split(';')
+            .filter_map(|pair| pair.split_once('=').map(|(key, _)| key.trim()))
+            .any(|key| SERVER_KEYS.contains(&key))
+}
+
+/// `url` with its password taken out, in whichever form it comes (URL or connection string).
+fn redacted(url: &str) -> String {
+    #[cfg(feature = "mssql")]
+    {
+        queue_mssql::redact(url)
+    }
+    #[cfg(not(feature = "mssql"))]
+    {
+        if is_ado_string(url) {
+            "(an ADO.NET connection string)".to_owned()
+        } else {
+            queue_core::validate::redact_url(url)
+        }
     }
 }
 
@@ -166,7 +199,7 @@ pub struct Options {
     pub max_connections: Option<u32>,
     /// How long to wait for a connection before [`Error::Unavailable`].
     pub connect_timeout: Option<Duration>,
-    /// PostgreSQL only: the schema holding the tables (default `queue`).
+    /// PostgreSQL and SQL Server only: the schema holding the tables (default `queue`).
     pub schema: Option<String>,
     /// MySQL/MariaDB only: the prefix of the table names (default `queue_`).
     pub table_prefix: Option<String>,
@@ -192,11 +225,11 @@ impl Options {
     /// Rejects settings that do not apply to `backend`, so that a misplaced setting is never
     /// silently ignored.
     fn check_applies_to(&self, backend: Backend) -> Result<()> {
-        if self.schema.is_some() && backend != Backend::Postgres {
+        if self.schema.is_some() && !matches!(backend, Backend::Postgres | Backend::MsSql) {
             return Err(Error::invalid(
                 "schema",
                 format!(
-                    "applies to PostgreSQL only, not {}{}",
+                    "applies to PostgreSQL and SQL Server only, not {}{}",
                     backend.name(),
                     if backend == Backend::MySql {
                         " (use table_prefix)"
@@ -227,13 +260,13 @@ impl Options {
 ///
 /// Recognised URLs: `sqlite://path`, `sqlite:path`, `sqlite::memory:` or a path ending in `.db`,
 /// `.sqlite` or `.sqlite3` (feature `sqlite`, on by default); `postgres://` and
-/// `postgresql://` (feature `postgres`); `mysql://` and `mariadb://` (feature `mysql`).
+/// `postgresql://` (feature `postgres`); `mysql://` and `mariadb://` (feature `mysql`);
+/// `mssql://`, `sqlserver://` and ADO.NET connection strings (feature `mssql`).
 ///
 /// # Errors
-/// [`Error::InvalidInput`] naming `url` for an unknown scheme, for a backend whose feature is not
-/// enabled (the message names the feature), and for SQL Server, which has no backend in this
-/// release; [`Error::Unavailable`] when the database cannot be reached within the connect
-/// timeout. No error message contains the URL's password.
+/// [`Error::InvalidInput`] naming `url` for an unknown scheme and for a backend whose feature is
+/// not enabled (the message names the feature); [`Error::Unavailable`] when the database cannot
+/// be reached within the connect timeout. No error message contains the URL's password.
 pub async fn connect(url: &str) -> Result<Arc<dyn Queue>> {
     connect_with(url, Options::default()).await
 }
@@ -264,7 +297,7 @@ pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn Queue>>
     tracing::debug!(
         target: LOG_TARGET,
         backend = backend.name(),
-        url = %redact_url(url),
+        url = %redacted(url),
         "connecting"
     );
     match backend {
@@ -274,6 +307,9 @@ pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn Queue>>
         Backend::Postgres => connect_postgres(url, options).await,
         #[cfg(feature = "mysql")]
         Backend::MySql => connect_mysql(url, options).await,
+        #[cfg(feature = "mssql")]
+        Backend::MsSql => connect_mssql(url, options).await,
+        #[allow(unreachable_patterns)]
         other => Err(other.unavailable_error()),
     }
 }
@@ -306,6 +342,15 @@ async fn connect_mysql(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
     Ok(Arc::new(builder.connect().await?))
 }
 
+#[cfg(feature = "mssql")]
+async fn connect_mssql(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
+    let mut builder = queue_mssql::MsSqlQueue::builder(url).common_options(options.common());
+    if let Some(schema) = options.schema {
+        builder = builder.schema(schema);
+    }
+    Ok(Arc::new(builder.connect().await?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +378,13 @@ mod tests {
             ("mariadb://root@127.0.0.1:3306/test", Backend::MySql),
             ("mssql://sa:pw@localhost", Backend::MsSql),
             ("sqlserver://localhost", Backend::MsSql),
+            ("MSSQL://localhost:1433/db", Backend::MsSql),
+            ("sqlserver://h:1433;database=d;user=sa", Backend::MsSql),
+            (
+                "Server=tcp:h,1433;Database=d;User Id=sa;Password=x",
+                Backend::MsSql,
+            ),
+            ("data source=h;initial catalog=d", Backend::MsSql),
         ] {
             assert_eq!(Backend::from_url(url).unwrap(), backend, "{url}");
         }
@@ -364,17 +416,60 @@ mod tests {
         assert!(rule.contains("\"abc\""), "{rule}");
     }
 
+    #[cfg(not(feature = "mssql"))]
     #[tokio::test]
-    async fn sql_server_is_refused_clearly() {
-        let err = connect("mssql://sa:Secret123@localhost:1433/db")
-            .await
-            .err()
-            .expect("mssql must be refused");
-        let (field, rule) = parts(err);
+    async fn a_disabled_sql_server_backend_names_its_feature() {
+        for url in [
+            "mssql://sa:Secret123@localhost:1433/db",
+            "Server=tcp:localhost,1433;User Id=sa;Password=Secret123",
+        ] {
+            let err = connect(url).await.err().expect("mssql is not compiled in");
+            let (field, rule) = parts(err);
+            assert_eq!(field, "url");
+            assert!(rule.contains("SQL Server"), "{rule}");
+            assert!(rule.contains("`mssql` feature"), "{rule}");
+            assert!(!rule.contains("Secret123"), "{rule}");
+        }
+    }
+
+    #[cfg(feature = "mssql")]
+    #[tokio::test]
+    async fn sql_server_urls_reach_the_driver() {
+        // Nothing listens on port 1: the connection attempt is made and refused.
+        for url in [
+            "mssql://sa:Secret123@127.0.0.1:1/jobs",
+            "sqlserver://sa:Secret123@127.0.0.1:1/jobs?encrypt=off",
+            "Server=tcp:127.0.0.1,1;Database=jobs;User Id=sa;Password=Secret123",
+        ] {
+            let opts = Options {
+                connect_timeout: Some(Duration::from_secs(2)),
+                schema: Some("jobs".into()),
+                ..Options::default()
+            };
+            let err = connect_with(url, opts)
+                .await
+                .err()
+                .expect("port 1 is closed");
+            let shown = format!("{err} {err:?}");
+            assert!(matches!(err, Error::Unavailable { .. }), "{url}: {shown}");
+            assert!(shown.contains("SQL Server"), "{shown}");
+            assert!(
+                shown.contains("127.0.0.1:1"),
+                "the host and port are named: {shown}"
+            );
+            assert!(!shown.contains("Secret123"), "{shown}");
+        }
+        let (field, rule) = parts(
+            connect("mssql://sa:Secret123@127.0.0.1:1/jobs?bogus=1")
+                .await
+                .err()
+                .unwrap(),
+        );
         assert_eq!(field, "url");
-        assert!(rule.contains("SQL Server"), "{rule}");
-        assert!(rule.contains("not part of this release"), "{rule}");
-        assert!(!rule.contains("Secret123"), "{rule}");
+        assert!(
+            rule.contains("bogus") && !rule.contains("Secret123"),
+            "{rule}"
+        );
     }
 
     #[cfg(not(feature = "postgres"))]
@@ -407,6 +502,8 @@ mod tests {
         let (field, _) = parts(opts.check_applies_to(Backend::Sqlite).unwrap_err());
         assert_eq!(field, "schema");
         assert!(opts.check_applies_to(Backend::Postgres).is_ok());
+        assert!(opts.check_applies_to(Backend::MsSql).is_ok());
+        assert!(opts.check_applies_to(Backend::MySql).is_err());
 
         let opts = Options {
             table_prefix: Some("jobs_".into()),

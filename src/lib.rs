@@ -24,3 +24,9 @@ pub use queue_postgres::PostgresQueue;
 pub use queue_mysql as mysql;
 #[cfg(feature = "mysql")]
 pub use queue_mysql::MySqlQueue;
+
+/// The SQL Server backend (feature `mssql`).
+#[cfg(feature = "mssql")]
+pub use queue_mssql as mssql;
+#[cfg(feature = "mssql")]
+pub use queue_mssql::MsSqlQueue;

@@ -375,6 +375,22 @@ mod tests {
     }
 
     #[test]
+    fn the_query_files_follow_the_catalogue() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        // notify: SQL Server has no notifications; migration_unlock: the application lock is
+        // owned by the migration transaction and ends with it (see README).
+        queue_core::engine::statements::check_directory(&dir, &["notify", "migration_unlock"], &[])
+            .unwrap();
+        // Every file is loaded by `Statements`, under its own name.
+        let loaded: Vec<&str> = sql().all().into_iter().map(|(n, _)| n).collect();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            assert!(loaded.contains(&stem.as_str()), "{stem}.sql is not loaded");
+        }
+    }
+
+    #[test]
     fn tuples_number_consecutively() {
         assert_eq!(tuples("(@P{}, @P{})", 3, 2), "(@P3, @P4), (@P5, @P6)");
         assert_eq!(tuples("@P{}", 1, 3), "@P1, @P2, @P3");

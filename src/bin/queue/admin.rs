@@ -15,7 +15,8 @@ use crate::table;
 /// Which database to use.
 #[derive(Debug, Args)]
 pub(crate) struct Target {
-    /// Database URL: sqlite://file.db, postgres://..., mysql://... or mariadb://...
+    /// Database URL: sqlite://file.db, postgres://..., mysql://..., mariadb://..., mssql://... or
+    /// sqlserver://... (or an ADO.NET connection string)
     #[arg(
         long,
         env = "QUEUE_URL",
