@@ -15,7 +15,9 @@ pub use builder::MsSqlQueueBuilder;
 pub use driver::{Candidate, MsSqlDriver};
 pub use error::{classify_number, MsSqlError};
 pub use options::{is_connection_string, redact, Encrypt, UrlParts, DEFAULT_PORT};
-pub use pool::{Client, ConnectionManager, MsSqlConnection, MsSqlTransaction, Pool};
+pub use pool::{
+    open as open_session, Client, ConnectionManager, MsSqlConnection, MsSqlTransaction, Pool,
+};
 pub use queue::MsSqlQueue;
 /// The TDS driver this crate is built on, for the caller's own statements in a transaction.
 pub use tiberius;

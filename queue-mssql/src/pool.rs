@@ -41,9 +41,13 @@ const COMMIT: &str = "COMMIT TRANSACTION; SET TRANSACTION ISOLATION LEVEL READ C
 const ROLLBACK: &str =
     "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
-/// Opens one session to the server `config` names and sets it up for the queue. Follows one
+/// Opens one session to the server `config` names, set up as the queue's pooled sessions are
+/// (for administration, e.g. statements that may not run inside a transaction). Follows one
 /// Azure SQL gateway redirect.
-pub(crate) async fn open(config: &Config) -> Result<Client, TdsError> {
+///
+/// # Errors
+/// tiberius's error when the server cannot be reached, refuses the login or the settings.
+pub async fn open(config: &Config) -> Result<Client, TdsError> {
     let mut client = match Client::connect(config.clone(), tcp(config).await?).await {
         Ok(client) => client,
         Err(TdsError::Routing { host, port }) => {

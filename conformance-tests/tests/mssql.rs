@@ -1,0 +1,605 @@
+//! The conformance suite on SQL Server: every case in both claim strategies, each in a fresh
+//! schema `t<random>` that is dropped at the end, on two databases: `queue_test`
+//! (READ_COMMITTED_SNAPSHOT off) and `queue_test_rcsi` (on, as on Azure SQL Database, where a
+//! claim without READCOMMITTEDLOCK would read row versions). Plus what is SQL Server's own:
+//! session settings, the claim's plan, chunked batches, a caller's transaction left open.
+//!
+//! The server: `QUEUE_TEST_MSSQL_URL` (a `mssql://` URL of a login that may create databases),
+//! else a SQL Server 2022 container when a Docker engine answers, else every test is reported
+//! as ignored with the reason (`QUEUE_TEST_REQUIRE=mssql` makes that a failure).
+//!
+//! The SQL Server harness is written against the suite's traits directly: the suite's
+//! `SqlBackend` helper is built on sqlx, which has no SQL Server driver.
+
+use std::any::Any;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context as _};
+use async_trait::async_trait;
+use conformance_tests::servers::{docker_answers, random_suffix};
+use conformance_tests::{
+    dialect_tests, run_suite, Discovery, Fixture, Harness, Server, TestConfig, Transactions,
+};
+use queue_core::engine::statements::load;
+use queue_core::{ClaimStrategy, Dialect, Error, JobId, Lease, Limits, NewJob, PopRequest, Queue};
+use queue_mssql::tiberius::Query;
+use queue_mssql::{
+    open_session, Client, MsSqlQueue, MsSqlQueueBuilder, MsSqlTransaction, UrlParts,
+};
+
+/// The variable naming the server.
+const VAR: &str = "QUEUE_TEST_MSSQL_URL";
+/// The databases every case runs on, with READ_COMMITTED_SNAPSHOT off and on.
+const DATABASES: [(&str, bool); 2] = [("queue_test", false), ("queue_test_rcsi", true)];
+
+fn builder(url: &str, schema: &str) -> MsSqlQueueBuilder {
+    MsSqlQueue::builder(url)
+        .schema(schema)
+        .max_connections(24)
+        .connect_timeout(Duration::from_secs(10))
+}
+
+async fn connect(
+    server: &Server,
+    schema: &str,
+    config: &TestConfig,
+) -> queue_core::Result<MsSqlQueue> {
+    builder(&server.url, schema)
+        .claim_strategy(config.claim)
+        .retry_policy(config.retry.clone())
+        .limits(config.limits.clone())
+        .connect()
+        .await
+}
+
+/// One session straight to the server `url` names (for setting up databases, outside any
+/// transaction).
+async fn raw_client(url: &str) -> anyhow::Result<Client> {
+    Ok(open_session(&UrlParts::parse(url)?.config()).await?)
+}
+
+/// `url` naming database `db` instead (its path replaced).
+fn with_database(url: &str, db: &str) -> anyhow::Result<String> {
+    let (scheme, rest) = url.split_once("://").context("not a URL")?;
+    let (main, query) = match rest.split_once('?') {
+        Some((m, q)) => (m, Some(q)),
+        None => (rest, None),
+    };
+    let authority = main.split('/').next().unwrap_or_default();
+    Ok(match query {
+        Some(q) => format!("{scheme}://{authority}/{db}?{q}"),
+        None => format!("{scheme}://{authority}/{db}"),
+    })
+}
+
+/// Creates the two test databases (idempotent) and sets READ_COMMITTED_SNAPSHOT on each as
+/// [`DATABASES`] says. Neither statement may run inside a transaction.
+async fn prepare_databases(url: &str) -> anyhow::Result<()> {
+    let mut client = raw_client(url).await?;
+    for (db, rcsi) in DATABASES {
+        let setting = if rcsi { "ON" } else { "OFF" };
+        let want = i32::from(rcsi);
+        // `db` is one of two fixed names above; nothing from outside is spliced.
+        let sql = format!(
+            "IF DB_ID(N'{db}') IS NULL CREATE DATABASE [{db}];\n\
+             IF (SELECT is_read_committed_snapshot_on FROM sys.databases WHERE name = N'{db}') <> {want}\n\
+                 ALTER DATABASE [{db}] SET READ_COMMITTED_SNAPSHOT {setting} WITH ROLLBACK IMMEDIATE;"
+        );
+        client.simple_query(sql).await?.into_results().await?;
+    }
+    Ok(())
+}
+
+/// The servers: the two databases on the server of `QUEUE_TEST_MSSQL_URL`, else on a container.
+async fn discover() -> Discovery {
+    let (label, url) = match std::env::var(VAR).ok().filter(|v| !v.trim().is_empty()) {
+        Some(url) => (VAR.to_owned(), url),
+        None if docker_answers().await => match container::start().await {
+            Ok(url) => ("mssql:2022 container".to_owned(), url),
+            Err(e) => {
+                return Discovery::Missing(format!(
+                    "Docker answers but the SQL Server container did not start ({e}); set {VAR}"
+                ))
+            }
+        },
+        None => return Discovery::Missing(format!("set {VAR} or start Docker")),
+    };
+    if UrlParts::parse(&url).is_err() {
+        return Discovery::Missing(format!(
+            "{VAR} must be a mssql:// URL, e.g. \
+             mssql://sa:password@127.0.0.1:1433/master?trust_server_certificate=true"
+        ));
+    }
+    if let Err(e) = prepare_databases(&url).await {
+        // Every case then fails, naming what went wrong; the URL was given, so it must work.
+        eprintln!("mssql: could not prepare the test databases: {e:#}");
+    }
+    let mut servers = Vec::new();
+    for (db, rcsi) in DATABASES {
+        match with_database(&url, db) {
+            Ok(url) => servers.push(Server {
+                label: format!(
+                    "{label}, database {db} (READ_COMMITTED_SNAPSHOT {})",
+                    if rcsi { "on" } else { "off" }
+                ),
+                url,
+            }),
+            Err(e) => return Discovery::Missing(format!("{VAR}: {e}")),
+        }
+    }
+    Discovery::Servers(servers)
+}
+
+mod container {
+    //! A SQL Server container, started once per test binary on a runtime of its own that
+    //! outlives every test's runtime, and kept until the binary exits.
+
+    use super::*;
+    use testcontainers_modules::mssql_server::MssqlServer;
+    use testcontainers_modules::testcontainers::runners::AsyncRunner;
+    use testcontainers_modules::testcontainers::ImageExt;
+    use tokio::sync::OnceCell;
+
+    static RUNTIME: OnceLock<Option<tokio::runtime::Runtime>> = OnceLock::new();
+    static KEEP: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
+    static STARTED: OnceCell<Result<String, String>> = OnceCell::const_new();
+
+    pub(super) async fn start() -> Result<String, String> {
+        STARTED
+            .get_or_init(|| async {
+                let rt = RUNTIME.get_or_init(|| {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(1)
+                        .enable_all()
+                        .build()
+                        .ok()
+                });
+                let Some(rt) = rt else {
+                    return Err("could not start a runtime for the container".into());
+                };
+                rt.spawn(async {
+                    // A fresh password per run that meets SQL Server's complexity rules.
+                    let password = format!("Q{}-t9", random_suffix());
+                    let c = MssqlServer::default()
+                        .with_accept_eula()
+                        .with_sa_password(password.clone())
+                        .with_startup_timeout(Duration::from_secs(180))
+                        .start()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let host = c.get_host().await.map_err(|e| e.to_string())?;
+                    let port = c
+                        .get_host_port_ipv4(1433)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    KEEP.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(Box::new(c));
+                    Ok(format!(
+                        "mssql://sa:{password}@{host}:{port}/master?trust_server_certificate=true"
+                    ))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("container task failed: {e}")))
+            })
+            .await
+            .clone()
+    }
+}
+
+/// A statement naming tables of `schema`, a plain identifier made by the suite (`t` and hex).
+fn in_schema(sql: &str, schema: &str) -> String {
+    sql.replace("{schema}", schema)
+}
+
+/// Runs `sql` (no values) in a transaction of its own on `q`'s pool.
+async fn run_batch(q: &MsSqlQueue, sql: &str) -> anyhow::Result<()> {
+    let mut tx = q.begin().await?;
+    tx.client().simple_query(sql).await?.into_results().await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The first column of the first row of `sql` with `params`, as an i64 (a count).
+async fn scalar(q: &MsSqlQueue, sql: &str, params: &[&str]) -> anyhow::Result<i64> {
+    let mut tx = q.begin().await?;
+    let mut query = Query::new(sql);
+    for p in params {
+        query.bind(*p);
+    }
+    let row = query.query(tx.client()).await?.into_row().await?;
+    let n = match row {
+        Some(r) => r
+            .try_get::<i64, _>(0)
+            .or_else(|_| r.try_get::<i32, _>(0).map(|v| v.map(i64::from)))?
+            .unwrap_or(0),
+        None => 0,
+    };
+    tx.commit().await?;
+    Ok(n)
+}
+
+fn hook_error(e: impl std::fmt::Display) -> queue_core::Error {
+    queue_core::Error::database(Box::<dyn std::error::Error + Send + Sync>::from(
+        e.to_string(),
+    ))
+}
+
+struct MsSqlHarness {
+    claim: ClaimStrategy,
+}
+
+#[async_trait]
+impl Harness for MsSqlHarness {
+    fn backend(&self) -> &'static str {
+        "mssql"
+    }
+
+    fn claim(&self) -> ClaimStrategy {
+        self.claim
+    }
+
+    async fn servers(&self) -> Discovery {
+        discover().await
+    }
+
+    async fn fixture(
+        &self,
+        server: &Server,
+        config: &TestConfig,
+        migrate: bool,
+    ) -> anyhow::Result<Box<dyn Fixture>> {
+        let schema = format!("t{}", random_suffix());
+        let queue = connect(server, &schema, config).await?;
+        if migrate {
+            queue.migrate().await?;
+            run_batch(
+                &queue,
+                &in_schema(
+                    "CREATE TABLE [{schema}].[effects] (marker NVARCHAR(255) NOT NULL)",
+                    &schema,
+                ),
+            )
+            .await?;
+        }
+        Ok(Box::new(MsSqlFixture {
+            queue,
+            server: server.clone(),
+            schema,
+            config: config.clone(),
+            others: Mutex::default(),
+        }))
+    }
+
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
+        let q = MsSqlQueue::builder("mssql://sa:secret@127.0.0.1:1/queue_test")
+            .claim_strategy(config.claim)
+            .connect_timeout(Duration::from_secs(2))
+            .connect()
+            .await?;
+        Ok(Arc::new(q))
+    }
+}
+
+/// A migrated schema and a queue on it.
+struct MsSqlFixture {
+    queue: MsSqlQueue,
+    server: Server,
+    schema: String,
+    config: TestConfig,
+    others: Mutex<Vec<MsSqlQueue>>,
+}
+
+#[async_trait]
+impl Fixture for MsSqlFixture {
+    fn queue(&self) -> Arc<dyn Queue> {
+        Arc::new(self.queue.clone())
+    }
+
+    async fn another(&self) -> anyhow::Result<Arc<dyn Queue>> {
+        let q = connect(&self.server, &self.schema, &self.config).await?;
+        self.others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(q.clone());
+        Ok(Arc::new(q))
+    }
+
+    fn transactions(&self) -> Option<&dyn Transactions> {
+        Some(self)
+    }
+
+    async fn teardown(&self) -> anyhow::Result<()> {
+        self.others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        run_batch(
+            &self.queue,
+            &in_schema(
+                "DROP TABLE IF EXISTS [{schema}].[effects]; DROP TABLE IF EXISTS [{schema}].[jobs]; \
+                 DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
+                &self.schema,
+            ),
+        )
+        .await
+    }
+}
+
+impl MsSqlFixture {
+    async fn insert_effect(
+        &self,
+        tx: &mut MsSqlTransaction,
+        marker: &str,
+    ) -> queue_core::Result<()> {
+        let sql = in_schema(
+            "INSERT INTO [{schema}].[effects] (marker) VALUES (@P1)",
+            &self.schema,
+        );
+        tx.client()
+            .execute(sql, &[&marker])
+            .await
+            .map_err(hook_error)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Transactions for MsSqlFixture {
+    async fn push_in_tx(
+        &self,
+        job: NewJob,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<JobId> {
+        let mut tx = self.queue.begin().await?;
+        self.insert_effect(&mut tx, marker).await?;
+        let id = self.queue.push_in_tx(&mut tx, job).await?;
+        if commit {
+            tx.commit().await.map_err(hook_error)?;
+        } else {
+            tx.rollback().await.map_err(hook_error)?;
+        }
+        Ok(id)
+    }
+
+    async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
+        let mut tx = self.queue.begin().await?;
+        self.insert_effect(&mut tx, marker).await?;
+        match self.queue.complete_in_tx(&mut tx, lease).await {
+            Ok(()) => tx.commit().await.map_err(hook_error),
+            Err(e) => {
+                tx.rollback().await.map_err(hook_error)?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn effects(&self, marker: &str) -> anyhow::Result<u64> {
+        let sql = in_schema(
+            "SELECT COUNT_BIG(*) FROM [{schema}].[effects] WHERE marker = @P1",
+            &self.schema,
+        );
+        Ok(u64::try_from(scalar(&self.queue, &sql, &[marker]).await?)?)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL Server's own tests
+
+/// A migrated queue in a fresh schema on `server`, set up by `f`.
+async fn fresh(
+    server: &Server,
+    f: impl FnOnce(MsSqlQueueBuilder) -> MsSqlQueueBuilder,
+) -> anyhow::Result<MsSqlQueue> {
+    let q = f(builder(&server.url, &format!("t{}", random_suffix())))
+        .connect()
+        .await?;
+    q.migrate().await?;
+    Ok(q)
+}
+
+async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
+    run_batch(
+        q,
+        &in_schema(
+            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[migrations]; \
+             DROP SCHEMA IF EXISTS [{schema}];",
+            q.schema(),
+        ),
+    )
+    .await
+}
+
+async fn count(q: &MsSqlQueue, condition: &str) -> anyhow::Result<i64> {
+    let sql = format!("SELECT COUNT_BIG(*) FROM [{{schema}}].[jobs] WHERE {condition}");
+    scalar(q, &in_schema(&sql, q.schema()), &[]).await
+}
+
+fn job(queue: &str, n: u64) -> NewJob {
+    NewJob::new(queue, &serde_json::json!({ "n": n })).expect("a JSON value serializes")
+}
+
+/// Capabilities, the server's clock, and the session settings every pooled session has.
+async fn capabilities_and_session(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let caps = q.capabilities();
+    ensure!(caps.dialect == Dialect::MsSql);
+    ensure!(caps.claim == ClaimStrategy::SkipLocked);
+    ensure!(caps.time_precision == Duration::from_micros(1));
+    ensure!(caps
+        .server_version
+        .as_deref()
+        .unwrap_or_default()
+        .starts_with("SQL Server 1"));
+    let db_now = q.now().await?;
+    ensure!((db_now - chrono::Utc::now()).num_seconds().abs() < 5);
+    // 2 = READ COMMITTED; the ANSI options filtered indexes need; implicit transactions off.
+    let iso = scalar(
+        &q,
+        "SELECT CAST(transaction_isolation_level AS BIGINT) FROM sys.dm_exec_sessions WHERE session_id = @@SPID",
+        &[],
+    )
+    .await?;
+    ensure!(iso == 2, "isolation level {iso}");
+    let options = scalar(&q, "SELECT CAST(@@OPTIONS AS BIGINT)", &[]).await?;
+    // IMPLICIT_TRANSACTIONS 2, ANSI_WARNINGS 8, ANSI_PADDING 16, ANSI_NULLS 32, ARITHABORT 64,
+    // QUOTED_IDENTIFIER 256, CONCAT_NULL_YIELDS_NULL 4096, NUMERIC_ROUNDABORT 8192, XACT_ABORT
+    // 16384, NOCOUNT 512.
+    ensure!(
+        options & (8 | 16 | 32 | 64 | 256 | 4096) == 8 | 16 | 32 | 64 | 256 | 4096,
+        "@@OPTIONS {options}"
+    );
+    ensure!(
+        options & (2 | 512 | 8192 | 16384) == 0,
+        "@@OPTIONS {options}"
+    );
+    drop_schema(&q).await
+}
+
+/// Settings are checked before connecting; a closed port is Unavailable with its address and
+/// without the password.
+async fn bad_settings_and_unreachable_servers(server: Server) -> anyhow::Result<()> {
+    let field = |r: queue_core::Result<MsSqlQueue>| match r {
+        Err(Error::InvalidInput { field, .. }) => Ok(field),
+        other => Err(anyhow::anyhow!("expected InvalidInput, got {other:?}")),
+    };
+    let url = &server.url;
+    ensure!(
+        field(
+            MsSqlQueue::builder(url)
+                .schema("bad-schema;")
+                .connect()
+                .await
+        )? == "schema"
+    );
+    ensure!(
+        field(
+            MsSqlQueue::builder(url)
+                .claim_strategy(ClaimStrategy::WriteLock)
+                .connect()
+                .await
+        )? == "claim_strategy"
+    );
+    let wide = Limits {
+        max_pop: 5_000,
+        ..Limits::default()
+    };
+    ensure!(field(MsSqlQueue::builder(url).limits(wide).connect().await)? == "limits.max_pop");
+    conformance_tests::expect_refused_connection(|| {
+        MsSqlQueue::builder("mssql://sa:hunter2@127.0.0.1:1/queue_test")
+            .connect_timeout(Duration::from_millis(500))
+            .connect()
+    })
+    .await
+}
+
+/// Batches beyond one statement (250 rows) are split inside one transaction: all stored, or
+/// none when a row of the last chunk clashes; the clash names its key. ack_batch of 100.
+async fn push_batch_is_chunked_and_atomic(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let jobs: Vec<_> = (0..1_234).map(|n| job("b", n)).collect();
+    let want: Vec<_> = jobs.iter().map(|j| j.id()).collect();
+    ensure!(q.push_batch(jobs).await? == want);
+    ensure!(count(&q, "queue = N'b' AND state = N'pending'").await? == 1_234);
+    q.push(job("c", 0).dedup_key("last")).await?;
+    let mut jobs: Vec<_> = (0..1_100).map(|n| job("c", n)).collect();
+    jobs.push(job("c", 9).dedup_key("last"));
+    match q.push_batch(jobs).await {
+        Err(Error::Duplicate { queue, dedup_key }) => ensure!(queue == "c" && dedup_key == "last"),
+        other => bail!("expected Duplicate, got {other:?}"),
+    }
+    ensure!(count(&q, "queue = N'c'").await? == 1);
+    let leased = q.pop(PopRequest::new("b").limit(100)).await?;
+    ensure!(leased.len() == 100);
+    q.ack(&leased[0].lease).await?;
+    let leases: Vec<_> = leased.iter().map(|l| l.lease.clone()).collect();
+    ensure!(q.ack_batch(&leases).await? == 99);
+    ensure!(count(&q, "state = N'completed'").await? == 100);
+    drop_schema(&q).await
+}
+
+/// A caller's transaction dropped without commit or rollback: its session is closed, not
+/// pooled, so the push it made is rolled back and the pool goes on working.
+async fn an_abandoned_transaction_is_rolled_back(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.max_connections(1)).await?;
+    let mut tx = q.begin().await?;
+    q.push_in_tx(&mut tx, job("abandoned", 1)).await?;
+    drop(tx);
+    ensure!(count(&q, "queue = N'abandoned'").await? == 0);
+    q.push(job("after", 1)).await?;
+    ensure!(count(&q, "queue = N'after'").await? == 1);
+    drop_schema(&q).await
+}
+
+/// The claim seeks the filtered index `jobs_claim_idx` in claim order: its plan has an index
+/// seek on it and no Sort (a sort would U-lock every due row before choosing).
+async fn the_claim_seeks_the_filtered_index(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    q.push_batch(
+        (0..200)
+            .map(|n| job("x", n).priority((n % 4) as i32))
+            .collect(),
+    )
+    .await?;
+    let claim = load(
+        include_str!("../../queue-mssql/queries/job_claim.sql"),
+        &[("{schema}", q.schema())],
+    );
+    let batch = format!(
+        "DECLARE @P1 NVARCHAR(4000) = N'x', @P2 BIGINT = 10, @P3 INT = 30, @P4 INT = 0, \
+         @P5 NVARCHAR(4000) = N'w';\n{claim}"
+    );
+    let mut tx = q.begin().await?;
+    let client = tx.client();
+    client
+        .simple_query("SET SHOWPLAN_XML ON")
+        .await?
+        .into_results()
+        .await?;
+    let plan = client.simple_query(batch).await?.into_results().await;
+    client
+        .simple_query("SET SHOWPLAN_XML OFF")
+        .await?
+        .into_results()
+        .await?;
+    tx.rollback().await?;
+    let xml: String = plan?
+        .iter()
+        .flatten()
+        .filter_map(|r| r.try_get::<&str, _>(0).ok().flatten().map(str::to_owned))
+        .collect();
+    ensure!(
+        xml.contains("Index=\"[jobs_claim_idx]\""),
+        "no jobs_claim_idx in {xml}"
+    );
+    ensure!(
+        xml.contains("PhysicalOp=\"Index Seek\""),
+        "no seek in {xml}"
+    );
+    ensure!(
+        !xml.contains("PhysicalOp=\"Sort\""),
+        "the claim sorts: {xml}"
+    );
+    drop_schema(&q).await
+}
+
+fn main() -> ExitCode {
+    let harnesses: Vec<Arc<dyn Harness>> = [ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic]
+        .into_iter()
+        .map(|claim| Arc::new(MsSqlHarness { claim }) as Arc<dyn Harness>)
+        .collect();
+    run_suite(
+        "mssql",
+        harnesses,
+        dialect_tests![
+            capabilities_and_session,
+            bad_settings_and_unreachable_servers,
+            push_batch_is_chunked_and_atomic,
+            an_abandoned_transaction_is_rolled_back,
+            the_claim_seeks_the_filtered_index,
+        ],
+    )
+}
