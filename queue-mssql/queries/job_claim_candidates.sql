@@ -2,8 +2,11 @@
 -- The optimistic claim's write, one statement for every candidate: {candidates} expands to
 -- `(CAST(@Pn AS BINARY(16)), CAST(@Pn+1 AS BINARY(8)))` per candidate (id, row version as
 -- read). A row is claimed only if it is still pending with that version (rowversion changes by
--- itself on every update); the rows returned are the ones won. @P1 and @P2: the lease as whole
--- seconds plus microseconds; @P3: the worker.
+-- itself on every update); the rows returned are the ones won. A row that another claimer is
+-- changing right now is skipped rather than waited for (READPAST, with READCOMMITTEDLOCK for
+-- databases with READ_COMMITTED_SNAPSHOT on): it was being taken by someone else anyway, and
+-- two claimers waiting on each other's rows in different orders would deadlock. @P1 and @P2:
+-- the lease as whole seconds plus microseconds; @P3: the worker.
 UPDATE j
 SET state = N'running',
     attempts = j.attempts + 1,
@@ -12,6 +15,6 @@ SET state = N'running',
     worker = @P3,
     updated_at = SYSUTCDATETIME()
 OUTPUT inserted.id, inserted.queue, inserted.payload, inserted.priority, inserted.state, inserted.attempts, inserted.max_attempts, inserted.run_at, inserted.lease_token, inserted.lease_expires_at, inserted.worker, inserted.last_error, inserted.dedup_key, inserted.created_at, inserted.updated_at, inserted.finished_at
-FROM [{schema}].[jobs] AS j
+FROM [{schema}].[jobs] AS j WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (VALUES {candidates}) AS c (id, version) ON j.id = c.id
 WHERE j.version = c.version AND j.state = N'pending'

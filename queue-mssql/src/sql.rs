@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn every_claim_skips_locked_rows_with_a_locking_read() {
         let s = sql();
-        for claim in [&*s.job_claim] {
+        for claim in [&*s.job_claim, &*s.job_claim_candidates] {
             let hints = claim
                 .split_once("WITH (UPDLOCK")
                 .map(|(_, rest)| rest.split_once(')').map_or(rest, |(h, _)| h))
@@ -286,14 +286,15 @@ mod tests {
             for hint in ["READPAST", "READCOMMITTEDLOCK", "ROWLOCK"] {
                 assert!(hints.contains(hint), "job_claim lacks {hint}: {claim}");
             }
-            assert!(claim.contains("ORDER BY priority DESC, run_at, id"));
-            assert!(claim.contains("TOP (@P2)"));
-            // The join form, with the state restated on the updated table.
-            assert!(claim.contains("INNER JOIN c ON j.id = c.id"));
-            assert!(claim.trim_end().ends_with("WHERE j.state = N'pending'"));
+            // The join form (never `UPDATE c`), with the state restated on the updated table.
+            assert!(claim.contains("UPDATE j\n") && claim.contains("INNER JOIN"));
+            assert!(claim.trim_end().ends_with("j.state = N'pending'"));
             assert!(!claim.contains("UPDATE c"));
         }
-        // The optimistic claim is guarded by the row version instead.
+        assert!(s.job_claim.contains("ORDER BY priority DESC, run_at, id"));
+        assert!(s.job_claim.contains("TOP (@P2)"));
+        assert!(s.job_claim.contains("FORCESEEK"));
+        // The optimistic claim is guarded by the row version.
         assert!(s
             .job_claim_candidates
             .contains("WHERE j.version = c.version AND j.state = N'pending'"));
