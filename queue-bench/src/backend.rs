@@ -16,6 +16,7 @@ pub(crate) enum BackendKind {
     Sqlite,
     Postgres,
     Mysql,
+    Mssql,
 }
 
 impl BackendKind {
@@ -24,15 +25,20 @@ impl BackendKind {
             BackendKind::Sqlite => "sqlite",
             BackendKind::Postgres => "postgres",
             BackendKind::Mysql => "mysql",
+            BackendKind::Mssql => "mssql",
         }
     }
 
-    /// The URL used when none is given (`None` for SQLite: a temporary directory).
+    /// The URL used when none is given (`None` for SQLite: a temporary directory; for SQL
+    /// Server, `QUEUE_TEST_MSSQL_URL` when set, as no server runs here by default).
     pub(crate) fn default_url(&self) -> Option<String> {
         match self {
             BackendKind::Sqlite => None,
             BackendKind::Postgres => Some("postgres://postgres@127.0.0.1:5432/test".into()),
             BackendKind::Mysql => Some("mysql://root@127.0.0.1:3306/test".into()),
+            BackendKind::Mssql => std::env::var("QUEUE_TEST_MSSQL_URL")
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
         }
     }
 }
@@ -53,7 +59,22 @@ pub(crate) async fn connect(kind: BackendKind, url: Option<&str>) -> Result<Box<
             };
             Box::new(crate::mysql::MySqlServer::connect(url).await?)
         }
+        BackendKind::Mssql => connect_mssql(url).await?,
     })
+}
+
+#[cfg(feature = "mssql")]
+async fn connect_mssql(url: Option<&str>) -> Result<Box<dyn Server>> {
+    let Some(url) = url else {
+        bail!("mssql needs --url (or QUEUE_TEST_MSSQL_URL)")
+    };
+    crate::mssql::check_url(url)?;
+    Ok(Box::new(crate::mssql::MsSqlServer::connect(url).await?))
+}
+
+#[cfg(not(feature = "mssql"))]
+async fn connect_mssql(_url: Option<&str>) -> Result<Box<dyn Server>> {
+    bail!("queue-bench was built without the `mssql` feature")
 }
 
 /// A unique, valid identifier fragment for one namespace of this process.

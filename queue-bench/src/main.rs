@@ -4,6 +4,8 @@
 
 mod backend;
 mod machine;
+#[cfg(feature = "mssql")]
+mod mssql;
 mod mysql;
 mod pg;
 mod report;
@@ -19,7 +21,8 @@ use crate::backend::{BackendKind, Server};
 use crate::report::{Report, ServerReport};
 use crate::workload::{Settings, Workload};
 
-/// Benchmarks the job queue against hand-written SQL on SQLite, PostgreSQL or MySQL/MariaDB.
+/// Benchmarks the job queue against hand-written SQL on SQLite, PostgreSQL, MySQL/MariaDB or
+/// SQL Server.
 #[derive(Parser, Debug)]
 #[command(name = "queue-bench", version)]
 struct Cli {
@@ -27,7 +30,8 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = BackendKind::Sqlite)]
     backend: BackendKind,
     /// Database URL. Defaults: a temporary SQLite file;
-    /// postgres://postgres@127.0.0.1:5432/test; mysql://root@127.0.0.1:3306/test.
+    /// postgres://postgres@127.0.0.1:5432/test; mysql://root@127.0.0.1:3306/test; for mssql,
+    /// QUEUE_TEST_MSSQL_URL (a mssql:// URL).
     #[arg(long)]
     url: Option<String>,
     /// Which workload to run (`drain` runs both the prefetch-`--batch` and the prefetch-1 drain).
@@ -66,9 +70,9 @@ struct Cli {
     /// Print machine-readable results (JSON) on stdout; the table goes to stderr.
     #[arg(long)]
     json: bool,
-    /// A fast end-to-end check: a few hundred jobs per workload on SQLite, and on PostgreSQL and
-    /// MySQL when they answer (or when QUEUE_TEST_REQUIRE names them). Exits non-zero on any
-    /// failure or correctness violation.
+    /// A fast end-to-end check: a few hundred jobs per workload on SQLite, and on PostgreSQL,
+    /// MySQL and SQL Server (QUEUE_TEST_MSSQL_URL) when they answer (or when QUEUE_TEST_REQUIRE
+    /// names them). Exits non-zero on any failure or correctness violation.
     #[arg(long)]
     smoke: bool,
 }
@@ -153,6 +157,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             BackendKind::Sqlite,
             BackendKind::Postgres,
             BackendKind::Mysql,
+            BackendKind::Mssql,
         ] {
             let url = kind.default_url();
             let must = required
