@@ -55,6 +55,9 @@ const SNAPSHOT_CONFLICT: [u32; 2] = [3960, 3961];
 /// A duplicate key in a unique *index*: the jobs table has one, `jobs_dedup_idx`.
 const DUPLICATE_IN_UNIQUE_INDEX: u32 = 2601;
 /// A duplicate key in a unique or primary key *constraint*: the jobs table has one, `jobs_pkey`.
+/// Classified as "unknown index", so the engine looks for a clashing live dedup key before it
+/// calls it an id clash: correct also on T-SQL implementations that report 2627 for unique
+/// indexes (Babelfish does).
 const DUPLICATE_IN_CONSTRAINT: u32 = 2627;
 /// The server cannot take work now: SqlClient's and EF Core's transient list (connection
 /// broken 20, 64, 233, 10053, 10054, 10060; database unavailable 4060; shutting down 6005;
@@ -71,7 +74,7 @@ pub fn classify_number(number: u32) -> DriverFault {
         DEADLOCK | LOCK_TIMEOUT => DriverFault::LockConflict,
         n if SNAPSHOT_CONFLICT.contains(&n) => DriverFault::LockConflict,
         DUPLICATE_IN_UNIQUE_INDEX => DriverFault::UniqueViolation(UniqueIndex::DedupKey),
-        DUPLICATE_IN_CONSTRAINT => DriverFault::UniqueViolation(UniqueIndex::JobId),
+        DUPLICATE_IN_CONSTRAINT => DriverFault::UniqueViolation(UniqueIndex::Unknown),
         n if UNAVAILABLE.contains(&n) => DriverFault::Unavailable,
         _ => DriverFault::Other,
     }
@@ -132,7 +135,7 @@ mod tests {
         );
         assert_eq!(
             classify_number(2627),
-            DriverFault::UniqueViolation(UniqueIndex::JobId)
+            DriverFault::UniqueViolation(UniqueIndex::Unknown)
         );
     }
 

@@ -12,9 +12,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
     sql: include_str!("../migrations/0001_jobs.sql"),
 }];
 
-/// How long `migrate` waits for another process's migration to finish, in milliseconds
-/// (positive: some T-SQL implementations refuse a zero timeout).
-pub(crate) const LOCK_TIMEOUT_MS: i32 = 60_000;
+/// How long `migrate` waits for another process's migration to finish, in milliseconds:
+/// positive (some T-SQL implementations refuse a zero timeout), and below tiberius's 30 s
+/// command timeout, so a long wait ends as "not granted" rather than as a broken connection.
+pub(crate) const LOCK_TIMEOUT_MS: i32 = 20_000;
 
 /// The application lock's name for `schema` (locks are per database already).
 pub(crate) fn lock_name(schema: &str) -> String {
