@@ -24,7 +24,7 @@ use conformance_tests::{
 };
 use queue_core::engine::statements::load;
 use queue_core::{ClaimStrategy, Dialect, Error, JobId, Lease, Limits, NewJob, PopRequest, Queue};
-use queue_mssql::tiberius::Query;
+use queue_mssql::tiberius::{ColumnData, Query};
 use queue_mssql::{
     open_session, Client, MsSqlQueue, MsSqlQueueBuilder, MsSqlTransaction, UrlParts,
 };
@@ -569,7 +569,13 @@ async fn the_claim_seeks_the_filtered_index(server: Server) -> anyhow::Result<()
     let xml: String = plan?
         .iter()
         .flatten()
-        .filter_map(|r| r.try_get::<&str, _>(0).ok().flatten().map(str::to_owned))
+        .flat_map(|r| r.cells().map(|(_, cell)| cell.clone()).collect::<Vec<_>>())
+        .filter_map(|cell| match cell {
+            // The plan comes as text or as xml, depending on the server.
+            ColumnData::String(Some(s)) => Some(s.into_owned()),
+            ColumnData::Xml(Some(x)) => Some(x.into_owned().into_string()),
+            _ => None,
+        })
         .collect();
     ensure!(
         xml.contains("Index=\"[jobs_claim_idx]\""),
