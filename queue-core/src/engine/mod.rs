@@ -212,13 +212,33 @@ impl<D: Driver> Engine<D> {
 
     /// Wakes the workers of `queue` for `jobs` jobs that became due: in this process at once,
     /// in others through the driver's notifications where it has them.
+    ///
+    /// Notifications to other processes go through the same coalescing as single pushes, so a
+    /// burst of transitions (a shutdown releasing its buffered jobs, a rescue) sends one or two
+    /// per window instead of one each.
     pub async fn wake(&self, queue: &str, jobs: usize) {
         self.inner.hub.notify(queue, jobs);
-        if self.inner.remote.is_some() {
+        let Some(c) = &self.inner.remote else {
+            return;
+        };
+        if c.lead(queue) {
             if let Err(e) = self.inner.driver.notify(&[queue]).await {
                 tracing::warn!(target: LOG_TARGET, queue, error = %e, "could not send a wake-up; workers elsewhere find the jobs at their next poll");
             }
+        } else {
+            self.trail(c, queue);
         }
+    }
+
+    /// Schedules a trailing notification of `queue` at the end of the coalescing window.
+    fn trail(&self, c: &Coalescer, queue: &str) {
+        let driver = self.inner.driver.clone();
+        let queue_owned = queue.to_owned();
+        c.trail(queue, move || async move {
+            if let Err(e) = driver.notify(&[queue_owned.as_str()]).await {
+                tracing::warn!(target: LOG_TARGET, queue = %queue_owned, error = %e, "could not send a wake-up; workers elsewhere find the job at their next poll");
+            }
+        });
     }
 
     // ---------------------------------------------------------------------------------------
@@ -350,13 +370,7 @@ impl<D: Driver> Engine<D> {
                     self.inner.hub.notify(queue, *n);
                 }
                 if let (Some(queue), Some(c)) = (trail, &self.inner.remote) {
-                    let driver = self.inner.driver.clone();
-                    let queue_owned = queue.to_owned();
-                    c.trail(queue, move || async move {
-                        if let Err(e) = driver.notify(&[queue_owned.as_str()]).await {
-                            tracing::warn!(target: LOG_TARGET, queue = %queue_owned, error = %e, "could not send a wake-up; workers elsewhere find the job at their next poll");
-                        }
-                    });
+                    self.trail(c, queue);
                 }
             }
             Target::Tx(conn) => {
