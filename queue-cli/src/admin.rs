@@ -1,5 +1,6 @@
 //! The operator's subcommands: migrate, push, stats, list, retry, cancel, prune.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
@@ -10,6 +11,7 @@ use queue_core::{
 
 use crate::duration;
 use crate::failure::CliError;
+use crate::payload;
 use crate::table;
 
 /// Which database to use.
@@ -40,9 +42,13 @@ pub(crate) struct PushArgs {
     /// The queue to push to.
     #[arg(long)]
     queue: String,
-    /// The job's payload, as JSON.
-    #[arg(long, default_value = "{}")]
-    payload: String,
+    /// The job's payload, as JSON; `-` reads it from standard input [default: {}].
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "payload_file")]
+    payload: Option<String>,
+    /// Read the payload (JSON) from this file; `-` is standard input. For payloads too large
+    /// to pass as an argument.
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
+    payload_file: Option<PathBuf>,
     /// Higher runs first.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     priority: i32,
@@ -124,7 +130,22 @@ pub(crate) async fn migrate(target: Target) -> Result<(), CliError> {
 
 pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
     // Everything is checked before the database is touched.
-    let mut job = NewJob::from_json(args.queue.as_str(), &args.payload)?.priority(args.priority);
+    let limits = Limits::default();
+    let payload = match (&args.payload, &args.payload_file) {
+        (Some(text), None) if text == "-" => payload::read("payload", None, &limits)?,
+        (Some(text), None) => text.clone(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            payload::read("payload_file", None, &limits)?
+        }
+        (None, Some(path)) => payload::read("payload_file", Some(path), &limits)?,
+        (None, None) => "{}".to_owned(),
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage(
+                "invalid payload: give --payload or --payload-file, not both",
+            ))
+        }
+    };
+    let mut job = NewJob::from_json(args.queue.as_str(), &payload)?.priority(args.priority);
     if let Some(delay) = &args.delay {
         job = job.delay(duration::parse("delay", delay)?);
     }
@@ -144,7 +165,7 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
     if let Some(key) = &args.dedup_key {
         job = job.dedup_key(key.as_str());
     }
-    job.validate(&Limits::default())?;
+    job.validate(&limits)?;
     let queue = args.target.connect().await?;
     let id = queue.push(job).await?;
     println!("{id}");

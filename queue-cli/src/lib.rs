@@ -1,0 +1,181 @@
+//! `queue`: operate a durable job queue stored in the database you already run.
+//!
+//! Every subcommand takes `--url` (or `QUEUE_URL`); the default is the SQLite file `queue.db`
+//! in the current directory. Errors are printed as one line on stderr; the exit status is 2 for
+//! bad input and 1 for every other failure.
+//!
+//! The command is this package's binary; the library holds its code so that the package's
+//! integration tests can reach the dashboard's routes. It is not a stable API.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{ArgAction, Parser, Subcommand};
+
+mod admin;
+mod demo;
+mod duration;
+mod failure;
+mod payload;
+mod table;
+mod work;
+
+use failure::CliError;
+
+/// The log target of the command-line tool.
+const LOG_TARGET: &str = "queue::cli";
+
+/// Operate a durable job queue stored in SQLite, PostgreSQL or MySQL/MariaDB.
+#[derive(Debug, Parser)]
+#[command(name = "queue", version, about, propagate_version = true)]
+struct Cli {
+    /// More log output on stderr (-v: info, -vv: debug; the demo shows the worker's per-job
+    /// log only with -v); RUST_LOG overrides it.
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run thousands of jobs (some failing and retrying) through a fresh embedded SQLite queue
+    /// and print completed, retried, dead, throughput and latency.
+    Demo(demo::DemoArgs),
+    /// Create or upgrade the queue's tables (idempotent).
+    Migrate(admin::Target),
+    /// Push one job and print its id.
+    Push(admin::PushArgs),
+    /// Print job counts per queue and state.
+    Stats(admin::StatsArgs),
+    /// List jobs, newest first.
+    List(admin::ListArgs),
+    /// Bring a dead or cancelled job back to pending.
+    Retry(admin::IdArgs),
+    /// Cancel a pending or running job.
+    Cancel(admin::IdArgs),
+    /// Delete finished jobs older than a given age.
+    Prune(admin::PruneArgs),
+    /// Run a worker that logs each job's payload, until Ctrl-C.
+    Work(work::WorkArgs),
+}
+
+/// Runs the `queue` command with the process's arguments and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    // The demo's failures are deliberate and counted in its summary, so the worker's log of
+    // each one is only shown on request.
+    let quiet_worker = matches!(cli.command, Command::Demo(_));
+    init_tracing(cli.verbose, quiet_worker);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report(CliError::other(format!("cannot start the runtime: {e}"))),
+    };
+    match runtime.block_on(run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(e),
+    }
+}
+
+async fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Demo(args) => demo::run(args).await,
+        Command::Migrate(target) => admin::migrate(target).await,
+        Command::Push(args) => admin::push(args).await,
+        Command::Stats(args) => admin::stats(args).await,
+        Command::List(args) => admin::list(args).await,
+        Command::Retry(args) => admin::retry(args).await,
+        Command::Cancel(args) => admin::cancel(args).await,
+        Command::Prune(args) => admin::prune(args).await,
+        Command::Work(args) => work::run(args).await,
+    }
+}
+
+fn report(e: CliError) -> ExitCode {
+    eprintln!("error: {}", e.message());
+    ExitCode::from(e.code())
+}
+
+/// Help and version go out as clap renders them; a usage error becomes one line, exit 2.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            // The first paragraph is the message (a list of missing arguments included); the
+            // usage and tips that follow are one `--help` away.
+            let rendered = e.render().to_string();
+            let line = rendered
+                .trim()
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if line.is_empty() {
+                eprintln!("error: invalid arguments; see --help");
+            } else if line.starts_with("error:") {
+                eprintln!("{line}");
+            } else {
+                eprintln!("error: {line}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8, quiet_worker: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 if quiet_worker => "warn,queue::cli=info,queue::worker=off",
+        0 => "warn,queue::cli=info",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn usage_errors_are_parsed_not_panicked() {
+        let err = Cli::try_parse_from(["queue", "push", "--payload", "{}"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        let ok = Cli::try_parse_from(["queue", "push", "--queue", "q", "--delay", "-5s"]).unwrap();
+        assert!(matches!(ok.command, Command::Push(_)));
+    }
+}
