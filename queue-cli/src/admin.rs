@@ -26,11 +26,22 @@ pub(crate) struct Target {
         hide_env_values = true
     )]
     pub(crate) url: String,
+    /// PostgreSQL only: the schema that holds the queue's tables [default: queue].
+    #[arg(long, env = "QUEUE_SCHEMA")]
+    pub(crate) schema: Option<String>,
+    /// MySQL/MariaDB only: the prefix of the queue's table names [default: queue_].
+    #[arg(long, env = "QUEUE_TABLE_PREFIX")]
+    pub(crate) table_prefix: Option<String>,
 }
 
 impl Target {
     pub(crate) async fn connect(&self) -> Result<Arc<dyn Queue>, CliError> {
-        Ok(dbqueue::connect(&self.url).await?)
+        let options = dbqueue::Options {
+            schema: self.schema.clone(),
+            table_prefix: self.table_prefix.clone(),
+            ..dbqueue::Options::default()
+        };
+        Ok(dbqueue::connect_with(&self.url, options).await?)
     }
 }
 

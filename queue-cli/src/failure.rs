@@ -48,7 +48,7 @@ impl From<Error> for CliError {
 }
 
 /// Whether a database error says the queue's tables are missing, on any backend.
-fn is_missing_table(message: &str) -> bool {
+pub(crate) fn is_missing_table(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     m.contains("no such table")
         || (m.contains("table") && m.contains("doesn't exist"))

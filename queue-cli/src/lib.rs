@@ -19,6 +19,8 @@ mod demo;
 mod duration;
 mod failure;
 mod payload;
+pub mod serve;
+mod signal;
 mod table;
 mod work;
 
@@ -61,6 +63,9 @@ enum Command {
     Prune(admin::PruneArgs),
     /// Run a worker that logs each job's payload, until Ctrl-C.
     Work(work::WorkArgs),
+    /// Serve the web dashboard: every queue's counts and throughput, job lists, job pages,
+    /// and actions (retry, cancel, bulk retry, prune), on 127.0.0.1:8787 by default.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the `queue` command with the process's arguments and returns its exit status.
@@ -97,6 +102,7 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Cancel(args) => admin::cancel(args).await,
         Command::Prune(args) => admin::prune(args).await,
         Command::Work(args) => work::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
     }
 }
 

@@ -78,26 +78,8 @@ async fn log_payload(ctx: JobContext) -> Result<(), JobError> {
     Ok(())
 }
 
-/// Completes on Ctrl-C, or on SIGTERM where there are signals.
+/// Completes on Ctrl-C or SIGTERM.
 async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    crate::signal::stop_requested().await;
     eprintln!("stopping: no new jobs are claimed; running jobs may finish");
 }

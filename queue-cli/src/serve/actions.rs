@@ -1,0 +1,378 @@
+//! The actions (POST): retry, cancel, bulk retry, prune, login, logout. Each needs the form's
+//! CSRF token (see [`Posted`]), is refused in read-only mode by the guard, and answers with a
+//! page that says what it changed or why it failed.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
+use queue_core::{validate, Error, JobId, JobState, PruneRequest};
+use serde::Deserialize;
+
+use super::app::Dashboard;
+use super::jobs;
+use super::pages::{job_page, jobs_page, JobsQuery};
+use super::security::{cookie, local_path, same_secret, set_cookie, Csrf, CsrfForm, Posted};
+use super::views::{
+    self, count, error_page, error_status, error_text, html, jobs_href, Layout, Link, Notice,
+    ResultPage,
+};
+use crate::duration;
+use crate::LOG_TARGET;
+
+/// A form that carries nothing but its CSRF token.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Confirm {
+    #[serde(default)]
+    csrf: String,
+}
+
+impl CsrfForm for Confirm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Shows the job page after an action on job `id`, with what happened.
+async fn after_job_action(
+    app: &Dashboard,
+    csrf: &str,
+    id: JobId,
+    outcome: Result<String, Error>,
+) -> Response {
+    let (status, notice) = match outcome {
+        Ok(text) => {
+            app.forget_chart().await;
+            (StatusCode::OK, Notice::ok(text))
+        }
+        Err(e) => (error_status(&e), Notice::error(error_text(&e))),
+    };
+    match job_page(app, csrf, id, Some(notice.clone())).await {
+        Ok(Some(page)) => html(status, &page),
+        Ok(None) => views::message_page(app, csrf, status, notice.text),
+        Err(e) => error_page(app, csrf, &e),
+    }
+}
+
+/// `POST /jobs/{id}/retry`: a dead or cancelled job back to pending.
+pub(crate) async fn retry(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Path(id): Path<String>,
+    Posted(_): Posted<Confirm>,
+) -> Response {
+    let id = match id.parse::<JobId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    let outcome = app.queue.retry(id).await.map(|()| {
+        tracing::info!(target: LOG_TARGET, job = %id, "dashboard: retried");
+        "Retried: the job is pending again, due now, with its attempts reset.".to_owned()
+    });
+    after_job_action(&app, &csrf, id, outcome.map_err(|e| in_words("retry", e))).await
+}
+
+/// `POST /jobs/{id}/cancel`: a pending or running job to cancelled.
+pub(crate) async fn cancel(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Path(id): Path<String>,
+    Posted(_): Posted<Confirm>,
+) -> Response {
+    let id = match id.parse::<JobId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    let outcome = app.queue.cancel(id).await.map(|()| {
+        tracing::info!(target: LOG_TARGET, job = %id, "dashboard: cancelled");
+        "Cancelled: the job will not run again; a worker still running it learns so at its next \
+         step."
+            .to_owned()
+    });
+    after_job_action(&app, &csrf, id, outcome.map_err(|e| in_words("cancel", e))).await
+}
+
+/// Logs a failed action; the error goes back to the page as it is.
+fn in_words(action: &str, e: Error) -> Error {
+    tracing::info!(target: LOG_TARGET, action, error = %e, "dashboard: action refused");
+    e
+}
+
+/// The form of a bulk retry.
+#[derive(Debug, Deserialize)]
+pub(crate) struct QueueForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    queue: String,
+}
+
+impl CsrfForm for QueueForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// `POST /actions/retry-dead`: every dead job of a queue back to pending, in chunks.
+pub(crate) async fn retry_dead(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<QueueForm>,
+) -> Response {
+    let name = form.queue.trim().to_owned();
+    if let Err(e) = validate::queue_name(&name) {
+        return error_page(&app, &csrf, &e);
+    }
+    let run = jobs::retry_dead(
+        app.queue.as_ref(),
+        &name,
+        app.config.bulk_chunk,
+        app.config.bulk_limit,
+    )
+    .await;
+    app.forget_chart().await;
+    tracing::info!(
+        target: LOG_TARGET,
+        queue = %name,
+        retried = run.retried,
+        refused = run.refused.len(),
+        "dashboard: retried dead jobs"
+    );
+    let mut text = format!(
+        "Retried {} dead job{} of queue {name}: pending again, due now.",
+        count(run.retried),
+        if run.retried == 1 { "" } else { "s" }
+    );
+    if !run.refused.is_empty() {
+        let _ = write!(
+            text,
+            " {} could not be retried:",
+            count(run.refused.len() as u64)
+        );
+        for (id, e) in run.refused.iter().take(5) {
+            let _ = write!(text, " {id}: {e};");
+        }
+        if run.refused.len() > 5 {
+            text.push_str(" ...");
+        }
+    }
+    if run.stopped_at_limit {
+        let _ = write!(
+            text,
+            " This run stopped after {} jobs; press the button again for the rest.",
+            count(app.config.bulk_limit as u64)
+        );
+    }
+    let (status, notice) = match &run.error {
+        None if run.refused.is_empty() => (StatusCode::OK, Notice::ok(text)),
+        None => (StatusCode::OK, Notice::error(text)),
+        Some(e) => (
+            error_status(e),
+            Notice::error(format!("{text} Then it stopped: {}", error_text(e))),
+        ),
+    };
+    let q = JobsQuery::for_queue(&name, Some(JobState::Dead));
+    match jobs_page(&app, &csrf, &q, Some(notice)).await {
+        Ok(page) => html(status, &page),
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// The form of a prune.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PruneForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    older_than: String,
+    #[serde(default)]
+    queue: String,
+    completed: Option<String>,
+    dead: Option<String>,
+    cancelled: Option<String>,
+}
+
+impl CsrfForm for PruneForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+fn prune_request(form: &PruneForm) -> Result<PruneRequest, Error> {
+    let older_than = duration::parse("older_than", &form.older_than)?;
+    let mut req = PruneRequest::older_than(older_than);
+    req.states = [
+        (form.completed.is_some(), JobState::Completed),
+        (form.dead.is_some(), JobState::Dead),
+        (form.cancelled.is_some(), JobState::Cancelled),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s))
+    .collect();
+    let queue = form.queue.trim();
+    req.queue = (!queue.is_empty()).then(|| queue.to_owned());
+    req.validate()?;
+    Ok(req)
+}
+
+/// `POST /actions/prune`: deletes finished jobs older than an age.
+pub(crate) async fn prune(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<PruneForm>,
+) -> Response {
+    let mut links = vec![Link {
+        label: "All queues".to_owned(),
+        href: "/".to_owned(),
+    }];
+    let req = prune_request(&form);
+    if let Ok(PruneRequest { queue: Some(q), .. }) = &req {
+        links.push(Link {
+            label: format!("Queue {q}"),
+            href: jobs_href(Some(q), None),
+        });
+    }
+    let outcome = match req {
+        Ok(req) => app.queue.prune(req.clone()).await.map(|n| (n, req)),
+        Err(e) => Err(e),
+    };
+    let (status, notice) = match outcome {
+        Ok((n, req)) => {
+            app.forget_chart().await;
+            let states: Vec<&str> = req.states.iter().map(JobState::as_str).collect();
+            tracing::info!(target: LOG_TARGET, pruned = n, "dashboard: pruned");
+            (
+                StatusCode::OK,
+                Notice::ok(format!(
+                    "Pruned {} {} job{} that finished more than {} ago, from {}.",
+                    count(n),
+                    states.join(", "),
+                    if n == 1 { "" } else { "s" },
+                    form.older_than.trim(),
+                    match &req.queue {
+                        Some(q) => format!("queue {q}"),
+                        None => "every queue".to_owned(),
+                    }
+                )),
+            )
+        }
+        Err(e) => (
+            error_status(&e),
+            Notice::error(format!("Nothing was pruned: {}", error_text(&e))),
+        ),
+    };
+    let page = ResultPage {
+        layout: Layout::new(&app, "Prune", &csrf),
+        notice,
+        links,
+    };
+    html(status, &page)
+}
+
+/// The login form.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LoginForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    next: String,
+}
+
+impl CsrfForm for LoginForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// `POST /login`: checks the token and opens a session.
+pub(crate) async fn login(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<LoginForm>,
+) -> Response {
+    let next = local_path(form.next.trim()).to_owned();
+    let Some(token) = app.config.auth_token.as_deref() else {
+        return Redirect::to(&next).into_response();
+    };
+    if !same_secret(form.token.trim(), token) {
+        tracing::warn!(target: LOG_TARGET, "dashboard: a login with a wrong token");
+        // Slows down guessing; the token's length makes guessing hopeless anyway.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        return views::login_page(
+            &app,
+            &csrf,
+            &next,
+            "The token is wrong.",
+            StatusCode::UNAUTHORIZED,
+        );
+    }
+    let session = app.sessions.open();
+    let mut response = Redirect::to(&next).into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&app.session_cookie(), &session, Some(12 * 3600)),
+    );
+    response
+}
+
+/// `POST /logout`: ends the session.
+pub(crate) async fn logout(
+    State(app): State<Arc<Dashboard>>,
+    headers: axum::http::HeaderMap,
+    Posted(_): Posted<Confirm>,
+) -> Response {
+    if let Some(id) = cookie(&headers, &app.session_cookie()) {
+        app.sessions.close(id);
+    }
+    let mut response = Redirect::to("/login").into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&app.session_cookie(), "", Some(0)),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(older_than: &str, states: [bool; 3], queue: &str) -> PruneForm {
+        let on = |b: bool| b.then(|| "on".to_owned());
+        PruneForm {
+            csrf: String::new(),
+            older_than: older_than.into(),
+            queue: queue.into(),
+            completed: on(states[0]),
+            dead: on(states[1]),
+            cancelled: on(states[2]),
+        }
+    }
+
+    #[test]
+    fn prune_forms_become_checked_requests() {
+        let req = prune_request(&form("7d", [true, false, true], " emails ")).unwrap();
+        assert_eq!(req.older_than, Duration::from_secs(7 * 86_400));
+        assert_eq!(req.states, vec![JobState::Completed, JobState::Cancelled]);
+        assert_eq!(req.queue.as_deref(), Some("emails"));
+        let all = prune_request(&form("1h", [true, true, true], "")).unwrap();
+        assert_eq!(all.queue, None);
+    }
+
+    #[test]
+    fn bad_prune_forms_name_the_field() {
+        let field = |f: PruneForm| match prune_request(&f).unwrap_err() {
+            Error::InvalidInput { field, .. } => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(form("", [true, true, true], "")), "older_than");
+        assert_eq!(field(form("soon", [true, true, true], "")), "older_than");
+        assert_eq!(field(form("1d", [false, false, false], "")), "states");
+        assert_eq!(field(form("1d", [true, false, false], "bad name")), "queue");
+    }
+}

@@ -1,0 +1,397 @@
+//! The pages (GET): overview, job lists, a job, search, login.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
+use chrono::Utc;
+use queue_core::{validate, Error, JobId, JobState, QueueStats};
+use serde::Deserialize;
+
+use super::app::Dashboard;
+use super::chart;
+use super::jobs::{self, Filter};
+use super::security::{local_path, Csrf};
+use super::views::{
+    self, count, error_page, html, jobs_href, message_page, query, JobPage, JobRow, JobView,
+    JobsPage, Layout, Notice, OverviewBody, OverviewFragment, OverviewPage, QueueActions,
+    SearchPage, Tab,
+};
+
+/// The counts and charts of every queue.
+async fn overview_body(app: &Dashboard) -> Result<OverviewBody, Error> {
+    let stats = app.queue.stats(None).await?;
+    let throughput = app.throughput().await;
+    let throughput = match &throughput {
+        Ok(t) => Ok(t.as_ref()),
+        Err(e) => Err(views::error_text(e)),
+    };
+    Ok(OverviewBody::new(&stats, throughput, Utc::now()))
+}
+
+/// `/`: every queue with its counts and last hour, refreshing itself.
+pub(crate) async fn overview(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+) -> Response {
+    match overview_body(&app).await {
+        Ok(body) => html(
+            StatusCode::OK,
+            &OverviewPage {
+                layout: Layout::new(&app, "Queues", &csrf),
+                body,
+                refresh_ms: app.config.refresh.as_millis() as u64,
+            },
+        ),
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// `/fragment/overview`: the part of the overview that refreshes, for the page's script.
+pub(crate) async fn overview_fragment(State(app): State<Arc<Dashboard>>) -> Response {
+    match overview_body(&app).await {
+        Ok(body) => html(StatusCode::OK, &OverviewFragment { body }),
+        Err(e) => {
+            let body = OverviewBody {
+                rows: Vec::new(),
+                totals: Vec::new(),
+                updated: Utc::now().format("%H:%M:%S UTC").to_string(),
+                chart_note: String::new(),
+                error: Some(views::error_text(&e)),
+            };
+            html(views::error_status(&e), &OverviewFragment { body })
+        }
+    }
+}
+
+/// The query of a job list.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct JobsQuery {
+    queue: Option<String>,
+    state: Option<String>,
+    before: Option<String>,
+}
+
+impl JobsQuery {
+    /// The first page of `queue` (in `state`).
+    pub(crate) fn for_queue(queue: &str, state: Option<JobState>) -> Self {
+        JobsQuery {
+            queue: Some(queue.to_owned()),
+            state: state.map(|s| s.as_str().to_owned()),
+            before: None,
+        }
+    }
+}
+
+fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Checks the filter of a list or search: a valid queue name, a known state.
+fn parse_filter(queue: Option<&str>, state: Option<&str>) -> Result<Filter, Error> {
+    if let Some(q) = queue {
+        validate::queue_name(q)?;
+    }
+    let state = match state {
+        None | Some("all") => None,
+        Some(s) => Some(s.parse::<JobState>()?),
+    };
+    Ok(Filter {
+        queue: queue.map(str::to_owned),
+        state,
+    })
+}
+
+fn before_id(text: Option<&str>) -> Result<Option<JobId>, Error> {
+    text.map(|t| {
+        t.parse::<JobId>()
+            .map_err(|_| Error::invalid("before", "must be a job id (a UUID)"))
+    })
+    .transpose()
+}
+
+/// The sum of `stats` (all queues, or the one asked for).
+fn total(stats: &[QueueStats]) -> QueueStats {
+    stats.iter().fold(QueueStats::default(), |mut t, s| {
+        t.available += s.available;
+        t.scheduled += s.scheduled;
+        t.running += s.running;
+        t.completed += s.completed;
+        t.dead += s.dead;
+        t.cancelled += s.cancelled;
+        t
+    })
+}
+
+/// `/jobs?queue=&state=&before=`: a page of jobs, newest first, with the queue's counts,
+/// chart and bulk actions when one queue is shown.
+pub(crate) async fn jobs(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Query(q): Query<JobsQuery>,
+) -> Response {
+    match jobs_page(&app, &csrf, &q, None).await {
+        Ok(page) => html(StatusCode::OK, &page),
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// Builds a job list page (also shown after a bulk action, with its `notice`).
+pub(crate) async fn jobs_page(
+    app: &Dashboard,
+    csrf: &str,
+    q: &JobsQuery,
+    notice: Option<Notice>,
+) -> Result<JobsPage, Error> {
+    let filter = parse_filter(non_empty(&q.queue), non_empty(&q.state))?;
+    let before = before_id(non_empty(&q.before))?;
+    let stats = app.queue.stats(filter.queue.as_deref()).await?;
+    let sum = total(&stats);
+    let size = app.config.page_size;
+    let mut found = jobs::page(app.queue.as_ref(), &filter, size + 1, before).await?;
+    let more = found.len() > size;
+    found.truncate(size);
+    let now = Utc::now();
+    let rows: Vec<JobRow> = found.iter().map(|j| JobRow::new(j, now)).collect();
+
+    let queue = filter.queue.as_deref();
+    let mut tabs = vec![Tab {
+        label: "all",
+        count: count(JobState::ALL.iter().map(|s| sum.count(*s)).sum()),
+        href: jobs_href(queue, None),
+        active: filter.state.is_none(),
+    }];
+    tabs.extend(JobState::ALL.iter().map(|&s| Tab {
+        label: s.as_str(),
+        count: count(sum.count(s)),
+        href: jobs_href(queue, Some(s)),
+        active: filter.state == Some(s),
+    }));
+
+    let older_href = if more {
+        found.last().map(|last| {
+            let mut pairs = Vec::new();
+            if let Some(queue) = queue {
+                pairs.push(("queue", queue));
+            }
+            if let Some(s) = filter.state {
+                pairs.push(("state", s.as_str()));
+            }
+            let id = last.id.to_string();
+            pairs.push(("before", id.as_str()));
+            format!("/jobs?{}", query(&pairs))
+        })
+    } else {
+        None
+    };
+    let newest_href = before.map(|_| jobs_href(queue, filter.state));
+
+    let (chart, chart_caption) = match queue {
+        Some(name) => match app.throughput().await {
+            Ok(t) => {
+                let series = t.series(name);
+                let caption = format!(
+                    "Last hour, per minute: {} completed, {} dead{}",
+                    count(series.completed_total()),
+                    count(series.dead_total()),
+                    if t.truncated {
+                        format!(
+                            " (from the newest {} finished jobs)",
+                            count(t.scanned as u64)
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+                (Some(chart::draw(&series, t.start, 600, 96)), caption)
+            }
+            Err(e) => (
+                None,
+                format!(
+                    "The throughput chart could not be read: {}",
+                    views::error_text(&e)
+                ),
+            ),
+        },
+        None => (None, String::new()),
+    };
+
+    let heading = match (queue, filter.state) {
+        (Some(name), Some(s)) => format!("Queue {name}: {s} jobs"),
+        (Some(name), None) => format!("Queue {name}"),
+        (None, Some(s)) => format!("All queues: {s} jobs"),
+        (None, None) => "All queues".to_owned(),
+    };
+    let empty_text = if before.is_some() {
+        "No older jobs.".to_owned()
+    } else {
+        "No jobs here.".to_owned()
+    };
+    let actions = match queue {
+        Some(name) if !app.config.read_only => Some(QueueActions {
+            queue: name.to_owned(),
+            dead: sum.dead,
+            dead_text: count(sum.dead),
+        }),
+        _ => None,
+    };
+    let mut layout = Layout::new(app, heading.clone(), csrf);
+    layout.search = String::new();
+    Ok(JobsPage {
+        layout,
+        heading,
+        queue: filter.queue.clone(),
+        queue_href: jobs_href(queue, None),
+        tabs,
+        rows,
+        show_queue: queue.is_none(),
+        newest_href,
+        older_href,
+        chart,
+        chart_caption,
+        actions,
+        notice,
+        empty_text,
+    })
+}
+
+/// Builds the page of job `id` (also shown after an action on it, with its `notice`).
+pub(crate) async fn job_page(
+    app: &Dashboard,
+    csrf: &str,
+    id: JobId,
+    notice: Option<Notice>,
+) -> Result<Option<JobPage>, Error> {
+    let Some(job) = app.queue.get(id).await? else {
+        return Ok(None);
+    };
+    Ok(Some(JobPage {
+        layout: Layout::new(app, format!("Job {id}"), csrf),
+        job: JobView::new(&job, Utc::now()),
+        notice,
+    }))
+}
+
+/// `/jobs/{id}`: one job.
+pub(crate) async fn job(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Path(id): Path<String>,
+) -> Response {
+    let id = match id.parse::<JobId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    match job_page(&app, &csrf, id, None).await {
+        Ok(Some(page)) => html(StatusCode::OK, &page),
+        Ok(None) => error_page(&app, &csrf, &Error::NotFound { job: id }),
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// The query of a search.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct SearchQuery {
+    q: Option<String>,
+    queue: Option<String>,
+}
+
+/// `/search?q=&queue=`: a job id opens the job; anything else is looked up as a dedup key.
+pub(crate) async fn search(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Query(sq): Query<SearchQuery>,
+) -> Response {
+    let text = non_empty(&sq.q).unwrap_or_default().to_owned();
+    let queue = non_empty(&sq.queue).map(str::to_owned);
+    let mut layout = Layout::new(&app, "Search", &csrf);
+    layout.search = text.clone();
+    let mut page = SearchPage {
+        layout,
+        query: text.clone(),
+        queue: queue.clone().unwrap_or_default(),
+        rows: Vec::new(),
+        note: String::new(),
+        notice: None,
+    };
+    if text.is_empty() {
+        page.note = "Type a job id, or a dedup key to find the jobs that carry it.".to_owned();
+        return html(StatusCode::OK, &page);
+    }
+    if let Ok(id) = text.parse::<JobId>() {
+        return match app.queue.get(id).await {
+            Ok(Some(_)) => Redirect::to(&format!("/jobs/{id}")).into_response(),
+            Ok(None) => {
+                page.notice = Some(Notice::error(format!("No job has the id {id}.")));
+                html(StatusCode::NOT_FOUND, &page)
+            }
+            Err(e) => error_page(&app, &csrf, &e),
+        };
+    }
+    let filter = match parse_filter(queue.as_deref(), None) {
+        Ok(f) => f,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    let pages = app.config.search_pages;
+    match jobs::search_dedup(app.queue.as_ref(), &filter, &text, 1000, pages).await {
+        Ok(found) => {
+            let now = Utc::now();
+            page.rows = found.found.iter().map(|j| JobRow::new(j, now)).collect();
+            let scope = match &queue {
+                Some(q) => format!("of queue {q}"),
+                None => "of all queues".to_owned(),
+            };
+            page.note = format!(
+                "{} with this dedup key among the newest {} jobs {scope}{}",
+                match page.rows.len() {
+                    0 => "No job".to_owned(),
+                    1 => "1 job".to_owned(),
+                    n => format!("{n} jobs"),
+                },
+                count(found.scanned as u64),
+                if found.truncated {
+                    "; older jobs were not searched (narrow the search to a queue)."
+                } else {
+                    "."
+                }
+            );
+            html(StatusCode::OK, &page)
+        }
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// The query of the login page.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct LoginQuery {
+    next: Option<String>,
+}
+
+/// `/login`: the token form (or the overview, when no token is needed).
+pub(crate) async fn login(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Query(lq): Query<LoginQuery>,
+) -> Response {
+    let next = local_path(non_empty(&lq.next).unwrap_or("/")).to_owned();
+    if app.config.auth_token.is_none() {
+        return Redirect::to(&next).into_response();
+    }
+    views::login_page(&app, &csrf, &next, "", StatusCode::OK)
+}
+
+/// Anything else.
+pub(crate) async fn not_found(
+    State(app): State<Arc<Dashboard>>,
+    csrf: Option<Extension<Csrf>>,
+) -> Response {
+    let csrf = csrf.map(|Extension(Csrf(c))| c).unwrap_or_default();
+    message_page(
+        &app,
+        &csrf,
+        StatusCode::NOT_FOUND,
+        "There is no such page.".to_owned(),
+    )
+}

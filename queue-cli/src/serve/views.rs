@@ -1,0 +1,586 @@
+//! The pages, as compile-time checked templates (`queue-cli/templates/`), and the view models
+//! they show. Every value a job carries is untrusted: the templates escape everything they
+//! print, and nothing here marks text as safe HTML.
+
+use askama::Template;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use queue_core::{Error, Job, JobState, QueueStats};
+
+use super::app::{Dashboard, ASSET_VERSION};
+use super::chart::{self, Chart, Throughput};
+use crate::failure::is_missing_table;
+
+/// What every page shows around its content.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    pub(crate) title: String,
+    pub(crate) backend: String,
+    pub(crate) database: String,
+    pub(crate) read_only: bool,
+    pub(crate) logout: bool,
+    pub(crate) csrf: String,
+    pub(crate) search: String,
+    pub(crate) asset: &'static str,
+}
+
+impl Layout {
+    pub(crate) fn new(app: &Dashboard, title: impl Into<String>, csrf: &str) -> Self {
+        Layout {
+            title: title.into(),
+            backend: app.backend.clone(),
+            database: app.config.database.clone(),
+            read_only: app.config.read_only,
+            logout: app.config.auth_token.is_some(),
+            csrf: csrf.to_owned(),
+            search: String::new(),
+            asset: ASSET_VERSION,
+        }
+    }
+}
+
+/// A message at the top of a page: what an action changed, or why it failed.
+#[derive(Clone, Debug)]
+pub(crate) struct Notice {
+    pub(crate) ok: bool,
+    pub(crate) text: String,
+}
+
+impl Notice {
+    pub(crate) fn ok(text: impl Into<String>) -> Self {
+        Notice {
+            ok: true,
+            text: text.into(),
+        }
+    }
+
+    pub(crate) fn error(text: impl Into<String>) -> Self {
+        Notice {
+            ok: false,
+            text: text.into(),
+        }
+    }
+}
+
+/// Renders `page` as an HTML response with `status`.
+pub(crate) fn html(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(target: crate::LOG_TARGET, error = %e, "a page failed to render");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "the page failed to render\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// The HTTP status for a failed call.
+pub(crate) fn error_status(e: &Error) -> StatusCode {
+    match e {
+        Error::InvalidInput { .. } | Error::Payload(_) => StatusCode::BAD_REQUEST,
+        Error::NotFound { .. } => StatusCode::NOT_FOUND,
+        Error::InvalidState { .. } | Error::Duplicate { .. } => StatusCode::CONFLICT,
+        Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A failed call in words, with what to do where there is something to do.
+pub(crate) fn error_text(e: &Error) -> String {
+    let text = e.to_string();
+    if matches!(e, Error::Database { .. }) && is_missing_table(&text) {
+        format!(
+            "{text} (the queue's tables do not exist yet: run `queue migrate` with the same --url)"
+        )
+    } else {
+        text
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+pub(crate) struct ErrorPage {
+    pub(crate) layout: Layout,
+    pub(crate) status: String,
+    pub(crate) message: String,
+}
+
+/// An error page for `e`.
+pub(crate) fn error_page(app: &Dashboard, csrf: &str, e: &Error) -> Response {
+    let status = error_status(e);
+    message_page(app, csrf, status, error_text(e))
+}
+
+/// An error page with `message`.
+pub(crate) fn message_page(
+    app: &Dashboard,
+    csrf: &str,
+    status: StatusCode,
+    message: String,
+) -> Response {
+    let page = ErrorPage {
+        layout: Layout::new(app, status.to_string(), csrf),
+        status: status.to_string(),
+        message,
+    };
+    html(status, &page)
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+pub(crate) struct LoginPage {
+    pub(crate) layout: Layout,
+    pub(crate) next: String,
+    pub(crate) problem: String,
+}
+
+/// The login form (answered with `status`: 401 when a page was asked for without a login).
+pub(crate) fn login_page(
+    app: &Dashboard,
+    csrf: &str,
+    next: &str,
+    problem: &str,
+    status: StatusCode,
+) -> Response {
+    let mut layout = Layout::new(app, "Log in", csrf);
+    layout.logout = false;
+    let page = LoginPage {
+        layout,
+        next: next.to_owned(),
+        problem: problem.to_owned(),
+    };
+    html(status, &page)
+}
+
+/// `1234567` as `1,234,567`.
+pub(crate) fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A timestamp as shown everywhere: UTC, to the millisecond.
+pub(crate) fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
+}
+
+/// How long ago (or how far ahead) `t` is from `now`, roughly: `3 min ago`, `in 5 s`.
+pub(crate) fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (now - t).num_seconds();
+    let (n, ahead) = if secs < 0 {
+        (-secs, true)
+    } else {
+        (secs, false)
+    };
+    let span = match n {
+        0..=59 => format!("{n} s"),
+        60..=3599 => format!("{} min", n / 60),
+        3600..=172_799 => format!("{} h", n / 3600),
+        _ => format!("{} d", n / 86_400),
+    };
+    if ahead {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    }
+}
+
+/// A query string (`a=1&b=x%20y`) from pairs, each value percent-encoded.
+pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
+}
+
+/// The list of jobs of `queue` (and `state`).
+pub(crate) fn jobs_href(queue: Option<&str>, state: Option<JobState>) -> String {
+    let mut pairs = Vec::new();
+    if let Some(q) = queue {
+        pairs.push(("queue", q));
+    }
+    if let Some(s) = state {
+        pairs.push(("state", s.as_str()));
+    }
+    if pairs.is_empty() {
+        "/jobs".to_owned()
+    } else {
+        format!("/jobs?{}", query(&pairs))
+    }
+}
+
+/// Cuts `text` to `max` characters on one line.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    crate::table::clip(text, max)
+}
+
+/// One count of the overview, linking to its jobs.
+#[derive(Debug)]
+pub(crate) struct Cell {
+    pub(crate) value: String,
+    pub(crate) href: String,
+    pub(crate) class: &'static str,
+}
+
+/// One queue of the overview.
+#[derive(Debug)]
+pub(crate) struct QueueRow {
+    pub(crate) name: String,
+    pub(crate) href: String,
+    pub(crate) cells: Vec<Cell>,
+    pub(crate) chart: Chart,
+    pub(crate) last_hour: String,
+}
+
+/// The columns of the overview, in order.
+pub(crate) const COLUMNS: [&str; 6] = [
+    "available",
+    "scheduled",
+    "running",
+    "completed",
+    "dead",
+    "cancelled",
+];
+
+fn stat_values(s: &QueueStats) -> [u64; 6] {
+    [
+        s.available,
+        s.scheduled,
+        s.running,
+        s.completed,
+        s.dead,
+        s.cancelled,
+    ]
+}
+
+fn column_state(i: usize) -> JobState {
+    match i {
+        0 | 1 => JobState::Pending,
+        2 => JobState::Running,
+        3 => JobState::Completed,
+        4 => JobState::Dead,
+        _ => JobState::Cancelled,
+    }
+}
+
+fn cells(queue: Option<&str>, values: [u64; 6]) -> Vec<Cell> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Cell {
+            value: count(n),
+            href: jobs_href(queue, Some(column_state(i))),
+            class: if n == 0 { "zero" } else { COLUMNS[i] },
+        })
+        .collect()
+}
+
+/// The refreshing part of the overview.
+#[derive(Debug)]
+pub(crate) struct OverviewBody {
+    pub(crate) rows: Vec<QueueRow>,
+    pub(crate) totals: Vec<Cell>,
+    pub(crate) updated: String,
+    pub(crate) chart_note: String,
+    pub(crate) error: Option<String>,
+}
+
+impl OverviewBody {
+    pub(crate) fn new(
+        stats: &[QueueStats],
+        throughput: Result<&Throughput, String>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let mut totals = [0u64; 6];
+        let mut error = None;
+        let empty = Throughput::empty(now);
+        let t = match throughput {
+            Ok(t) => t,
+            Err(e) => {
+                error = Some(format!("the throughput chart could not be read: {e}"));
+                &empty
+            }
+        };
+        let rows = stats
+            .iter()
+            .map(|s| {
+                let values = stat_values(s);
+                for (total, v) in totals.iter_mut().zip(values) {
+                    *total += v;
+                }
+                let series = t.series(&s.queue);
+                QueueRow {
+                    name: s.queue.clone(),
+                    href: jobs_href(Some(&s.queue), None),
+                    cells: cells(Some(&s.queue), values),
+                    last_hour: format!(
+                        "{} done, {} dead",
+                        count(series.completed_total()),
+                        count(series.dead_total())
+                    ),
+                    chart: chart::draw(&series, t.start, 180, 32),
+                }
+            })
+            .collect();
+        let chart_note = if t.truncated {
+            format!(
+                "Charts count the newest {} finished jobs; older finishes in the hour are not shown.",
+                count(t.scanned as u64)
+            )
+        } else {
+            String::new()
+        };
+        OverviewBody {
+            rows,
+            totals: cells(None, totals),
+            updated: now.format("%H:%M:%S UTC").to_string(),
+            chart_note,
+            error,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "overview.html")]
+pub(crate) struct OverviewPage {
+    pub(crate) layout: Layout,
+    pub(crate) body: OverviewBody,
+    pub(crate) refresh_ms: u64,
+}
+
+#[derive(Template)]
+#[template(path = "overview_fragment.html")]
+pub(crate) struct OverviewFragment {
+    pub(crate) body: OverviewBody,
+}
+
+/// One state tab of a job list.
+#[derive(Debug)]
+pub(crate) struct Tab {
+    pub(crate) label: &'static str,
+    pub(crate) count: String,
+    pub(crate) href: String,
+    pub(crate) active: bool,
+}
+
+/// One row of a job list.
+#[derive(Debug)]
+pub(crate) struct JobRow {
+    pub(crate) id: String,
+    pub(crate) href: String,
+    pub(crate) queue: String,
+    pub(crate) queue_href: String,
+    pub(crate) state: &'static str,
+    pub(crate) attempts: String,
+    pub(crate) priority: i32,
+    pub(crate) created: String,
+    pub(crate) created_ago: String,
+    pub(crate) when: String,
+    pub(crate) error: String,
+    pub(crate) dedup: String,
+}
+
+impl JobRow {
+    pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
+        let when = match job.state {
+            JobState::Pending => format!("runs {}", relative(job.run_at, now)),
+            JobState::Running => job
+                .lease_expires_at
+                .map(|t| format!("lease ends {}", relative(t, now)))
+                .unwrap_or_default(),
+            _ => job
+                .finished_at
+                .map(|t| format!("finished {}", relative(t, now)))
+                .unwrap_or_default(),
+        };
+        JobRow {
+            id: job.id.to_string(),
+            href: format!("/jobs/{}", job.id),
+            queue: job.queue.clone(),
+            queue_href: jobs_href(Some(&job.queue), None),
+            state: job.state.as_str(),
+            attempts: format!("{}/{}", job.attempts, job.max_attempts),
+            priority: job.priority,
+            created: time(job.created_at),
+            created_ago: relative(job.created_at, now),
+            when,
+            error: job
+                .last_error
+                .as_deref()
+                .map(|e| clip(e, 80))
+                .unwrap_or_default(),
+            dedup: job
+                .dedup_key
+                .as_deref()
+                .map(|k| clip(k, 40))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The bulk actions of one queue.
+#[derive(Debug)]
+pub(crate) struct QueueActions {
+    pub(crate) queue: String,
+    pub(crate) dead: u64,
+    pub(crate) dead_text: String,
+}
+
+#[derive(Template)]
+#[template(path = "jobs.html")]
+pub(crate) struct JobsPage {
+    pub(crate) layout: Layout,
+    pub(crate) heading: String,
+    pub(crate) queue: Option<String>,
+    pub(crate) queue_href: String,
+    pub(crate) tabs: Vec<Tab>,
+    pub(crate) rows: Vec<JobRow>,
+    pub(crate) show_queue: bool,
+    pub(crate) newest_href: Option<String>,
+    pub(crate) older_href: Option<String>,
+    pub(crate) chart: Option<Chart>,
+    pub(crate) chart_caption: String,
+    pub(crate) actions: Option<QueueActions>,
+    pub(crate) notice: Option<Notice>,
+    pub(crate) empty_text: String,
+}
+
+/// One job, as its page shows it.
+#[derive(Debug)]
+pub(crate) struct JobView {
+    pub(crate) id: String,
+    pub(crate) queue: String,
+    pub(crate) queue_href: String,
+    pub(crate) state: &'static str,
+    pub(crate) attempts: String,
+    pub(crate) priority: i32,
+    pub(crate) run_at: String,
+    pub(crate) created: String,
+    pub(crate) updated: String,
+    pub(crate) finished: String,
+    pub(crate) worker: String,
+    pub(crate) lease_expires: String,
+    pub(crate) dedup: String,
+    pub(crate) last_error: Option<String>,
+    pub(crate) payload: String,
+    pub(crate) can_retry: bool,
+    pub(crate) can_cancel: bool,
+}
+
+fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    format!("{} UTC ({})", time(t), relative(t, now))
+}
+
+impl JobView {
+    pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
+        let payload = serde_json::from_str::<serde_json::Value>(job.payload.get())
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .unwrap_or_else(|| job.payload.get().to_owned());
+        JobView {
+            id: job.id.to_string(),
+            queue: job.queue.clone(),
+            queue_href: jobs_href(Some(&job.queue), None),
+            state: job.state.as_str(),
+            attempts: format!("{} of {}", job.attempts, job.max_attempts),
+            priority: job.priority,
+            run_at: with_relative(job.run_at, now),
+            created: with_relative(job.created_at, now),
+            updated: with_relative(job.updated_at, now),
+            finished: job
+                .finished_at
+                .map(|t| with_relative(t, now))
+                .unwrap_or_else(|| "-".to_owned()),
+            worker: job.worker.clone().unwrap_or_else(|| "-".to_owned()),
+            lease_expires: job
+                .lease_expires_at
+                .map(|t| with_relative(t, now))
+                .unwrap_or_else(|| "-".to_owned()),
+            dedup: job.dedup_key.clone().unwrap_or_else(|| "-".to_owned()),
+            last_error: job.last_error.clone(),
+            payload,
+            can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
+            can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "job.html")]
+pub(crate) struct JobPage {
+    pub(crate) layout: Layout,
+    pub(crate) job: JobView,
+    pub(crate) notice: Option<Notice>,
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+pub(crate) struct SearchPage {
+    pub(crate) layout: Layout,
+    pub(crate) query: String,
+    pub(crate) queue: String,
+    pub(crate) rows: Vec<JobRow>,
+    pub(crate) note: String,
+    pub(crate) notice: Option<Notice>,
+}
+
+/// A link under the outcome of an action.
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) label: String,
+    pub(crate) href: String,
+}
+
+#[derive(Template)]
+#[template(path = "result.html")]
+pub(crate) struct ResultPage {
+    pub(crate) layout: Layout,
+    pub(crate) notice: Notice,
+    pub(crate) links: Vec<Link>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn relative_times_read_well() {
+        let now: DateTime<Utc> = "2026-01-01T12:00:00Z".parse().unwrap();
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(relative(at("2026-01-01T11:59:30Z"), now), "30 s ago");
+        assert_eq!(relative(at("2026-01-01T11:57:00Z"), now), "3 min ago");
+        assert_eq!(relative(at("2026-01-01T12:00:05Z"), now), "in 5 s");
+        assert_eq!(relative(at("2025-12-30T12:00:00Z"), now), "2 d ago");
+    }
+
+    #[test]
+    fn links_encode_their_values() {
+        assert_eq!(
+            jobs_href(Some("a:b.c"), Some(JobState::Dead)),
+            "/jobs?queue=a%3Ab.c&state=dead"
+        );
+        assert_eq!(jobs_href(None, None), "/jobs");
+        assert_eq!(query(&[("q", "a&b=<c>")]), "q=a%26b%3D%3Cc%3E");
+    }
+}
