@@ -11,7 +11,8 @@
 //!   to a cross-site request) need no form token.
 //! - Read-only: every POST but login and logout is refused.
 //! - Headers: a Content-Security-Policy that allows only the dashboard's own script and style
-//!   files (no inline script, no other origin), no framing, no sniffing, no referrer.
+//!   files (no inline script, no other origin), no framing, no sniffing, no referrer sent to
+//!   other sites.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -154,12 +155,12 @@ fn host_allowed(headers: &HeaderMap, policy: &HostPolicy) -> bool {
 }
 
 /// Whether a POST comes from somewhere other than the dashboard's own pages, judging by the
-/// headers browsers add to every cross-origin request.
+/// headers browsers add: `Sec-Fetch-Site` where the browser sends it (every current one does),
+/// else `Origin`, which must name the host the request was sent to. A request with neither
+/// (curl, scripts) is not a browser's cross-site request.
 fn cross_site(headers: &HeaderMap) -> bool {
     if let Some(site) = headers.get("sec-fetch-site") {
-        if !matches!(site.to_str(), Ok("same-origin" | "none")) {
-            return true;
-        }
+        return !matches!(site.to_str(), Ok("same-origin" | "none"));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
@@ -229,7 +230,9 @@ pub(crate) async fn guard(State(app): State<Arc<Dashboard>>, req: Request, next:
         (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: under it browsers send `Origin: null` with the dashboard's own
+        // forms. `same-origin` still sends nothing to other sites.
+        (header::REFERRER_POLICY, "same-origin"),
         (
             HeaderName::from_static("cross-origin-opener-policy"),
             "same-origin",
@@ -434,6 +437,15 @@ mod tests {
         assert!(cross_site(&opaque));
         let fetch_site = headers(&[("host", "127.0.0.1:8787"), ("sec-fetch-site", "same-site")]);
         assert!(cross_site(&fetch_site));
+        let browser_form = headers(&[
+            ("host", "127.0.0.1:8787"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-origin"),
+        ]);
+        assert!(
+            !cross_site(&browser_form),
+            "Sec-Fetch-Site decides where a browser sends it"
+        );
         let typed = headers(&[("host", "127.0.0.1:8787"), ("sec-fetch-site", "none")]);
         assert!(!cross_site(&typed));
         assert!(

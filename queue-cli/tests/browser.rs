@@ -1,0 +1,717 @@
+//! The dashboard end to end: the real `queue serve` process, driven in headless Chromium
+//! (Debian's `chromium` and `chromium-driver`) through WebDriver, on every backend that is set
+//! up (SQLite always; PostgreSQL and MySQL/MariaDB where `QUEUE_TEST_POSTGRES_URL` and
+//! `QUEUE_TEST_MYSQL_URL` are set).
+//!
+//! Without Chromium or chromedriver every case is reported as ignored, with the reason; when
+//! `QUEUE_TEST_REQUIRE` names `browser` they fail instead. `QUEUE_TEST_CHROMIUM` and
+//! `QUEUE_TEST_CHROMEDRIVER` override where the two are looked for. The screenshots of the
+//! demo's data are written to the target directory, and over `docs/` when
+//! `QUEUE_UPDATE_SCREENSHOTS=1`.
+
+#[macro_use]
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context as _};
+use dbqueue::{JobState, NewJob, Queue};
+use fantoccini::{Client, ClientBuilder, Locator};
+use libtest_mimic::{Failed, Trial};
+use serde_json::json;
+use support::{completed, dead, dead_job, push, required, running, Backend, Fixture};
+
+/// The flags every Chromium here runs with (plus a fresh `--user-data-dir`).
+const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--window-size=1280,900",
+];
+
+const TOKEN: &str = "browser-test-token-0123456789";
+
+/// Chromium and chromedriver, where they were found.
+#[derive(Clone, Debug)]
+struct Browser {
+    chromium: PathBuf,
+    chromedriver: PathBuf,
+}
+
+fn find_program(var: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Ok(p) = std::env::var(var) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+        .find(|p| p.is_file())
+}
+
+fn find_browser() -> Result<Browser, String> {
+    let chromium = find_program("QUEUE_TEST_CHROMIUM", &["chromium", "chromium-browser"])
+        .ok_or("Chromium was not found (install Debian's chromium, or set QUEUE_TEST_CHROMIUM)")?;
+    let chromedriver = find_program("QUEUE_TEST_CHROMEDRIVER", &["chromedriver"]).ok_or(
+        "chromedriver was not found (install Debian's chromium-driver, or set \
+         QUEUE_TEST_CHROMEDRIVER)",
+    )?;
+    Ok(Browser {
+        chromium,
+        chromedriver,
+    })
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A child process that is killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One chromedriver for the whole run, started on first use.
+fn chromedriver(browser: &Browser) -> anyhow::Result<String> {
+    static DRIVER: OnceLock<Result<(String, std::sync::Mutex<Killed>), String>> = OnceLock::new();
+    let started = DRIVER.get_or_init(|| {
+        let start = || -> anyhow::Result<(String, std::sync::Mutex<Killed>)> {
+            let port = free_port()?;
+            let child = Command::new(&browser.chromedriver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting {}", browser.chromedriver.display()))?;
+            let child = Killed(child);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                ensure!(
+                    Instant::now() < deadline,
+                    "chromedriver did not listen within 30 s"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok((
+                format!("http://127.0.0.1:{port}"),
+                std::sync::Mutex::new(child),
+            ))
+        };
+        start().map_err(|e| format!("{e:#}"))
+    });
+    match started {
+        Ok((url, _)) => Ok(url.clone()),
+        Err(e) => Err(anyhow!("{e}")),
+    }
+}
+
+/// A Chromium session with its own profile directory.
+async fn open_browser(browser: &Browser) -> anyhow::Result<(Client, tempfile::TempDir)> {
+    let profile = tempfile::tempdir()?;
+    let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
+    args.push(format!("--user-data-dir={}", profile.path().display()));
+    let caps = json!({
+        "browserName": "chrome",
+        // Leave confirm() dialogs open, to be accepted by the test.
+        "unhandledPromptBehavior": "ignore",
+        "goog:chromeOptions": {
+            "binary": browser.chromium,
+            "args": args,
+        },
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        bail!("capabilities are an object");
+    };
+    let driver = chromedriver(browser)?;
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver)
+        .await
+        .context("opening a Chromium session")?;
+    Ok((client, profile))
+}
+
+/// `queue serve` on a free port of 127.0.0.1, killed when dropped.
+struct Server {
+    url: String,
+    _child: Killed,
+    _log: tempfile::NamedTempFile,
+}
+
+fn serve(fx: &Fixture, extra: &[&str], token: Option<&str>) -> anyhow::Result<Server> {
+    let mut args = vec!["--url".to_owned(), fx.url.clone()];
+    args.extend(fx.args.iter().cloned());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    serve_in(None, &args, token)
+}
+
+/// `queue serve ARGS`, run in `dir` when given.
+fn serve_in(dir: Option<&Path>, args: &[String], token: Option<&str>) -> anyhow::Result<Server> {
+    let log = tempfile::NamedTempFile::new()?;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_queue"));
+    cmd.arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--refresh", "1s"])
+        .env_remove("QUEUE_URL")
+        .env_remove("QUEUE_DASHBOARD_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log.reopen()?);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    if let Some(token) = token {
+        cmd.env("QUEUE_DASHBOARD_TOKEN", token);
+    }
+    let mut child = Killed(cmd.spawn().context("starting queue serve")?);
+    let stdout = child.0.stdout.take().context("stdout is piped")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
+        let stderr = std::fs::read_to_string(log.path()).unwrap_or_default();
+        bail!("queue serve printed no address; it said: {stderr}");
+    };
+    Ok(Server {
+        url: url.trim_end_matches('/').to_owned(),
+        _child: child,
+        _log: log,
+    })
+}
+
+/// The text of the first element matching `css`, read in one step (a refresh may replace
+/// the element between two steps), or `None`.
+async fn live_text(c: &Client, css: &str) -> anyhow::Result<Option<String>> {
+    let value = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent.trim() : null;",
+            vec![json!(css)],
+        )
+        .await?;
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Waits until `check` holds, polling; fails after 20 s with `what`.
+async fn until<F, Fut>(what: &str, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        ensure!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn text_of(c: &Client, css: &str) -> anyhow::Result<String> {
+    Ok(c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .with_context(|| format!("no element {css}"))?
+        .text()
+        .await?)
+}
+
+async fn click(c: &Client, css: &str) -> anyhow::Result<()> {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .with_context(|| format!("no element {css}"))?
+        .click()
+        .await?;
+    Ok(())
+}
+
+async fn script<T: serde::de::DeserializeOwned>(c: &Client, js: &str) -> anyhow::Result<T> {
+    let value = c.execute(js, Vec::new()).await?;
+    serde_json::from_value(value).with_context(|| format!("the result of {js}"))
+}
+
+async fn state_of(q: &dyn Queue, id: dbqueue::JobId) -> anyhow::Result<JobState> {
+    Ok(q.get(id).await?.context("the job exists")?.state)
+}
+
+/// Accepts the confirm() dialog the page opened.
+async fn accept_dialog(c: &Client) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match c.accept_alert().await {
+            Ok(()) => return Ok(()),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => return Err(e).context("no dialog to accept"),
+        }
+    }
+}
+
+/// Overview -> queue -> dead tab -> dead job -> Retry: the page and the database say pending.
+async fn follow_a_queue_to_a_dead_job_and_retry_it(
+    b: &Browser,
+    fx: &Fixture,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    completed(q, "emails", "{}").await?;
+    let id = dead(q, "emails", "{\"to\":\"ada@example.com\"}", "SMTP said 550").await?;
+    let server = serve(fx, &[], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    c.goto(&format!("{}/", server.url)).await?;
+    ensure!(c.title().await? == "Queues · dbqueue");
+    click(&c, "tr[data-queue='emails'] th a").await?;
+    ensure!(text_of(&c, "h1").await? == "Queue emails");
+    click(&c, "nav.tabs a[href*='state=dead']").await?;
+    ensure!(text_of(&c, "h1").await? == "Queue emails: dead jobs");
+    click(&c, &format!("a[href='/jobs/{id}']")).await?;
+    ensure!(text_of(&c, "#last-error").await? == "SMTP said 550");
+    click(&c, "#retry").await?;
+    let notice = text_of(&c, "#notice").await?;
+    ensure!(
+        notice.starts_with("Retried: the job is pending again"),
+        "{notice}"
+    );
+    ensure!(text_of(&c, "#job-state").await? == "pending");
+    ensure!(state_of(q, id).await? == JobState::Pending);
+    c.close().await?;
+    Ok(())
+}
+
+/// The overview refreshes its counts in place: the page is not reloaded.
+async fn the_overview_refreshes_without_a_reload(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    push(q, "emails", "{}").await?;
+    let server = serve(fx, &[], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    c.goto(&format!("{}/", server.url)).await?;
+    let first = live_text(&c, "tr[data-queue='emails'] td.num a").await?;
+    ensure!(first.as_deref() == Some("1"), "{first:?}");
+    c.execute("window.__notReloaded = true;", Vec::new())
+        .await?;
+    push(q, "emails", "{}").await?;
+    push(q, "emails", "{}").await?;
+    until("the overview shows 3 available jobs", || async {
+        Ok(live_text(&c, "tr[data-queue='emails'] td.num a")
+            .await?
+            .as_deref()
+            == Some("3"))
+    })
+    .await?;
+    ensure!(script::<bool>(&c, "return window.__notReloaded === true;").await?);
+    let refreshed: String = script(
+        &c,
+        "return document.querySelector('#overview').getAttribute('data-refreshed');",
+    )
+    .await?;
+    ensure!(refreshed.parse::<u32>()? >= 1);
+    c.close().await?;
+    Ok(())
+}
+
+/// "Retry all dead jobs" asks first, then retries every dead job of the queue.
+async fn bulk_retry_from_the_queue_page(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for n in 0..12 {
+        dead(q, "emails", &format!("{{\"n\":{n}}}"), "boom").await?;
+    }
+    let other = dead(q, "reports", "{}", "boom").await?;
+    let server = serve(fx, &[], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    c.goto(&format!("{}/jobs?queue=emails", server.url)).await?;
+    ensure!(text_of(&c, "#retry-all-dead").await? == "Retry all 12 dead jobs");
+    click(&c, "#retry-all-dead").await?;
+    let question = c.get_alert_text().await?;
+    ensure!(
+        question == "Retry all 12 dead jobs of emails?",
+        "{question}"
+    );
+    accept_dialog(&c).await?;
+    let notice = text_of(&c, "#notice").await?;
+    ensure!(
+        notice.starts_with("Retried 12 dead jobs of queue emails"),
+        "{notice}"
+    );
+    let stats = q.stats(Some("emails")).await?;
+    ensure!(stats[0].dead == 0 && stats[0].available == 12, "{stats:?}");
+    ensure!(state_of(q, other).await? == JobState::Dead);
+    c.close().await?;
+    Ok(())
+}
+
+/// Read-only: no page has a button that changes anything, and a POST is refused.
+async fn read_only_mode_has_no_buttons(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let pending = push(q, "emails", "{}").await?;
+    let server = serve(fx, &["--read-only"], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    for path in [
+        "/".to_owned(),
+        "/jobs?queue=emails".to_owned(),
+        format!("/jobs/{id}"),
+        format!("/jobs/{pending}"),
+    ] {
+        c.goto(&format!("{}{path}", server.url)).await?;
+        ensure!(text_of(&c, "#read-only").await? == "read-only");
+        let forms: u32 = script(
+            &c,
+            "return document.querySelectorAll('form[method=post]').length;",
+        )
+        .await?;
+        let buttons: Vec<String> = script(
+            &c,
+            "return [...document.querySelectorAll('button')].map(b => b.textContent.trim());",
+        )
+        .await?;
+        ensure!(forms == 0, "{path}: {forms} forms that post");
+        ensure!(buttons == ["Search"], "{path}: buttons {buttons:?}");
+    }
+    let status: u16 = script(
+        &c,
+        &format!("return fetch('/jobs/{id}/retry', {{method: 'POST'}}).then(r => r.status);"),
+    )
+    .await?;
+    ensure!(status == 403, "{status}");
+    ensure!(state_of(q, id).await? == JobState::Dead);
+    c.close().await?;
+    Ok(())
+}
+
+/// With a token: nothing is shown without it, a wrong one is refused (401) and changes
+/// nothing, the right one opens the dashboard.
+async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let server = serve(fx, &[], Some(TOKEN))?;
+    let (c, _profile) = open_browser(b).await?;
+    c.goto(&format!("{}/jobs/{id}", server.url)).await?;
+    ensure!(c.title().await? == "Log in · dbqueue");
+    let source = c.source().await?;
+    ensure!(!source.contains("boom"), "the job's data is not shown");
+    let status = |path: String, init: &'static str| {
+        let c = c.clone();
+        async move {
+            script::<u16>(
+                &c,
+                &format!("return fetch('{path}', {init}).then(r => r.status);"),
+            )
+            .await
+        }
+    };
+    ensure!(status("/".into(), "{}").await? == 401);
+    ensure!(
+        status(
+            format!("/jobs/{id}/retry"),
+            "{method: 'POST', headers: {Authorization: 'Bearer wrong-token-0123456789'}}"
+        )
+        .await?
+            == 401
+    );
+    // A wrong token typed into the form.
+    c.find(Locator::Css("input[name=token]"))
+        .await?
+        .send_keys("wrong-token-0123456789")
+        .await?;
+    click(&c, "form.login button").await?;
+    ensure!(text_of(&c, "#login-problem").await? == "The token is wrong.");
+    ensure!(state_of(q, id).await? == JobState::Dead);
+    // The right one, then the page that was asked for.
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("input[name=token]"))
+        .await?
+        .send_keys(TOKEN)
+        .await?;
+    click(&c, "form.login button").await?;
+    ensure!(text_of(&c, "#last-error").await? == "boom");
+    click(&c, "#retry").await?;
+    ensure!(text_of(&c, "#job-state").await? == "pending");
+    ensure!(state_of(q, id).await? == JobState::Pending);
+    c.close().await?;
+    Ok(())
+}
+
+const SCRIPT: &str = "<script>window.__xss = 'script'</script>";
+const IMG: &str = "\"><img src=x onerror=\"window.__xss = 'img'\">";
+
+/// A payload, an error, a dedup key and a worker id carrying markup render as text and run
+/// nothing, on every page that shows them.
+async fn markup_in_jobs_renders_as_text_and_runs_nothing(
+    b: &Browser,
+    fx: &Fixture,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let payload = json!({ "html": SCRIPT, "attr": IMG }).to_string();
+    let id = dead_job(
+        q,
+        NewJob::from_json("emails", &payload)?.dedup_key(IMG),
+        &format!("{SCRIPT} {IMG}"),
+    )
+    .await?;
+    let worker_job = running(q, "emails", "{}", SCRIPT).await?;
+    let server = serve(fx, &[], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    let search = format!("/search?q={}", support::query_value(IMG));
+    for path in [
+        "/".to_owned(),
+        "/jobs?queue=emails".to_owned(),
+        format!("/jobs/{id}"),
+        format!("/jobs/{worker_job}"),
+        search,
+    ] {
+        c.goto(&format!("{}{path}", server.url)).await?;
+        // Let an injected handler run, if any had got through.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let ran: Option<String> = script(&c, "return window.__xss || null;").await?;
+        ensure!(ran.is_none(), "{path}: injected {ran:?} ran");
+        let images: u32 = script(&c, "return document.images.length;").await?;
+        let scripts: Vec<String> =
+            script(&c, "return [...document.scripts].map(s => s.src);").await?;
+        ensure!(images == 0, "{path}: {images} injected images");
+        ensure!(
+            scripts.len() == 1 && scripts[0].contains("/static/app.js"),
+            "{path}: scripts {scripts:?}"
+        );
+    }
+    c.goto(&format!("{}/jobs/{id}", server.url)).await?;
+    let payload_text = text_of(&c, "#payload").await?;
+    ensure!(payload_text.contains(SCRIPT), "{payload_text}");
+    ensure!(text_of(&c, "#last-error").await? == format!("{SCRIPT} {IMG}"));
+    ensure!(text_of(&c, "#dedup-key").await? == IMG);
+    c.goto(&format!("{}/jobs/{worker_job}", server.url)).await?;
+    ensure!(text_of(&c, "#worker").await? == SCRIPT);
+    c.close().await?;
+    Ok(())
+}
+
+/// A page on another site that posts a form to the dashboard is refused, and nothing changes.
+async fn a_cross_site_post_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let server = serve(fx, &[], None)?;
+    // The other site: `localhost` is another site than `127.0.0.1` to the browser.
+    let evil = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let evil_port = evil.local_addr()?.port();
+    let target = format!("{}/jobs/{id}/retry", server.url);
+    let page = format!(
+        "<!doctype html><title>evil</title><form id=f method=post action=\"{target}\">\
+         <input name=csrf value=guessed></form>\
+         <script>document.getElementById('f').submit()</script>"
+    );
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let page = page.clone();
+            async move { axum::response::Html(page) }
+        }),
+    );
+    let evil_task = tokio::spawn(async move { axum::serve(evil, app).await });
+    let (c, _profile) = open_browser(b).await?;
+    // The victim has the dashboard open, so the browser holds its cookies.
+    c.goto(&format!("{}/jobs/{id}", server.url)).await?;
+    ensure!(text_of(&c, "#job-state").await? == "dead");
+    c.goto(&format!("http://localhost:{evil_port}/")).await?;
+    until("the forged form was answered", || async {
+        Ok(c.current_url().await?.as_str() == target)
+    })
+    .await?;
+    let body: String = script(&c, "return document.body.innerText;").await?;
+    ensure!(body.contains("refused"), "{body}");
+    ensure!(
+        state_of(q, id).await? == JobState::Dead,
+        "the forged retry changed nothing"
+    );
+    evil_task.abort();
+    c.close().await?;
+    Ok(())
+}
+
+/// The screenshots in the README: the demo's data, the overview and a dead job's page, served
+/// as a user would, from the default `queue.db` of the current directory.
+async fn screenshots_of_the_demo(b: &Browser, _fx: &Fixture) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    for (queue, jobs) in [("emails", "3000"), ("reports", "800")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_queue"))
+            .args([
+                "demo",
+                "--url",
+                "sqlite://queue.db",
+                "--queue",
+                queue,
+                "--jobs",
+                jobs,
+            ])
+            .current_dir(dir.path())
+            .env_remove("QUEUE_URL")
+            .stdin(Stdio::null())
+            .output()?;
+        ensure!(
+            out.status.success(),
+            "demo failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Some work waiting, as in a live system.
+    let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+    let queue = dbqueue::connect(&url).await?;
+    for n in 0..40 {
+        push(queue.as_ref(), "emails", &format!("{{\"n\":{n}}}")).await?;
+    }
+    let server = serve_in(Some(dir.path()), &[], None)?;
+    let (c, _profile) = open_browser(b).await?;
+    c.goto(&format!("{}/", server.url)).await?;
+    text_of(&c, "tr[data-queue='reports']").await?;
+    let overview = c.screenshot().await?;
+    click(&c, "tr[data-queue='emails'] td.dead a").await?;
+    click(&c, "table.jobs td.id a").await?;
+    text_of(&c, "#last-error").await?;
+    let job = c.screenshot().await?;
+    c.close().await?;
+    for (name, png) in [("overview", &overview), ("job", &job)] {
+        ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name} is a PNG");
+        ensure!(
+            png.len() > 10_000,
+            "{name} has content ({} bytes)",
+            png.len()
+        );
+        save(&format!("dashboard-{name}.png"), png)?;
+    }
+    Ok(())
+}
+
+fn save(name: &str, png: &[u8]) -> anyhow::Result<()> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), png)?;
+    println!("screenshot: {}", dir.join(name).display());
+    if std::env::var("QUEUE_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+        std::fs::create_dir_all(&docs)?;
+        std::fs::write(docs.join(name), png)?;
+        println!("updated: {}", docs.join(name).display());
+    }
+    Ok(())
+}
+
+type BrowserCase = for<'a> fn(
+    &'a Browser,
+    &'a Fixture,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = anyhow::Result<()>> + 'a>,
+>;
+
+macro_rules! browser_case {
+    ($f:ident) => {
+        (stringify!($f), (|b, fx| Box::pin($f(b, fx))) as BrowserCase)
+    };
+}
+
+fn run(
+    browser: Browser,
+    backend: Backend,
+    server: Option<String>,
+    case: BrowserCase,
+) -> Result<(), Failed> {
+    support::runtime()?.block_on(async move {
+        let fx = Arc::new(
+            Fixture::new(backend, server.as_deref())
+                .await
+                .map_err(|e| Failed::from(format!("fixture: {e:#}")))?,
+        );
+        let outcome = case(&browser, &fx).await;
+        let teardown = fx.teardown().await;
+        outcome.map_err(|e| Failed::from(format!("{e:#}")))?;
+        teardown.map_err(|e| Failed::from(format!("teardown: {e:#}")))
+    })
+}
+
+fn main() {
+    let mut args = libtest_mimic::Arguments::from_args();
+    // One browser at a time: each case starts Chromium and a server.
+    args.test_threads = Some(1);
+    let cases = [
+        browser_case!(follow_a_queue_to_a_dead_job_and_retry_it),
+        browser_case!(the_overview_refreshes_without_a_reload),
+        browser_case!(bulk_retry_from_the_queue_page),
+        browser_case!(read_only_mode_has_no_buttons),
+        browser_case!(a_wrong_or_missing_token_is_refused),
+        browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
+        browser_case!(a_cross_site_post_is_refused),
+    ];
+    let browser = find_browser();
+    if let Err(why) = &browser {
+        if !required("browser") {
+            println!(
+                "note: the browser cases are ignored: {why} (QUEUE_TEST_REQUIRE=browser makes \
+                 this a failure)"
+            );
+        }
+    }
+    let mut trials = Vec::new();
+    for backend in Backend::ALL {
+        let server = backend.server();
+        if let (Ok(_), Err(why)) = (&browser, &server) {
+            if !required(backend.name()) {
+                println!(
+                    "note: the {} browser cases are ignored: {why}",
+                    backend.name()
+                );
+            }
+        }
+        let mut all: Vec<(&'static str, BrowserCase)> = cases.to_vec();
+        if backend == Backend::Sqlite {
+            all.push(browser_case!(screenshots_of_the_demo));
+        }
+        for (name, case) in all {
+            let name = format!("browser::{}::{name}", backend.name());
+            let missing = match (&browser, &server) {
+                (Err(why), _) => Some(("browser", why.clone())),
+                (_, Err(why)) => Some((backend.name(), why.clone())),
+                _ => None,
+            };
+            trials.push(match missing {
+                None => {
+                    let (b, url) = (browser.clone().ok(), server.clone().ok().flatten());
+                    Trial::test(name, move || match b {
+                        Some(b) => run(b, backend, url, case),
+                        None => Err(Failed::from("no browser")),
+                    })
+                }
+                Some((what, why)) => {
+                    let required = required(what);
+                    let message = if required {
+                        format!("{what} is required by QUEUE_TEST_REQUIRE but missing: {why}")
+                    } else {
+                        format!("not run: {why}")
+                    };
+                    Trial::test(name, move || Err(Failed::from(message)))
+                        .with_ignored_flag(!required)
+                }
+            });
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,683 @@
+//! Every route and action of the dashboard, in process, on every backend: SQLite always,
+//! PostgreSQL and MySQL/MariaDB where `QUEUE_TEST_POSTGRES_URL` and `QUEUE_TEST_MYSQL_URL` are
+//! set. Each case asserts what the database holds afterwards, not only what the page says.
+
+#[macro_use]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+use axum::http::StatusCode;
+use dbqueue::{JobId, JobState, NewJob, Queue};
+use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
+use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
+
+fn config() -> DashboardConfig {
+    DashboardConfig {
+        database: "test database".to_owned(),
+        cookie_scope: "_test".to_owned(),
+        chart_ttl: Duration::ZERO,
+        ..DashboardConfig::default()
+    }
+}
+
+fn client_with(fx: &Fixture, config: DashboardConfig) -> Client {
+    Client::new(router(Dashboard::new(fx.queue.clone(), config)))
+}
+
+fn client(fx: &Fixture) -> Client {
+    client_with(fx, config())
+}
+
+async fn state_of(q: &dyn Queue, id: JobId) -> anyhow::Result<JobState> {
+    Ok(q.get(id).await?.context("the job exists")?.state)
+}
+
+/// The number in the overview cell of `queue` and column `class` (e.g. `dead`).
+fn cell(page: &Page, queue: &str, column: usize) -> anyhow::Result<String> {
+    let row_start = page
+        .body
+        .find(&format!("<tr data-queue=\"{queue}\">"))
+        .with_context(|| format!("no row for {queue}"))?;
+    let row = &page.body[row_start..];
+    let row = &row[..row.find("</tr>").context("row end")?];
+    let cell = row
+        .split("<td class=\"num")
+        .nth(column + 1)
+        .with_context(|| format!("no column {column}"))?;
+    let value = cell
+        .split('>')
+        .nth(2)
+        .and_then(|s| s.split('<').next())
+        .context("cell value")?;
+    Ok(value.to_owned())
+}
+
+async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    completed(q, "emails", "{}").await?;
+    completed(q, "emails", "{}").await?;
+    dead(q, "emails", "{}", "boom").await?;
+    cancelled(q, "emails", "{}").await?;
+    running(q, "emails", "{}", "w1").await?;
+    push(q, "emails", "{}").await?;
+    q.push(NewJob::from_json("reports", "{}")?.delay(Duration::from_secs(3600)))
+        .await?;
+    let mut c = client(&fx);
+    let page = c.get("/").await?.expect(StatusCode::OK)?;
+    // available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..6)
+        .map(|i| cell(&page, "emails", i))
+        .collect::<anyhow::Result<_>>()?;
+    ensure!(emails == ["1", "0", "1", "2", "1", "1"], "{emails:?}");
+    ensure!(cell(&page, "reports", 1)? == "1");
+    page.has(&format!(
+        "href=\"{}\"",
+        esc("/jobs?queue=emails&state=dead")
+    ))?
+    .has("data-refresh=\"/fragment/overview\"")?
+    .has("last hour: 2 completed, 1 dead")?
+    .has("<rect class=\"done\"")?
+    .has("<rect class=\"dead\"")?;
+    // The security headers are on every page.
+    ensure!(page
+        .header("content-security-policy")
+        .is_some_and(|v| v.contains("script-src 'self'") && !v.contains("unsafe-inline")));
+    ensure!(page.header("x-frame-options") == Some("DENY"));
+    ensure!(page.header("cache-control") == Some("no-store"));
+    ensure!(c.has_cookie("dbqueue_csrf_test"), "the CSRF cookie is set");
+    Ok(())
+}
+
+async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let mut c = client(&fx);
+    let empty = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
+    empty.has("No jobs yet")?.lacks("<html")?;
+    push(q, "emails", "{}").await?;
+    let one = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
+    ensure!(cell(&one, "emails", 0)? == "1");
+    push(q, "emails", "{}").await?;
+    let two = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
+    ensure!(cell(&two, "emails", 0)? == "2");
+    Ok(())
+}
+
+async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let mut ids = Vec::new();
+    for n in 0..7 {
+        ids.push(push(q, "emails", &format!("{{\"n\":{n}}}")).await?);
+    }
+    push(q, "other", "{}").await?;
+    let mut c = client_with(
+        &fx,
+        DashboardConfig {
+            page_size: 3,
+            ..config()
+        },
+    );
+    let mut seen = Vec::new();
+    let mut path = "/jobs?queue=emails&state=pending".to_owned();
+    for _ in 0..5 {
+        let page = c.get(&path).await?.expect(StatusCode::OK)?;
+        page.has("Queue emails: pending jobs")?
+            .has("class=\"active\" aria-current=\"page\">pending <span class=\"count\">7</span>")?;
+        for part in page.body.split("<td class=\"id\"><a href=\"/jobs/").skip(1) {
+            seen.push(part[..36].parse::<JobId>()?);
+        }
+        match page
+            .body
+            .split("id=\"older\"")
+            .next()
+            .and_then(|s| s.rsplit("href=\"").next())
+        {
+            Some(href) if page.body.contains("id=\"older\"") => {
+                path = href.trim_end_matches(['"', ' ']).replace("&amp;", "&");
+            }
+            _ => break,
+        }
+    }
+    let newest_first: Vec<JobId> = ids.iter().rev().copied().collect();
+    ensure!(
+        seen == newest_first,
+        "pages gave {seen:?}, expected {newest_first:?}"
+    );
+    let all = c.get("/jobs").await?.expect(StatusCode::OK)?;
+    all.has("All queues")?.has(">other</a>")?;
+    Ok(())
+}
+
+async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let running_id = running(
+        q,
+        "emails",
+        "{\"to\":\"ada@example.com\",\"n\":[1,2]}",
+        "host-a:42",
+    )
+    .await?;
+    let dead_id = dead_job(
+        q,
+        NewJob::from_json("emails", "{}")?
+            .dedup_key("welcome-42")
+            .max_attempts(3),
+        "SMTP said 550",
+    )
+    .await?;
+    let mut c = client(&fx);
+    let page = c
+        .get(&format!("/jobs/{running_id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(&esc("\"to\": \"ada@example.com\""))? // pretty JSON, escaped
+        .has("lease holder</dt><dd id=\"worker\">host-a:42</dd>")?
+        .has("1 of 25")?
+        .has("id=\"cancel\"")?
+        .lacks("id=\"retry\"")?;
+    page.has(&esc("\n  \"n\": [\n"))?; // pretty-printed
+    let page = c
+        .get(&format!("/jobs/{dead_id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("SMTP said 550")?
+        .has("welcome-42")?
+        .has("1 of 3")?
+        .has("id=\"retry\"")?
+        .lacks("id=\"cancel\"")?;
+    c.get(&format!("/jobs/{}", JobId::new()))
+        .await?
+        .expect(StatusCode::NOT_FOUND)?;
+    c.get("/jobs/not-a-uuid")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid id")?;
+    Ok(())
+}
+
+async fn search_finds_jobs_by_id_and_dedup_key(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = q
+        .push(NewJob::from_json("emails", "{}")?.dedup_key("order-7"))
+        .await?;
+    push(q, "emails", "{}").await?;
+    let mut c = client(&fx);
+    let by_id = c
+        .get(&format!("/search?q={id}"))
+        .await?
+        .expect(StatusCode::SEE_OTHER)?;
+    ensure!(by_id.header("location") == Some(format!("/jobs/{id}").as_str()));
+    c.get(&format!("/search?q={}", JobId::new()))
+        .await?
+        .expect(StatusCode::NOT_FOUND)?
+        .has("No job has the id")?;
+    let by_key = c.get("/search?q=order-7").await?.expect(StatusCode::OK)?;
+    by_key
+        .has(&format!("/jobs/{id}"))?
+        .has("1 job with this dedup key")?;
+    c.get("/search?q=order-7&queue=other")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("No job with this dedup key")?;
+    c.get("/search?q=x&queue=bad%20name")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid queue")?;
+    Ok(())
+}
+
+async fn retry_brings_a_dead_job_back(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let mut c = client(&fx);
+    c.get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    let page = c
+        .post(&format!("/jobs/{id}/retry"), &[])
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Retried: the job is pending again")?
+        .has("id=\"job-state\">pending")?;
+    let job = q.get(id).await?.context("exists")?;
+    ensure!(
+        job.state == JobState::Pending && job.attempts == 0,
+        "{job:?}"
+    );
+    // Retrying it again is refused, and says why.
+    let again = c
+        .post(&format!("/jobs/{id}/retry"), &[])
+        .await?
+        .expect(StatusCode::CONFLICT)?;
+    again.has("cannot retry job")?.has("it is pending")?;
+    Ok(())
+}
+
+async fn cancel_stops_pending_and_running_jobs(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let pending = push(q, "emails", "{}").await?;
+    let running = running(q, "reports", "{}", "w").await?;
+    let done = completed(q, "emails", "{}").await?;
+    let mut c = client(&fx);
+    c.get("/").await?;
+    for id in [pending, running] {
+        c.post(&format!("/jobs/{id}/cancel"), &[])
+            .await?
+            .expect(StatusCode::OK)?
+            .has("Cancelled: the job will not run again")?;
+        ensure!(state_of(q, id).await? == JobState::Cancelled);
+    }
+    c.post(&format!("/jobs/{done}/cancel"), &[])
+        .await?
+        .expect(StatusCode::CONFLICT)?
+        .has("it is completed")?;
+    ensure!(state_of(q, done).await? == JobState::Completed);
+    Ok(())
+}
+
+async fn bulk_retry_retries_every_dead_job_of_the_queue(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let mut dead_ids = Vec::new();
+    for n in 0..7 {
+        dead_ids.push(dead(q, "emails", &format!("{{\"n\":{n}}}"), "boom").await?);
+    }
+    // A dead job whose dedup key a live job now holds cannot come back: it is reported.
+    let blocked = dead_job(
+        q,
+        NewJob::from_json("emails", "{}")?.dedup_key("k1"),
+        "boom",
+    )
+    .await?;
+    q.push(NewJob::from_json("emails", "{}")?.dedup_key("k1"))
+        .await?;
+    let other = dead(q, "reports", "{}", "boom").await?;
+    let mut c = client_with(
+        &fx,
+        DashboardConfig {
+            bulk_chunk: 3,
+            ..config()
+        },
+    );
+    c.get("/jobs?queue=emails")
+        .await?
+        .has("Retry all 8 dead jobs")?;
+    let page = c
+        .post("/actions/retry-dead", &[("queue", "emails")])
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Retried 7 dead jobs of queue emails")?
+        .has("1 could not be retried")?
+        .has(&blocked.to_string())?;
+    for id in dead_ids {
+        ensure!(state_of(q, id).await? == JobState::Pending);
+    }
+    ensure!(state_of(q, blocked).await? == JobState::Dead);
+    ensure!(
+        state_of(q, other).await? == JobState::Dead,
+        "another queue is untouched"
+    );
+    Ok(())
+}
+
+async fn bulk_retry_stops_at_its_limit(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for _ in 0..5 {
+        dead(q, "emails", "{}", "boom").await?;
+    }
+    let mut c = client_with(
+        &fx,
+        DashboardConfig {
+            bulk_chunk: 2,
+            bulk_limit: 3,
+            ..config()
+        },
+    );
+    c.get("/").await?;
+    c.post("/actions/retry-dead", &[("queue", "emails")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Retried 3 dead jobs")?
+        .has("press the button again")?;
+    let stats = q.stats(Some("emails")).await?;
+    ensure!(stats[0].dead == 2 && stats[0].available == 3, "{stats:?}");
+    Ok(())
+}
+
+async fn prune_deletes_only_what_was_asked(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let done = completed(q, "emails", "{}").await?;
+    let gone = dead(q, "emails", "{}", "boom").await?;
+    let kept = dead(q, "reports", "{}", "boom").await?;
+    let live = push(q, "emails", "{}").await?;
+    let mut c = client(&fx);
+    c.get("/").await?;
+    // Bad input is refused, naming the field, and deletes nothing.
+    c.post(
+        "/actions/prune",
+        &[("older_than", "soon"), ("completed", "on")],
+    )
+    .await?
+    .expect(StatusCode::BAD_REQUEST)?
+    .has("Nothing was pruned: invalid older_than")?;
+    c.post("/actions/prune", &[("older_than", "1d")])
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid states")?;
+    ensure!(q.get(done).await?.is_some());
+    // Nothing finished a day ago.
+    c.post(
+        "/actions/prune",
+        &[("older_than", "1d"), ("completed", "on"), ("dead", "on")],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Pruned 0 completed, dead jobs")?;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    c.post(
+        "/actions/prune",
+        &[
+            ("older_than", "1s"),
+            ("completed", "on"),
+            ("dead", "on"),
+            ("queue", "emails"),
+        ],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Pruned 2 completed, dead jobs that finished more than 1s ago, from queue emails.")?;
+    ensure!(q.get(done).await?.is_none() && q.get(gone).await?.is_none());
+    ensure!(q.get(kept).await?.is_some() && q.get(live).await?.is_some());
+    Ok(())
+}
+
+async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let pending = push(q, "emails", "{}").await?;
+    let mut c = client_with(
+        &fx,
+        DashboardConfig {
+            read_only: true,
+            ..config()
+        },
+    );
+    for path in [
+        "/".to_owned(),
+        "/jobs?queue=emails".to_owned(),
+        format!("/jobs/{id}"),
+        format!("/jobs/{pending}"),
+    ] {
+        let page = c.get(&path).await?.expect(StatusCode::OK)?;
+        page.lacks("method=\"post\"")?.has("id=\"read-only\"")?;
+    }
+    for (path, fields) in [
+        (format!("/jobs/{id}/retry"), vec![]),
+        (format!("/jobs/{pending}/cancel"), vec![]),
+        ("/actions/retry-dead".to_owned(), vec![("queue", "emails")]),
+        (
+            "/actions/prune".to_owned(),
+            vec![("older_than", "0s"), ("dead", "on")],
+        ),
+    ] {
+        c.post(&path, &fields)
+            .await?
+            .expect(StatusCode::FORBIDDEN)?
+            .has("read-only")?;
+    }
+    ensure!(state_of(q, id).await? == JobState::Dead);
+    ensure!(state_of(q, pending).await? == JobState::Pending);
+    Ok(())
+}
+
+const TOKEN: &str = "s3cret-token-0123456789";
+
+async fn a_token_guards_every_page_and_action(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let cfg = || DashboardConfig {
+        auth_token: Some(TOKEN.to_owned()),
+        ..config()
+    };
+    // No token: every page answers 401 with the login form, and nothing leaks.
+    let mut c = client_with(&fx, cfg());
+    for path in [
+        "/",
+        "/jobs?queue=emails",
+        &format!("/jobs/{id}"),
+        "/search?q=x",
+    ] {
+        let page = c.get(path).await?.expect(StatusCode::UNAUTHORIZED)?;
+        page.has("name=\"token\"")?
+            .lacks("data-queue")?
+            .lacks("boom")?;
+    }
+    c.get("/fragment/overview")
+        .await?
+        .expect(StatusCode::UNAUTHORIZED)?;
+    c.get("/static/app.css").await?.expect(StatusCode::OK)?;
+    c.post(&format!("/jobs/{id}/retry"), &[])
+        .await?
+        .expect(StatusCode::UNAUTHORIZED)?;
+    // A wrong token, typed or sent as a header, is refused and changes nothing.
+    c.post(
+        "/login",
+        &[("token", "wrong-token-0123456789"), ("next", "/")],
+    )
+    .await?
+    .expect(StatusCode::UNAUTHORIZED)?
+    .has("The token is wrong.")?;
+    ensure!(!c.has_cookie("dbqueue_session"));
+    let mut wrong = client_with(&fx, cfg());
+    wrong.bearer = Some("wrong-token-0123456789".to_owned());
+    wrong.get("/").await?.expect(StatusCode::UNAUTHORIZED)?;
+    wrong
+        .post(&format!("/jobs/{id}/retry"), &[])
+        .await?
+        .expect(StatusCode::UNAUTHORIZED)?;
+    ensure!(state_of(q, id).await? == JobState::Dead);
+    // The right token, as a header: no CSRF form token needed (a browser never adds it).
+    let mut api = client_with(&fx, cfg());
+    api.bearer = Some(TOKEN.to_owned());
+    api.get("/").await?.expect(StatusCode::OK)?;
+    // Logging in opens a session that the pages accept, until logout.
+    let login = c
+        .post(
+            "/login",
+            &[("token", TOKEN), ("next", "/jobs?queue=emails")],
+        )
+        .await?
+        .expect(StatusCode::SEE_OTHER)?;
+    ensure!(login.header("location") == Some("/jobs?queue=emails"));
+    ensure!(login
+        .header("set-cookie")
+        .is_some_and(|v| v.contains("HttpOnly") && v.contains("SameSite=Strict")));
+    c.get("/").await?.expect(StatusCode::OK)?.has("Log out")?;
+    c.post(&format!("/jobs/{id}/retry"), &[])
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(state_of(q, id).await? == JobState::Pending);
+    c.post("/logout", &[])
+        .await?
+        .expect(StatusCode::SEE_OTHER)?;
+    c.get("/").await?.expect(StatusCode::UNAUTHORIZED)?;
+    Ok(())
+}
+
+async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = dead(q, "emails", "{}", "boom").await?;
+    let mut c = client(&fx);
+    c.get("/").await?;
+    let csrf = c.csrf();
+    ensure!(csrf.len() == 64);
+    let path = format!("/jobs/{id}/retry");
+    let same_origin = [("origin", "http://127.0.0.1:8787")];
+    // No token in the form.
+    c.post_raw(&path, &[], &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    // A token that is not this browser's.
+    let other = "0".repeat(64);
+    c.post_raw(&path, &[("csrf", &other)], &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    // The right token from another site, by Origin or by Sec-Fetch-Site.
+    c.post_raw(
+        &path,
+        &[("csrf", &csrf)],
+        &[("origin", "http://evil.example")],
+    )
+    .await?
+    .expect(StatusCode::FORBIDDEN)?;
+    c.post_raw(
+        &path,
+        &[("csrf", &csrf)],
+        &[("sec-fetch-site", "cross-site")],
+    )
+    .await?
+    .expect(StatusCode::FORBIDDEN)?;
+    ensure!(state_of(q, id).await? == JobState::Dead, "nothing changed");
+    c.post_raw(&path, &[("csrf", &csrf)], &same_origin)
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(state_of(q, id).await? == JobState::Pending);
+    Ok(())
+}
+
+async fn foreign_host_names_are_refused(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    push(fx.queue.as_ref(), "emails", "{}").await?;
+    let mut c = client(&fx);
+    c.host = "rebound.example:8787".to_owned();
+    c.get("/")
+        .await?
+        .expect(StatusCode::FORBIDDEN)?
+        .lacks("emails")?;
+    let mut any = client_with(
+        &fx,
+        DashboardConfig {
+            hosts: HostPolicy::Any,
+            auth_token: Some(TOKEN.to_owned()),
+            ..config()
+        },
+    );
+    any.host = "queue.internal:8787".to_owned();
+    any.bearer = Some(TOKEN.to_owned());
+    any.get("/").await?.expect(StatusCode::OK)?;
+    Ok(())
+}
+
+/// `text` as the templates escape it.
+fn esc(text: &str) -> String {
+    text.replace('&', "&#38;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+}
+
+const SCRIPT: &str = "<script>document.title='pwned'</script>";
+const IMG: &str = "\"><img src=x onerror=\"document.title='pwned'\">";
+
+async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let payload = serde_json::json!({ "html": SCRIPT, "attr": IMG }).to_string();
+    let id = dead_job(
+        q,
+        NewJob::from_json("emails", &payload)?.dedup_key(IMG),
+        &format!("{SCRIPT} {IMG}"),
+    )
+    .await?;
+    let running_id = running(q, "emails", "{}", SCRIPT).await?;
+    let mut c = client(&fx);
+    for path in [
+        "/".to_owned(),
+        "/jobs?queue=emails".to_owned(),
+        format!("/jobs/{id}"),
+        format!("/jobs/{running_id}"),
+        format!("/search?q={}", support::query_value(IMG)),
+    ] {
+        let page = c.get(&path).await?;
+        ensure!(page.status.is_success(), "{path}: {}", page.status);
+        page.lacks("<script>document")?.lacks("<img")?;
+    }
+    let page = c.get(&format!("/jobs/{id}")).await?;
+    page.has(&esc(SCRIPT))?.has(&esc(IMG))?;
+    Ok(())
+}
+
+async fn bad_requests_name_the_field(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let mut c = client(&fx);
+    c.get("/jobs?state=stuck")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid state: must be one of")?;
+    c.get("/jobs?queue=bad%20name")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid queue")?;
+    c.get("/jobs?before=yesterday")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid before")?;
+    c.get("/no/such/page")
+        .await?
+        .expect(StatusCode::NOT_FOUND)?;
+    c.get("/").await?;
+    c.post("/actions/retry-dead", &[("queue", "")])
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid queue")?;
+    Ok(())
+}
+
+async fn missing_tables_say_to_migrate(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    // A queue on a namespace that was never migrated.
+    let fresh = match fx.backend {
+        support::Backend::Sqlite => {
+            let dir = tempfile::tempdir()?;
+            let url = format!("sqlite://{}", dir.path().join("empty.db").display());
+            let q = dbqueue::connect(&url).await?;
+            (q, Some(dir))
+        }
+        _ => {
+            let mut options = dbqueue::Options::default();
+            match fx.backend {
+                support::Backend::Postgres => options.schema = Some("dash_never_migrated".into()),
+                _ => options.table_prefix = Some("dash_never_migrated_".into()),
+            }
+            (dbqueue::connect_with(&fx.url, options).await?, None)
+        }
+    };
+    let mut c = Client::new(router(Dashboard::new(fresh.0, config())));
+    c.get("/")
+        .await?
+        .expect(StatusCode::INTERNAL_SERVER_ERROR)?
+        .has("run `queue migrate` with the same --url")?;
+    Ok(())
+}
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let cases = [
+        case!(overview_shows_every_queue_with_its_counts),
+        case!(the_overview_fragment_follows_the_database),
+        case!(job_lists_filter_and_page_newest_first),
+        case!(the_job_page_shows_everything_a_job_carries),
+        case!(search_finds_jobs_by_id_and_dedup_key),
+        case!(retry_brings_a_dead_job_back),
+        case!(cancel_stops_pending_and_running_jobs),
+        case!(bulk_retry_retries_every_dead_job_of_the_queue),
+        case!(bulk_retry_stops_at_its_limit),
+        case!(prune_deletes_only_what_was_asked),
+        case!(read_only_shows_no_actions_and_refuses_them),
+        case!(a_token_guards_every_page_and_action),
+        case!(forged_and_cross_site_posts_are_refused),
+        case!(foreign_host_names_are_refused),
+        case!(untrusted_text_is_escaped_everywhere),
+        case!(bad_requests_name_the_field),
+        case!(missing_tables_say_to_migrate),
+    ];
+    libtest_mimic::run(&args, support::backend_trials(&cases)).exit();
+}
