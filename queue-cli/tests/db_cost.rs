@@ -1,2 +1,127 @@
-//! Placeholder.
-fn main() {}
+//! What each dashboard page costs the database, on every backend: the SQL statements a request
+//! runs, counted from the driver's own statement log (sqlx logs each statement it executes
+//! under the `sqlx::query` target). The figures are printed and asserted; the README quotes
+//! them.
+
+#[macro_use]
+mod support;
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::ensure;
+use axum::http::StatusCode;
+use queue_cli::serve::{router, Dashboard, DashboardConfig};
+use support::{cancelled, completed, dead, push, running, Client, Fixture};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::Layer;
+
+/// The statements logged since the last [`take`], by their first words.
+fn log() -> &'static Mutex<Vec<String>> {
+    static LOG: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    LOG.get_or_init(Mutex::default)
+}
+
+fn take() -> Vec<String> {
+    std::mem::take(&mut *log().lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+struct Statements;
+
+struct Summary(String);
+
+impl Visit for Summary {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "summary" {
+            self.0 = value.to_owned();
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "summary" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Statements {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "sqlx::query" {
+            let mut summary = Summary(String::new());
+            event.record(&mut summary);
+            log()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(summary.0);
+        }
+    }
+}
+
+/// Runs one request and returns the statements it ran.
+async fn cost(c: &mut Client, path: &str) -> anyhow::Result<Vec<String>> {
+    take();
+    c.get(path).await?.expect(StatusCode::OK)?;
+    Ok(take())
+}
+
+async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for queue in ["emails", "reports", "webhooks"] {
+        completed(q, queue, "{}").await?;
+        dead(q, queue, "{}", "boom").await?;
+        cancelled(q, queue, "{}").await?;
+        running(q, queue, "{}", "w").await?;
+        push(q, queue, "{}").await?;
+    }
+    let id = push(q, "emails", "{}").await?;
+    let dashboard = Dashboard::new(
+        fx.queue.clone(),
+        DashboardConfig {
+            chart_ttl: Duration::from_secs(3600),
+            ..DashboardConfig::default()
+        },
+    );
+    let mut c = Client::new(router(dashboard));
+    // The pool opens its connections (and runs their setup) on first use.
+    c.get("/jobs").await?.expect(StatusCode::OK)?;
+    take();
+
+    let cold = cost(&mut c, "/").await?;
+    let refresh = cost(&mut c, "/fragment/overview").await?;
+    let list = cost(&mut c, "/jobs?queue=emails&state=dead").await?;
+    let job = cost(&mut c, &format!("/jobs/{id}")).await?;
+    let backend = fx.backend.name();
+    for (what, statements) in [
+        ("overview, first view (counts and chart)", &cold),
+        ("overview refresh (chart cached)", &refresh),
+        ("job list of one queue and state", &list),
+        ("job page", &job),
+    ] {
+        println!(
+            "{backend}: {what}: {} statement(s): {}",
+            statements.len(),
+            statements.join(" | ")
+        );
+    }
+    ensure!(
+        refresh.len() == 1,
+        "a refresh runs the stats query only: {refresh:?}"
+    );
+    ensure!(list.len() == 2, "stats and one page: {list:?}");
+    ensure!(job.len() == 1, "one read: {job:?}");
+    // Counts, the database's clock where it has one, and one page per finished state.
+    ensure!((3..=4).contains(&cold.len()), "{cold:?}");
+    Ok(())
+}
+
+fn main() {
+    let _ =
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Statements));
+    let mut args = libtest_mimic::Arguments::from_args();
+    // One at a time: the statement log is shared by the whole process.
+    args.test_threads = Some(1);
+    let cases = [case!(statements_per_page)];
+    libtest_mimic::run(&args, support::backend_trials(&cases)).exit();
+}
