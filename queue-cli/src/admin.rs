@@ -101,6 +101,9 @@ pub(crate) struct ListArgs {
     /// Most jobs to show (1..=1000).
     #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
     limit: i64,
+    /// Only jobs older than this one: the next page after a page that ended with this id.
+    #[arg(long, value_name = "ID")]
+    before: Option<String>,
     /// Print JSON (with payloads) instead of a table.
     #[arg(long)]
     json: bool,
@@ -251,7 +254,15 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
             .map(str::parse::<JobState>)
             .transpose()?,
         limit: usize::try_from(args.limit).unwrap_or(0),
-        before: None,
+        before: args
+            .before
+            .as_deref()
+            .map(|id| {
+                id.trim()
+                    .parse::<JobId>()
+                    .map_err(|_| queue_core::Error::invalid("before", "must be a job id (a UUID)"))
+            })
+            .transpose()?,
     };
     req.validate()?;
     let queue = args.target.connect().await?;

@@ -236,6 +236,22 @@ async fn text_of(c: &Client, css: &str) -> anyhow::Result<String> {
         .await?)
 }
 
+/// Waits until the first element matching `css` reads `expected` (the page may still be the
+/// previous one for a moment after a click).
+async fn see(c: &Client, css: &str, expected: impl AsRef<str>) -> anyhow::Result<()> {
+    let expected = expected.as_ref();
+    let mut last = None;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        last = live_text(c, css).await?;
+        if last.as_deref() == Some(expected) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{css} reads {last:?}, not {expected:?}")
+}
+
 async fn click(c: &Client, css: &str) -> anyhow::Result<()> {
     c.wait()
         .at_most(Duration::from_secs(20))
@@ -283,18 +299,18 @@ async fn follow_a_queue_to_a_dead_job_and_retry_it(
     c.goto(&format!("{}/", server.url)).await?;
     ensure!(c.title().await? == "Queues · dbqueue");
     click(&c, "tr[data-queue='emails'] th a").await?;
-    ensure!(text_of(&c, "h1").await? == "Queue emails");
+    see(&c, "h1", "Queue emails").await?;
     click(&c, "nav.tabs a[href*='state=dead']").await?;
-    ensure!(text_of(&c, "h1").await? == "Queue emails: dead jobs");
+    see(&c, "h1", "Queue emails: dead jobs").await?;
     click(&c, &format!("a[href='/jobs/{id}']")).await?;
-    ensure!(text_of(&c, "#last-error").await? == "SMTP said 550");
+    see(&c, "#last-error", "SMTP said 550").await?;
     click(&c, "#retry").await?;
     let notice = text_of(&c, "#notice").await?;
     ensure!(
         notice.starts_with("Retried: the job is pending again"),
         "{notice}"
     );
-    ensure!(text_of(&c, "#job-state").await? == "pending");
+    see(&c, "#job-state", "pending").await?;
     ensure!(state_of(q, id).await? == JobState::Pending);
     c.close().await?;
     Ok(())
@@ -341,7 +357,7 @@ async fn bulk_retry_from_the_queue_page(b: &Browser, fx: &Fixture) -> anyhow::Re
     let server = serve(fx, &[], None)?;
     let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/jobs?queue=emails", server.url)).await?;
-    ensure!(text_of(&c, "#retry-all-dead").await? == "Retry all 12 dead jobs");
+    see(&c, "#retry-all-dead", "Retry all 12 dead jobs").await?;
     click(&c, "#retry-all-dead").await?;
     let question = c.get_alert_text().await?;
     ensure!(
@@ -375,7 +391,7 @@ async fn read_only_mode_has_no_buttons(b: &Browser, fx: &Fixture) -> anyhow::Res
         format!("/jobs/{pending}"),
     ] {
         c.goto(&format!("{}{path}", server.url)).await?;
-        ensure!(text_of(&c, "#read-only").await? == "read-only");
+        see(&c, "#read-only", "read-only").await?;
         let forms: u32 = script(
             &c,
             "return document.querySelectorAll('form[method=post]').length;",
@@ -436,7 +452,7 @@ async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyho
         .send_keys("wrong-token-0123456789")
         .await?;
     click(&c, "form.login button").await?;
-    ensure!(text_of(&c, "#login-problem").await? == "The token is wrong.");
+    see(&c, "#login-problem", "The token is wrong.").await?;
     ensure!(state_of(q, id).await? == JobState::Dead);
     // The right one, then the page that was asked for.
     c.wait()
@@ -446,9 +462,9 @@ async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyho
         .send_keys(TOKEN)
         .await?;
     click(&c, "form.login button").await?;
-    ensure!(text_of(&c, "#last-error").await? == "boom");
+    see(&c, "#last-error", "boom").await?;
     click(&c, "#retry").await?;
-    ensure!(text_of(&c, "#job-state").await? == "pending");
+    see(&c, "#job-state", "pending").await?;
     ensure!(state_of(q, id).await? == JobState::Pending);
     c.close().await?;
     Ok(())
@@ -499,10 +515,10 @@ async fn markup_in_jobs_renders_as_text_and_runs_nothing(
     c.goto(&format!("{}/jobs/{id}", server.url)).await?;
     let payload_text = text_of(&c, "#payload").await?;
     ensure!(payload_text.contains(SCRIPT), "{payload_text}");
-    ensure!(text_of(&c, "#last-error").await? == format!("{SCRIPT} {IMG}"));
-    ensure!(text_of(&c, "#dedup-key").await? == IMG);
+    see(&c, "#last-error", format!("{SCRIPT} {IMG}")).await?;
+    see(&c, "#dedup-key", IMG).await?;
     c.goto(&format!("{}/jobs/{worker_job}", server.url)).await?;
-    ensure!(text_of(&c, "#worker").await? == SCRIPT);
+    see(&c, "#worker", SCRIPT).await?;
     c.close().await?;
     Ok(())
 }
@@ -532,7 +548,7 @@ async fn a_cross_site_post_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Resu
     let (c, _profile) = open_browser(b).await?;
     // The victim has the dashboard open, so the browser holds its cookies.
     c.goto(&format!("{}/jobs/{id}", server.url)).await?;
-    ensure!(text_of(&c, "#job-state").await? == "dead");
+    see(&c, "#job-state", "dead").await?;
     c.goto(&format!("http://localhost:{evil_port}/")).await?;
     until("the forged form was answered", || async {
         Ok(c.current_url().await?.as_str() == target)

@@ -135,7 +135,7 @@ async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Res
             .and_then(|s| s.rsplit("href=\"").next())
         {
             Some(href) if page.body.contains("id=\"older\"") => {
-                path = href.trim_end_matches(['"', ' ']).replace("&amp;", "&");
+                path = href.trim_end_matches(['"', ' ']).replace("&#38;", "&");
             }
             _ => break,
         }

@@ -22,15 +22,11 @@ pub(crate) async fn page(
     limit: usize,
     before: Option<JobId>,
 ) -> Result<Vec<Job>> {
-    if before.is_some() {
-        return Err(Error::Unsupported(
-            "paging past the newest jobs needs the `before` cursor of ListRequest",
-        ));
-    }
     let req = ListRequest {
         queue: filter.queue.clone(),
         state: filter.state,
         limit,
+        before,
     };
     req.validate()?;
     queue.list(req).await

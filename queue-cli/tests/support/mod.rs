@@ -143,7 +143,9 @@ impl Fixture {
         match &self.cleanup {
             Cleanup::Nothing => {}
             Cleanup::Postgres(q) => {
-                sqlx::query(&format!("DROP SCHEMA IF EXISTS {} CASCADE", q.schema()))
+                // The schema name is a checked identifier this file made.
+                let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", q.schema());
+                sqlx::query(sqlx::AssertSqlSafe(drop))
                     .execute(q.pool())
                     .await?;
                 q.pool().close().await;

@@ -1,5 +1,5 @@
-//! `queue push` with payloads from a file and from standard input, through the real binary,
-//! checked against what the database stores.
+//! The `queue` command through the real binary, checked against what the database stores:
+//! `push` with payloads from a file and from standard input, and `list` paging.
 
 use std::io::Write;
 use std::path::Path;
@@ -159,4 +159,43 @@ async fn bad_payload_input_is_refused_and_nothing_is_stored() {
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }
     assert_eq!(job_count(&url).await, 0);
+}
+
+#[tokio::test]
+async fn list_pages_with_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let mut pushed = Vec::new();
+    for n in 0..5 {
+        let payload = format!("{{\"n\":{n}}}");
+        let id = ok(&queue_cmd(
+            &["push", "--url", &url, "--queue", "q", "--payload", &payload],
+            None,
+        ));
+        pushed.push(id.trim().to_owned());
+    }
+    let mut seen = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let mut args = vec!["list", "--url", &url, "--limit", "2", "--json"];
+        if let Some(b) = &before {
+            args.extend(["--before", b.as_str()]);
+        }
+        let page: Vec<serde_json::Value> =
+            serde_json::from_str(&ok(&queue_cmd(&args, None))).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        let ids: Vec<String> = page
+            .iter()
+            .map(|j| j["id"].as_str().unwrap().to_owned())
+            .collect();
+        before = ids.last().cloned();
+        seen.extend(ids);
+    }
+    pushed.reverse();
+    assert_eq!(seen, pushed, "every job once, newest first");
+    let out = queue_cmd(&["list", "--url", &url, "--before", "yesterday"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid before: must be a job id"));
 }
