@@ -203,34 +203,40 @@ pub(crate) async fn stats(args: StatsArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The names of a queue's counts, in the order the stats table and the dashboard show them.
+pub(crate) const COUNT_COLUMNS: [&str; 6] = [
+    "available",
+    "scheduled",
+    "running",
+    "completed",
+    "dead",
+    "cancelled",
+];
+
+/// The counts of `s`, in the order of [`COUNT_COLUMNS`].
+pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
+    [
+        s.available,
+        s.scheduled,
+        s.running,
+        s.completed,
+        s.dead,
+        s.cancelled,
+    ]
+}
+
 /// The `stats` table, also printed by the demo.
 pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let rows: Vec<Vec<String>> = stats
         .iter()
         .map(|s| {
-            vec![
-                s.queue.clone(),
-                s.available.to_string(),
-                s.scheduled.to_string(),
-                s.running.to_string(),
-                s.completed.to_string(),
-                s.dead.to_string(),
-                s.cancelled.to_string(),
-            ]
+            std::iter::once(s.queue.clone())
+                .chain(counts(s).iter().map(u64::to_string))
+                .collect()
         })
         .collect();
-    table::render(
-        &[
-            "queue",
-            "available",
-            "scheduled",
-            "running",
-            "completed",
-            "dead",
-            "cancelled",
-        ],
-        &rows,
-    )
+    let header: Vec<&str> = std::iter::once("queue").chain(COUNT_COLUMNS).collect();
+    table::render(&header, &rows)
 }
 
 fn stats_json(s: &QueueStats) -> serde_json::Value {

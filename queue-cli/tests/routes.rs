@@ -187,6 +187,15 @@ async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow
         .has("1 of 3")?
         .has("id=\"retry\"")?
         .lacks("id=\"cancel\"")?;
+    // A large payload is shown in part, and says so.
+    let big = format!("{{\"blob\":\"{}\"}}", "x".repeat(300 * 1024));
+    let big_id = push(q, "emails", &big).await?;
+    let page = c
+        .get(&format!("/jobs/{big_id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("The payload is 307,211 bytes; the first 262,144 are shown.")?;
+    ensure!(page.body.len() < 300 * 1024, "{} bytes", page.body.len());
     c.get(&format!("/jobs/{}", JobId::new()))
         .await?
         .expect(StatusCode::NOT_FOUND)?;

@@ -31,11 +31,18 @@ pub(crate) struct Confirm {
     csrf: String,
 }
 
-impl CsrfForm for Confirm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
+/// The forms below carry their CSRF token in the field `csrf`.
+macro_rules! csrf_field {
+    ($($form:ty),*) => {
+        $(impl CsrfForm for $form {
+            fn csrf(&self) -> &str {
+                &self.csrf
+            }
+        })*
+    };
 }
+
+csrf_field!(Confirm, QueueForm, PruneForm, LoginForm);
 
 /// Shows the job page after an action on job `id`, with what happened.
 async fn after_job_action(
@@ -109,12 +116,6 @@ pub(crate) struct QueueForm {
     csrf: String,
     #[serde(default)]
     queue: String,
-}
-
-impl CsrfForm for QueueForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
 }
 
 /// `POST /actions/retry-dead`: every dead job of a queue back to pending, in chunks.
@@ -194,12 +195,6 @@ pub(crate) struct PruneForm {
     completed: Option<String>,
     dead: Option<String>,
     cancelled: Option<String>,
-}
-
-impl CsrfForm for PruneForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
 }
 
 fn prune_request(form: &PruneForm) -> Result<PruneRequest, Error> {
@@ -282,12 +277,6 @@ pub(crate) struct LoginForm {
     token: String,
     #[serde(default)]
     next: String,
-}
-
-impl CsrfForm for LoginForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
 }
 
 /// `POST /login`: checks the token and opens a session.

@@ -10,6 +10,7 @@ use queue_core::{Error, Job, JobState, QueueStats};
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
+use crate::admin::{counts, COUNT_COLUMNS};
 use crate::failure::is_missing_table;
 
 /// What every page shows around its content.
@@ -245,27 +246,6 @@ pub(crate) struct QueueRow {
     pub(crate) last_hour: String,
 }
 
-/// The columns of the overview, in order.
-pub(crate) const COLUMNS: [&str; 6] = [
-    "available",
-    "scheduled",
-    "running",
-    "completed",
-    "dead",
-    "cancelled",
-];
-
-fn stat_values(s: &QueueStats) -> [u64; 6] {
-    [
-        s.available,
-        s.scheduled,
-        s.running,
-        s.completed,
-        s.dead,
-        s.cancelled,
-    ]
-}
-
 fn column_state(i: usize) -> JobState {
     match i {
         0 | 1 => JobState::Pending,
@@ -283,7 +263,7 @@ fn cells(queue: Option<&str>, values: [u64; 6]) -> Vec<Cell> {
         .map(|(i, &n)| Cell {
             value: count(n),
             href: jobs_href(queue, Some(column_state(i))),
-            class: if n == 0 { "zero" } else { COLUMNS[i] },
+            class: if n == 0 { "zero" } else { COUNT_COLUMNS[i] },
         })
         .collect()
 }
@@ -317,7 +297,7 @@ impl OverviewBody {
         let rows = stats
             .iter()
             .map(|s| {
-                let values = stat_values(s);
+                let values = counts(s);
                 for (total, v) in totals.iter_mut().zip(values) {
                     *total += v;
                 }
@@ -476,8 +456,73 @@ pub(crate) struct JobView {
     pub(crate) dedup: String,
     pub(crate) last_error: Option<String>,
     pub(crate) payload: String,
+    pub(crate) payload_note: String,
     pub(crate) can_retry: bool,
     pub(crate) can_cancel: bool,
+}
+
+/// The most payload a job page shows.
+const MAX_PAYLOAD_SHOWN: usize = 256 * 1024;
+
+/// JSON text indented two spaces a level, its keys in their stored order. Text that is not
+/// JSON (or was cut short) is indented as far as it goes and never lost.
+pub(crate) fn pretty_json(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + raw.len() / 4);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = raw.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', depth * 2));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                // An empty object or array stays on one line.
+                while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    if let Some(close) = chars.next() {
+                        out.push(close);
+                    }
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
@@ -486,10 +531,24 @@ fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
 
 impl JobView {
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
-        let payload = serde_json::from_str::<serde_json::Value>(job.payload.get())
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| job.payload.get().to_owned());
+        let raw = job.payload.get();
+        let (shown, payload_note) = if raw.len() > MAX_PAYLOAD_SHOWN {
+            let mut cut = MAX_PAYLOAD_SHOWN;
+            while !raw.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            (
+                &raw[..cut],
+                format!(
+                    "The payload is {} bytes; the first {} are shown. `queue list --json` prints it whole.",
+                    count(raw.len() as u64),
+                    count(cut as u64)
+                ),
+            )
+        } else {
+            (raw, String::new())
+        };
+        let payload = pretty_json(shown);
         JobView {
             id: job.id.to_string(),
             queue: job.queue.clone(),
@@ -512,6 +571,7 @@ impl JobView {
             dedup: job.dedup_key.clone().unwrap_or_else(|| "-".to_owned()),
             last_error: job.last_error.clone(),
             payload,
+            payload_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
             can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
         }
@@ -572,6 +632,17 @@ mod tests {
         assert_eq!(relative(at("2026-01-01T11:57:00Z"), now), "3 min ago");
         assert_eq!(relative(at("2026-01-01T12:00:05Z"), now), "in 5 s");
         assert_eq!(relative(at("2025-12-30T12:00:00Z"), now), "2 d ago");
+    }
+
+    #[test]
+    fn payloads_are_indented_in_their_own_order() {
+        assert_eq!(
+            pretty_json(r#"{"z":1,"a":[1, 2],"e":{},"s":"x,{\"y\":[]}"}"#),
+            "{\n  \"z\": 1,\n  \"a\": [\n    1,\n    2\n  ],\n  \"e\": {},\n  \"s\": \"x,{\\\"y\\\":[]}\"\n}"
+        );
+        assert_eq!(pretty_json("[]"), "[]");
+        assert_eq!(pretty_json("17"), "17");
+        assert_eq!(pretty_json(r#"{"cut":"#), "{\n  \"cut\": ");
     }
 
     #[test]
