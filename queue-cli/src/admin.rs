@@ -27,10 +27,10 @@ pub(crate) struct Target {
     )]
     pub(crate) url: String,
     /// PostgreSQL only: the schema that holds the queue's tables [default: queue].
-    #[arg(long, env = "QUEUE_SCHEMA")]
+    #[arg(long, env = "QUEUE_SCHEMA", hide_env_values = true)]
     pub(crate) schema: Option<String>,
     /// MySQL/MariaDB only: the prefix of the queue's table names [default: queue_].
-    #[arg(long, env = "QUEUE_TABLE_PREFIX")]
+    #[arg(long, env = "QUEUE_TABLE_PREFIX", hide_env_values = true)]
     pub(crate) table_prefix: Option<String>,
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, ensure, Context as _};
 use dbqueue::{JobState, NewJob, Queue};
 use fantoccini::{Client, ClientBuilder, Locator};
-use libtest_mimic::{Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use serde_json::json;
 use support::{completed, dead, dead_job, push, required, running, Backend, Fixture};
 
@@ -716,15 +716,13 @@ fn main() {
                         None => Err(Failed::from("no browser")),
                     })
                 }
-                Some((what, why)) => {
-                    let required = required(what);
-                    let message = if required {
-                        format!("{what} is required by QUEUE_TEST_REQUIRE but missing: {why}")
-                    } else {
-                        format!("not run: {why}")
-                    };
+                Some((what, why)) if required(what) => {
+                    let message =
+                        format!("{what} is required by QUEUE_TEST_REQUIRE but missing: {why}");
                     Trial::test(name, move || Err(Failed::from(message)))
-                        .with_ignored_flag(!required)
+                }
+                Some((_, why)) => {
+                    Trial::ignorable_test(name, move || Ok(Completion::ignored_with(why)))
                 }
             });
         }

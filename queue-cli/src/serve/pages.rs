@@ -237,10 +237,8 @@ pub(crate) async fn jobs_page(
         }),
         _ => None,
     };
-    let mut layout = Layout::new(app, heading.clone(), csrf);
-    layout.search = String::new();
     Ok(JobsPage {
-        layout,
+        layout: Layout::new(app, heading.clone(), csrf),
         heading,
         queue: filter.queue.clone(),
         queue_href: jobs_href(queue, None),

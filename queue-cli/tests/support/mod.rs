@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use dbqueue::{Failure, JobId, Lease, NewJob, PopRequest, Queue};
-use libtest_mimic::{Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use tower::ServiceExt as _;
 
 /// A database the cases run on.
@@ -222,19 +222,16 @@ pub(crate) fn backend_trials(cases: &[(&'static str, Case)]) -> Vec<Trial> {
                     let url = url.clone();
                     Trial::test(trial_name, move || run_case(backend, url, case))
                 }
-                Err(why) => {
-                    let required = required(backend.name());
+                Err(why) if required(backend.name()) => {
                     let message = format!(
-                        "{} {}: {why}",
-                        backend.name(),
-                        if required {
-                            "is required by QUEUE_TEST_REQUIRE but missing"
-                        } else {
-                            "is missing"
-                        }
+                        "{} is required by QUEUE_TEST_REQUIRE but missing: {why}",
+                        backend.name()
                     );
                     Trial::test(trial_name, move || Err(Failed::from(message)))
-                        .with_ignored_flag(!required)
+                }
+                Err(why) => {
+                    let why = why.clone();
+                    Trial::ignorable_test(trial_name, move || Ok(Completion::ignored_with(why)))
                 }
             };
             trials.push(trial);
