@@ -16,12 +16,13 @@ use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, OnceLock};
+
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context as _};
 use dbqueue::{JobState, NewJob, Queue};
 use fantoccini::{Client, ClientBuilder, Locator};
+use futures::FutureExt as _;
 use libtest_mimic::{Completion, Failed, Trial};
 use serde_json::json;
 use support::{completed, dead, dead_job, push, required, running, Backend, Fixture};
@@ -43,9 +44,16 @@ const TOKEN: &str = "browser-test-token-0123456789";
 
 /// Chromium and chromedriver, where they were found.
 #[derive(Clone, Debug)]
-struct Browser {
+struct Programs {
     chromium: PathBuf,
     chromedriver: PathBuf,
+}
+
+/// What a trial needs to open a browser: Chromium, and the running chromedriver's URL.
+#[derive(Clone, Debug)]
+struct Browser {
+    chromium: PathBuf,
+    driver: String,
 }
 
 fn find_program(var: &str, names: &[&str]) -> Option<PathBuf> {
@@ -59,14 +67,14 @@ fn find_program(var: &str, names: &[&str]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn find_browser() -> Result<Browser, String> {
+fn find_programs() -> Result<Programs, String> {
     let chromium = find_program("QUEUE_TEST_CHROMIUM", &["chromium", "chromium-browser"])
         .ok_or("Chromium was not found (install Debian's chromium, or set QUEUE_TEST_CHROMIUM)")?;
     let chromedriver = find_program("QUEUE_TEST_CHROMEDRIVER", &["chromedriver"]).ok_or(
         "chromedriver was not found (install Debian's chromium-driver, or set \
          QUEUE_TEST_CHROMEDRIVER)",
     )?;
-    Ok(Browser {
+    Ok(Programs {
         chromium,
         chromedriver,
     })
@@ -86,42 +94,41 @@ impl Drop for Killed {
     }
 }
 
-/// One chromedriver for the whole run, started on first use.
-fn chromedriver(browser: &Browser) -> anyhow::Result<String> {
-    static DRIVER: OnceLock<Result<(String, std::sync::Mutex<Killed>), String>> = OnceLock::new();
-    let started = DRIVER.get_or_init(|| {
-        let start = || -> anyhow::Result<(String, std::sync::Mutex<Killed>)> {
-            let port = free_port()?;
-            let child = Command::new(&browser.chromedriver)
-                .arg(format!("--port={port}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .with_context(|| format!("starting {}", browser.chromedriver.display()))?;
-            let child = Killed(child);
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                ensure!(
-                    Instant::now() < deadline,
-                    "chromedriver did not listen within 30 s"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Ok((
-                format!("http://127.0.0.1:{port}"),
-                std::sync::Mutex::new(child),
-            ))
-        };
-        start().map_err(|e| format!("{e:#}"))
-    });
-    match started {
-        Ok((url, _)) => Ok(url.clone()),
-        Err(e) => Err(anyhow!("{e}")),
-    }
+/// chromedriver, killed when dropped.
+struct Driver {
+    url: String,
+    _child: Killed,
 }
 
-/// A Chromium session with its own profile directory.
-async fn open_browser(browser: &Browser) -> anyhow::Result<(Client, tempfile::TempDir)> {
+/// Starts chromedriver on a free port and waits until it listens.
+fn start_chromedriver(path: &Path) -> anyhow::Result<Driver> {
+    let port = free_port()?;
+    let child = Command::new(path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", path.display()))?;
+    let child = Killed(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        ensure!(
+            Instant::now() < deadline,
+            "chromedriver did not listen within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Driver {
+        url: format!("http://127.0.0.1:{port}"),
+        _child: child,
+    })
+}
+
+/// A Chromium session with its own profile directory, through the chromedriver at `driver`.
+async fn open_browser(
+    chromium: &Path,
+    driver: &str,
+) -> anyhow::Result<(Client, tempfile::TempDir)> {
     let profile = tempfile::tempdir()?;
     let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
     args.push(format!("--user-data-dir={}", profile.path().display()));
@@ -130,17 +137,16 @@ async fn open_browser(browser: &Browser) -> anyhow::Result<(Client, tempfile::Te
         // Leave confirm() dialogs open, to be accepted by the test.
         "unhandledPromptBehavior": "ignore",
         "goog:chromeOptions": {
-            "binary": browser.chromium,
+            "binary": chromium,
             "args": args,
         },
     });
     let serde_json::Value::Object(caps) = caps else {
         bail!("capabilities are an object");
     };
-    let driver = chromedriver(browser)?;
     let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
-        .connect(&driver)
+        .connect(driver)
         .await
         .context("opening a Chromium session")?;
     Ok((client, profile))
@@ -287,85 +293,77 @@ async fn accept_dialog(c: &Client) -> anyhow::Result<()> {
 }
 
 /// Overview -> queue -> dead tab -> dead job -> Retry: the page and the database say pending.
-async fn follow_a_queue_to_a_dead_job_and_retry_it(
-    b: &Browser,
-    fx: &Fixture,
-) -> anyhow::Result<()> {
+async fn follow_a_queue_to_a_dead_job_and_retry_it(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     completed(q, "emails", "{}").await?;
     let id = dead(q, "emails", "{\"to\":\"ada@example.com\"}", "SMTP said 550").await?;
     let server = serve(fx, &[], None)?;
-    let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/", server.url)).await?;
     ensure!(c.title().await? == "Queues · dbqueue");
-    click(&c, "tr[data-queue='emails'] th a").await?;
-    see(&c, "h1", "Queue emails").await?;
-    click(&c, "nav.tabs a[href*='state=dead']").await?;
-    see(&c, "h1", "Queue emails: dead jobs").await?;
-    click(&c, &format!("a[href='/jobs/{id}']")).await?;
-    see(&c, "#last-error", "SMTP said 550").await?;
-    click(&c, "#retry").await?;
-    let notice = text_of(&c, "#notice").await?;
+    click(c, "tr[data-queue='emails'] th a").await?;
+    see(c, "h1", "Queue emails").await?;
+    click(c, "nav.tabs a[href*='state=dead']").await?;
+    see(c, "h1", "Queue emails: dead jobs").await?;
+    click(c, &format!("a[href='/jobs/{id}']")).await?;
+    see(c, "#last-error", "SMTP said 550").await?;
+    click(c, "#retry").await?;
+    let notice = text_of(c, "#notice").await?;
     ensure!(
         notice.starts_with("Retried: the job is pending again"),
         "{notice}"
     );
-    see(&c, "#job-state", "pending").await?;
+    see(c, "#job-state", "pending").await?;
     ensure!(state_of(q, id).await? == JobState::Pending);
-    c.close().await?;
     Ok(())
 }
 
 /// The overview refreshes its counts in place: the page is not reloaded.
-async fn the_overview_refreshes_without_a_reload(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+async fn the_overview_refreshes_without_a_reload(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     push(q, "emails", "{}").await?;
     let server = serve(fx, &[], None)?;
-    let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/", server.url)).await?;
-    let first = live_text(&c, "tr[data-queue='emails'] td.num a").await?;
+    let first = live_text(c, "tr[data-queue='emails'] td.num a").await?;
     ensure!(first.as_deref() == Some("1"), "{first:?}");
     c.execute("window.__notReloaded = true;", Vec::new())
         .await?;
     push(q, "emails", "{}").await?;
     push(q, "emails", "{}").await?;
     until("the overview shows 3 available jobs", || async {
-        Ok(live_text(&c, "tr[data-queue='emails'] td.num a")
+        Ok(live_text(c, "tr[data-queue='emails'] td.num a")
             .await?
             .as_deref()
             == Some("3"))
     })
     .await?;
-    ensure!(script::<bool>(&c, "return window.__notReloaded === true;").await?);
+    ensure!(script::<bool>(c, "return window.__notReloaded === true;").await?);
     let refreshed: String = script(
-        &c,
+        c,
         "return document.querySelector('#overview').getAttribute('data-refreshed');",
     )
     .await?;
     ensure!(refreshed.parse::<u32>()? >= 1);
-    c.close().await?;
     Ok(())
 }
 
 /// "Retry all dead jobs" asks first, then retries every dead job of the queue.
-async fn bulk_retry_from_the_queue_page(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+async fn bulk_retry_from_the_queue_page(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     for n in 0..12 {
         dead(q, "emails", &format!("{{\"n\":{n}}}"), "boom").await?;
     }
     let other = dead(q, "reports", "{}", "boom").await?;
     let server = serve(fx, &[], None)?;
-    let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/jobs?queue=emails", server.url)).await?;
-    see(&c, "#retry-all-dead", "Retry all 12 dead jobs").await?;
-    click(&c, "#retry-all-dead").await?;
+    see(c, "#retry-all-dead", "Retry all 12 dead jobs").await?;
+    click(c, "#retry-all-dead").await?;
     let question = c.get_alert_text().await?;
     ensure!(
         question == "Retry all 12 dead jobs of emails?",
         "{question}"
     );
-    accept_dialog(&c).await?;
-    let notice = text_of(&c, "#notice").await?;
+    accept_dialog(c).await?;
+    let notice = text_of(c, "#notice").await?;
     ensure!(
         notice.starts_with("Retried 12 dead jobs of queue emails"),
         "{notice}"
@@ -373,17 +371,15 @@ async fn bulk_retry_from_the_queue_page(b: &Browser, fx: &Fixture) -> anyhow::Re
     let stats = q.stats(Some("emails")).await?;
     ensure!(stats[0].dead == 0 && stats[0].available == 12, "{stats:?}");
     ensure!(state_of(q, other).await? == JobState::Dead);
-    c.close().await?;
     Ok(())
 }
 
 /// Read-only: no page has a button that changes anything, and a POST is refused.
-async fn read_only_mode_has_no_buttons(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let pending = push(q, "emails", "{}").await?;
     let server = serve(fx, &["--read-only"], None)?;
-    let (c, _profile) = open_browser(b).await?;
     for path in [
         "/".to_owned(),
         "/jobs?queue=emails".to_owned(),
@@ -391,14 +387,14 @@ async fn read_only_mode_has_no_buttons(b: &Browser, fx: &Fixture) -> anyhow::Res
         format!("/jobs/{pending}"),
     ] {
         c.goto(&format!("{}{path}", server.url)).await?;
-        see(&c, "#read-only", "read-only").await?;
+        see(c, "#read-only", "read-only").await?;
         let forms: u32 = script(
-            &c,
+            c,
             "return document.querySelectorAll('form[method=post]').length;",
         )
         .await?;
         let buttons: Vec<String> = script(
-            &c,
+            c,
             "return [...document.querySelectorAll('button')].map(b => b.textContent.trim());",
         )
         .await?;
@@ -406,23 +402,21 @@ async fn read_only_mode_has_no_buttons(b: &Browser, fx: &Fixture) -> anyhow::Res
         ensure!(buttons == ["Search"], "{path}: buttons {buttons:?}");
     }
     let status: u16 = script(
-        &c,
+        c,
         &format!("return fetch('/jobs/{id}/retry', {{method: 'POST'}}).then(r => r.status);"),
     )
     .await?;
     ensure!(status == 403, "{status}");
     ensure!(state_of(q, id).await? == JobState::Dead);
-    c.close().await?;
     Ok(())
 }
 
 /// With a token: nothing is shown without it, a wrong one is refused (401) and changes
 /// nothing, the right one opens the dashboard.
-async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+async fn a_wrong_or_missing_token_is_refused(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let server = serve(fx, &[], Some(TOKEN))?;
-    let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/jobs/{id}", server.url)).await?;
     ensure!(c.title().await? == "Log in · dbqueue");
     let source = c.source().await?;
@@ -451,8 +445,8 @@ async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyho
         .await?
         .send_keys("wrong-token-0123456789")
         .await?;
-    click(&c, "form.login button").await?;
-    see(&c, "#login-problem", "The token is wrong.").await?;
+    click(c, "form.login button").await?;
+    see(c, "#login-problem", "The token is wrong.").await?;
     ensure!(state_of(q, id).await? == JobState::Dead);
     // The right one, then the page that was asked for.
     c.wait()
@@ -461,12 +455,11 @@ async fn a_wrong_or_missing_token_is_refused(b: &Browser, fx: &Fixture) -> anyho
         .await?
         .send_keys(TOKEN)
         .await?;
-    click(&c, "form.login button").await?;
-    see(&c, "#last-error", "boom").await?;
-    click(&c, "#retry").await?;
-    see(&c, "#job-state", "pending").await?;
+    click(c, "form.login button").await?;
+    see(c, "#last-error", "boom").await?;
+    click(c, "#retry").await?;
+    see(c, "#job-state", "pending").await?;
     ensure!(state_of(q, id).await? == JobState::Pending);
-    c.close().await?;
     Ok(())
 }
 
@@ -476,7 +469,7 @@ const IMG: &str = "\"><img src=x onerror=\"window.__xss = 'img'\">";
 /// A payload, an error, a dedup key and a worker id carrying markup render as text and run
 /// nothing, on every page that shows them.
 async fn markup_in_jobs_renders_as_text_and_runs_nothing(
-    b: &Browser,
+    c: &Client,
     fx: &Fixture,
 ) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
@@ -489,7 +482,6 @@ async fn markup_in_jobs_renders_as_text_and_runs_nothing(
     .await?;
     let worker_job = running(q, "emails", "{}", SCRIPT).await?;
     let server = serve(fx, &[], None)?;
-    let (c, _profile) = open_browser(b).await?;
     let search = format!("/search?q={}", support::query_value(IMG));
     for path in [
         "/".to_owned(),
@@ -501,11 +493,11 @@ async fn markup_in_jobs_renders_as_text_and_runs_nothing(
         c.goto(&format!("{}{path}", server.url)).await?;
         // Let an injected handler run, if any had got through.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let ran: Option<String> = script(&c, "return window.__xss || null;").await?;
+        let ran: Option<String> = script(c, "return window.__xss || null;").await?;
         ensure!(ran.is_none(), "{path}: injected {ran:?} ran");
-        let images: u32 = script(&c, "return document.images.length;").await?;
+        let images: u32 = script(c, "return document.images.length;").await?;
         let scripts: Vec<String> =
-            script(&c, "return [...document.scripts].map(s => s.src);").await?;
+            script(c, "return [...document.scripts].map(s => s.src);").await?;
         ensure!(images == 0, "{path}: {images} injected images");
         ensure!(
             scripts.len() == 1 && scripts[0].contains("/static/app.js"),
@@ -513,18 +505,17 @@ async fn markup_in_jobs_renders_as_text_and_runs_nothing(
         );
     }
     c.goto(&format!("{}/jobs/{id}", server.url)).await?;
-    let payload_text = text_of(&c, "#payload").await?;
+    let payload_text = text_of(c, "#payload").await?;
     ensure!(payload_text.contains(SCRIPT), "{payload_text}");
-    see(&c, "#last-error", format!("{SCRIPT} {IMG}")).await?;
-    see(&c, "#dedup-key", IMG).await?;
+    see(c, "#last-error", format!("{SCRIPT} {IMG}")).await?;
+    see(c, "#dedup-key", IMG).await?;
     c.goto(&format!("{}/jobs/{worker_job}", server.url)).await?;
-    see(&c, "#worker", SCRIPT).await?;
-    c.close().await?;
+    see(c, "#worker", SCRIPT).await?;
     Ok(())
 }
 
 /// A page on another site that posts a form to the dashboard is refused, and nothing changes.
-async fn a_cross_site_post_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Result<()> {
+async fn a_cross_site_post_is_refused(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let server = serve(fx, &[], None)?;
@@ -545,29 +536,27 @@ async fn a_cross_site_post_is_refused(b: &Browser, fx: &Fixture) -> anyhow::Resu
         }),
     );
     let evil_task = tokio::spawn(async move { axum::serve(evil, app).await });
-    let (c, _profile) = open_browser(b).await?;
     // The victim has the dashboard open, so the browser holds its cookies.
     c.goto(&format!("{}/jobs/{id}", server.url)).await?;
-    see(&c, "#job-state", "dead").await?;
+    see(c, "#job-state", "dead").await?;
     c.goto(&format!("http://localhost:{evil_port}/")).await?;
     until("the forged form was answered", || async {
         Ok(c.current_url().await?.as_str() == target)
     })
     .await?;
-    let body: String = script(&c, "return document.body.innerText;").await?;
+    let body: String = script(c, "return document.body.innerText;").await?;
     ensure!(body.contains("refused"), "{body}");
     ensure!(
         state_of(q, id).await? == JobState::Dead,
         "the forged retry changed nothing"
     );
     evil_task.abort();
-    c.close().await?;
     Ok(())
 }
 
 /// The screenshots in the README: the demo's data, the overview and a dead job's page, served
 /// as a user would, from the default `queue.db` of the current directory.
-async fn screenshots_of_the_demo(b: &Browser, _fx: &Fixture) -> anyhow::Result<()> {
+async fn screenshots_of_the_demo(c: &Client, _fx: &Fixture) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     for (queue, jobs) in [("emails", "3000"), ("reports", "800")] {
         let out = Command::new(env!("CARGO_BIN_EXE_queue"))
@@ -597,15 +586,13 @@ async fn screenshots_of_the_demo(b: &Browser, _fx: &Fixture) -> anyhow::Result<(
         push(queue.as_ref(), "emails", &format!("{{\"n\":{n}}}")).await?;
     }
     let server = serve_in(Some(dir.path()), &[], None)?;
-    let (c, _profile) = open_browser(b).await?;
     c.goto(&format!("{}/", server.url)).await?;
-    text_of(&c, "tr[data-queue='reports']").await?;
+    text_of(c, "tr[data-queue='reports']").await?;
     let overview = c.screenshot().await?;
-    click(&c, "tr[data-queue='emails'] td.dead a").await?;
-    click(&c, "table.jobs td.id a").await?;
-    text_of(&c, "#last-error").await?;
+    click(c, "tr[data-queue='emails'] td.dead a").await?;
+    click(c, "table.jobs td.id a").await?;
+    text_of(c, "#last-error").await?;
     let job = c.screenshot().await?;
-    c.close().await?;
     for (name, png) in [("overview", &overview), ("job", &job)] {
         ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name} is a PNG");
         ensure!(
@@ -633,7 +620,7 @@ fn save(name: &str, png: &[u8]) -> anyhow::Result<()> {
 }
 
 type BrowserCase = for<'a> fn(
-    &'a Browser,
+    &'a Client,
     &'a Fixture,
 ) -> std::pin::Pin<
     Box<dyn std::future::Future<Output = anyhow::Result<()>> + 'a>,
@@ -641,10 +628,12 @@ type BrowserCase = for<'a> fn(
 
 macro_rules! browser_case {
     ($f:ident) => {
-        (stringify!($f), (|b, fx| Box::pin($f(b, fx))) as BrowserCase)
+        (stringify!($f), (|c, fx| Box::pin($f(c, fx))) as BrowserCase)
     };
 }
 
+/// Runs `case` with a fresh fixture and a fresh browser session, and closes both whatever the
+/// outcome.
 fn run(
     browser: Browser,
     backend: Backend,
@@ -652,12 +641,22 @@ fn run(
     case: BrowserCase,
 ) -> Result<(), Failed> {
     support::runtime()?.block_on(async move {
-        let fx = Arc::new(
-            Fixture::new(backend, server.as_deref())
-                .await
-                .map_err(|e| Failed::from(format!("fixture: {e:#}")))?,
-        );
-        let outcome = case(&browser, &fx).await;
+        let fx = Fixture::new(backend, server.as_deref())
+            .await
+            .map_err(|e| Failed::from(format!("fixture: {e:#}")))?;
+        let outcome = match open_browser(&browser.chromium, &browser.driver).await {
+            Ok((client, profile)) => {
+                // A panic in the case must not leave its browser running.
+                let outcome = std::panic::AssertUnwindSafe(case(&client, &fx))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| Err(anyhow!("the case panicked")));
+                let closed = client.close().await;
+                drop(profile);
+                outcome.and(closed.context("closing the browser session"))
+            }
+            Err(e) => Err(e),
+        };
         let teardown = fx.teardown().await;
         outcome.map_err(|e| Failed::from(format!("{e:#}")))?;
         teardown.map_err(|e| Failed::from(format!("teardown: {e:#}")))
@@ -677,7 +676,19 @@ fn main() {
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
         browser_case!(a_cross_site_post_is_refused),
     ];
-    let browser = find_browser();
+    // One chromedriver for the run, stopped before the process exits.
+    let driver = find_programs().and_then(|p| {
+        start_chromedriver(&p.chromedriver)
+            .map(|d| (p.chromium, d))
+            .map_err(|e| format!("{e:#}"))
+    });
+    let browser = match &driver {
+        Ok((chromium, d)) => Ok(Browser {
+            chromium: chromium.clone(),
+            driver: d.url.clone(),
+        }),
+        Err(why) => Err(why.clone()),
+    };
     if let Err(why) = &browser {
         if !required("browser") {
             println!(
@@ -727,5 +738,7 @@ fn main() {
             });
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    drop(driver);
+    conclusion.exit();
 }
