@@ -26,7 +26,7 @@ pub(crate) struct Target {
         hide_env_values = true
     )]
     pub(crate) url: String,
-    /// PostgreSQL only: the schema that holds the queue's tables [default: queue].
+    /// PostgreSQL and SQL Server only: the schema that holds the queue's tables [default: queue].
     #[arg(long, env = "QUEUE_SCHEMA", hide_env_values = true)]
     pub(crate) schema: Option<String>,
     /// MySQL/MariaDB only: the prefix of the queue's table names [default: queue_].
