@@ -77,6 +77,7 @@ pub fn catalogue() -> Vec<Case> {
         worker::worker_heartbeat_keeps_long_job,
         worker::worker_drains_with_retries,
         worker::worker_wakes_on_push,
+        worker::worker_counts_a_job_completed_in_the_handlers_transaction,
         transactions::tx_push_rolled_back_is_invisible,
         transactions::tx_push_committed_is_visible,
         transactions::tx_complete_exactly_once,

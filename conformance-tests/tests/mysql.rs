@@ -307,11 +307,48 @@ async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An extension that waits for another transaction's lock on the job's row gets its full
+/// lease, counted from when it got the lock.
+async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    q.push(job("ext", 1)).await?;
+    let leased = q
+        .pop(PopRequest::new("ext").lease(Duration::from_secs(1)))
+        .await?;
+    ensure!(leased.len() == 1);
+    let lease = leased[0].lease.clone();
+    let mut holder = q.pool().begin().await?;
+    sqlx::query(in_prefix(
+        "SELECT 1 FROM {prefix}jobs WHERE id = ? FOR UPDATE",
+        q.table_prefix(),
+    ))
+    .bind(lease.job_id.0)
+    .execute(&mut *holder)
+    .await?;
+    let extender = q.clone();
+    let l = lease.clone();
+    let extend = tokio::spawn(async move { extender.extend(&l, Duration::from_secs(1)).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    holder.rollback().await?;
+    let extended = extend.await??;
+    let left = extended.expires_at - q.now().await?;
+    ensure!(
+        left.num_milliseconds() > 700,
+        "the extended 1 s lease has {} ms left",
+        left.num_milliseconds()
+    );
+    q.drop_tables().await?;
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
         capabilities_and_detection,
         bad_settings_and_unreachable_servers,
         push_batch_is_chunked_and_atomic,
         the_claim_reads_the_claim_index,
+        an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
     ])
 }

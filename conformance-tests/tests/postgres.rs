@@ -415,6 +415,43 @@ async fn large_batches_are_copied_atomically(server: Server) -> anyhow::Result<(
     drop_schema(&q).await
 }
 
+/// An extension that waits for another transaction's lock on the job's row gets its full
+/// lease, counted from when it updated the row, not from when the statement started.
+async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    q.push(job("ext", 1)).await?;
+    let leased = q
+        .pop(queue_core::PopRequest::new("ext").lease(Duration::from_secs(1)))
+        .await?;
+    ensure!(leased.len() == 1);
+    let lease = leased[0].lease.clone();
+    // Another transaction holds the row for 1.5 s.
+    let mut holder = q.pool().begin().await?;
+    sqlx::query(in_schema(
+        "SELECT 1 FROM {schema}.jobs WHERE id = $1 FOR UPDATE",
+        q.schema(),
+    ))
+    .bind(lease.job_id.0)
+    .execute(&mut *holder)
+    .await?;
+    let extender = q.clone();
+    let l = lease.clone();
+    let extend = tokio::spawn(async move { extender.extend(&l, Duration::from_secs(1)).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    holder.rollback().await?;
+    let extended = extend.await??;
+    let now = q.now().await?;
+    let left = extended.expires_at - now;
+    ensure!(
+        left.num_milliseconds() > 700,
+        "the extended 1 s lease has {} ms left",
+        left.num_milliseconds()
+    );
+    drop_schema(&q).await
+}
+
 /// Settings are checked before connecting; a closed port is Unavailable with its address and
 /// without the password.
 async fn bad_configuration_and_unreachable_servers(server: Server) -> anyhow::Result<()> {
@@ -483,6 +520,7 @@ fn main() -> std::process::ExitCode {
         a_killed_connection_is_unavailable_once_then_replaced,
         batches_span_chunks_atomically,
         large_batches_are_copied_atomically,
+        an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
         bad_configuration_and_unreachable_servers,
         the_claim_reads_the_claim_index,
     ])

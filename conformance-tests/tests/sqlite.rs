@@ -257,6 +257,61 @@ async fn a_write_lock_held_past_the_busy_timeout_is_unavailable(_: Server) -> an
     Ok(())
 }
 
+/// A claim (and an extension) that waits for another process's write lock hands out its full
+/// lease, counted from when it got the lock, not from when it started waiting.
+async fn a_lease_runs_from_the_write_lock_not_from_the_wait(_: Server) -> anyhow::Result<()> {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("stale.db").display());
+    let q = SqliteQueue::builder(url.clone()).connect().await?;
+    q.migrate().await?;
+    q.push(NewJob::new("q", &1)?).await?;
+    let lease = Duration::from_secs(1);
+    let hold = |url: String| async move {
+        let mut other = sqlx::SqliteConnection::connect(&url).await?;
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await?;
+        anyhow::Ok(other)
+    };
+    // Another process holds the write lock for 1.5 s while the claim waits.
+    let mut other = hold(url.clone()).await?;
+    let popper = q.clone();
+    let pop = tokio::spawn(async move { popper.pop(PopRequest::new("q").lease(lease)).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    sqlx::query("ROLLBACK").execute(&mut other).await?;
+    let leased = pop.await??;
+    ensure!(leased.len() == 1);
+    let left = leased[0].lease.expires_at - chrono::Utc::now();
+    ensure!(
+        left.num_milliseconds() > 700,
+        "the 1 s lease has {} ms left",
+        left.num_milliseconds()
+    );
+    // The same for an extension.
+    let mut other = hold(url.clone()).await?;
+    let extender = q.clone();
+    let l = leased[0].lease.clone();
+    let extend = tokio::spawn(async move { extender.extend(&l, lease).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    sqlx::query("ROLLBACK").execute(&mut other).await?;
+    let extended = extend.await??;
+    let left = extended.expires_at - chrono::Utc::now();
+    ensure!(
+        left.num_milliseconds() > 700,
+        "the extended lease has {} ms left",
+        left.num_milliseconds()
+    );
+    let stored = q
+        .get(extended.job_id)
+        .await?
+        .and_then(|j| j.lease_expires_at);
+    ensure!(
+        stored == Some(extended.expires_at),
+        "stored {stored:?}, returned {:?}",
+        extended.expires_at
+    );
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
         a_missing_directory_is_unavailable_quickly,
@@ -265,5 +320,6 @@ fn main() -> std::process::ExitCode {
         in_memory_database_works,
         the_claim_uses_the_partial_index,
         a_write_lock_held_past_the_busy_timeout_is_unavailable,
+        a_lease_runs_from_the_write_lock_not_from_the_wait,
     ])
 }

@@ -1,6 +1,6 @@
 -- name: job_extend
--- The new expiry is computed from the database's now (read just before) and bound, so the
--- returned lease carries exactly the stored value.
+-- job_extend, step 2: the new expiry, computed from the time read by step 1 under the row's
+-- lock and bound, so the returned lease carries exactly the stored value.
 UPDATE {prefix}jobs
 SET lease_expires_at = ?,
     updated_at = ?,

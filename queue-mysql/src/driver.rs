@@ -541,12 +541,26 @@ impl Driver for MySqlDriver {
         lease: &Lease,
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        let now = self.now().await?;
+        let mut tx = self.pool.begin().await?;
+        let now: Option<DateTime<Utc>> = sqlx::query_scalar(self.sql.job_extend_lock.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(now) = now else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
         let expires_at = now + chrono_micros(by);
-        let q = sqlx::query(self.sql.job_extend.clone())
+        let done = sqlx::query(self.sql.job_extend.clone())
             .bind(expires_at)
-            .bind(now);
-        Ok((self.fenced(q, lease).await? == 1).then_some(expires_at))
+            .bind(now)
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((done.rows_affected() == 1).then_some(expires_at))
     }
 
     async fn job_state(

@@ -27,6 +27,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_fail_dead,
     job_release,
     job_extend,
+    job_extend_lock,
     job_state,
     job_state_locked,
     job_expired,

@@ -1,7 +1,8 @@
 -- name: job_claim
 -- Claims up to $2 due pending jobs of queue $1 in one statement. The MATERIALIZED CTE locks at
 -- most $2 rows (skipping rows other claimers hold) before the UPDATE touches any; each claimed
--- row gets its own lease token. $3: lease in microseconds; $4: worker.
+-- row gets its own lease token. $3: lease in microseconds, from clock_timestamp() (the time the
+-- row is updated, not the statement's start, so no wait shortens it); $4: worker.
 WITH c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
     WHERE queue = $1 AND state = 'pending' AND run_at <= now()
@@ -13,7 +14,7 @@ UPDATE {schema}.jobs j
 SET state = 'running',
     attempts = j.attempts + 1,
     lease_token = gen_random_uuid(),
-    lease_expires_at = now() + $3::bigint * interval '1 microsecond',
+    lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',
     worker = $4,
     version = j.version + 1,
     updated_at = now()

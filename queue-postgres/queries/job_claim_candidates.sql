@@ -17,7 +17,7 @@ UPDATE {schema}.jobs j
 SET state = 'running',
     attempts = j.attempts + 1,
     lease_token = gen_random_uuid(),
-    lease_expires_at = now() + $3::bigint * interval '1 microsecond',
+    lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',
     worker = $4,
     version = j.version + 1,
     updated_at = now()

@@ -1,7 +1,16 @@
 -- name: job_extend
--- Moves the lease's expiry to $3 microseconds from now.
-UPDATE {schema}.jobs
-SET lease_expires_at = now() + $3::bigint * interval '1 microsecond',
-    updated_at = now(), version = version + 1
-WHERE id = $1 AND lease_token = $2 AND state = 'running'
-RETURNING lease_expires_at
+-- Moves the lease's expiry to $3 microseconds from now. The row is locked first, in its own
+-- step, and the expiry is read from clock_timestamp() after that: an UPDATE that waits for a
+-- row lock keeps the values it computed before the wait, so a lease extended after waiting
+-- would be born partly (or wholly) spent.
+WITH l AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE id = $1 AND lease_token = $2 AND state = 'running'
+    FOR UPDATE
+)
+UPDATE {schema}.jobs j
+SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',
+    updated_at = now(), version = j.version + 1
+FROM l
+WHERE j.id = l.id
+RETURNING j.lease_expires_at

@@ -1,6 +1,10 @@
 -- name: job_claim
 -- Claims up to ?5 due pending jobs of queue ?1 in claim order, in one statement, under the
--- database's write lock. Binds: ?1 queue, ?2 now, ?3 lease_expires_at, ?4 worker, ?5 limit.
+-- database's write lock. Binds: ?1 queue, ?2 now, ?3 lease in microseconds, ?4 worker, ?5 limit.
+-- The lease runs from SQLite's clock read while the statement holds the write lock (millisecond
+-- resolution), not from ?2: a claim that waited for the lock (another process's write, or this
+-- queue's own writes queued on its one writer connection) must not hand out a lease that is
+-- already partly, or wholly, spent.
 -- Each claimed row gets its own new lease token, a random UUID v4 made by SQLite
 -- (version nibble 4, variant bits 10), returned with the row.
 UPDATE queue_jobs
@@ -8,7 +12,7 @@ SET state = 'running',
     attempts = attempts + 1,
     lease_token = unhex(hex(randomblob(6)) || '4' || substr(hex(randomblob(2)), 2)
                         || substr('89ab', 1 + (random() & 3), 1) || substr(hex(randomblob(8)), 2)),
-    lease_expires_at = ?3,
+    lease_expires_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER) + ?3,
     worker = ?4,
     version = version + 1,
     updated_at = ?2

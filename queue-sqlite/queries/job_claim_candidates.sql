@@ -1,12 +1,13 @@
 -- name: job_claim_candidates
 -- The optimistic claim's write, once per candidate inside one BEGIN IMMEDIATE transaction:
 -- claims the job if nobody changed it since it was read.
--- Binds: ?1 id, ?2 version, ?3 lease_token, ?4 now, ?5 lease_expires_at, ?6 worker.
+-- Binds: ?1 id, ?2 version, ?3 lease_token, ?4 now, ?5 lease in microseconds, ?6 worker. The
+-- lease runs from SQLite's clock read under the write lock (see job_claim).
 UPDATE queue_jobs
 SET state = 'running',
     attempts = attempts + 1,
     lease_token = ?3,
-    lease_expires_at = ?5,
+    lease_expires_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER) + ?5,
     worker = ?6,
     version = version + 1,
     updated_at = ?4

@@ -328,7 +328,7 @@ impl Driver for SqliteDriver {
         let rows = sqlx::query(self.sql.job_claim.clone())
             .bind(p.queue)
             .bind(now)
-            .bind(now.saturating_add(micros(p.lease)))
+            .bind(micros(p.lease))
             .bind(p.worker)
             .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
             .fetch_all(&self.writer)
@@ -351,7 +351,6 @@ impl Driver for SqliteDriver {
         candidates: Vec<(Uuid, i64)>,
     ) -> Result<Vec<Leased>, sqlx::Error> {
         let now = now_micros();
-        let expires = now.saturating_add(micros(p.lease));
         let mut tx = self.begin().await?;
         let mut claimed = Vec::with_capacity(candidates.len());
         for (id, version) in candidates {
@@ -360,7 +359,7 @@ impl Driver for SqliteDriver {
                 .bind(version)
                 .bind(Uuid::new_v4())
                 .bind(now)
-                .bind(expires)
+                .bind(micros(p.lease))
                 .bind(p.worker)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -437,19 +436,14 @@ impl Driver for SqliteDriver {
         lease: &Lease,
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        let now = now_micros();
-        let expires = now.saturating_add(micros(by));
-        let done = sqlx::query(self.sql.job_extend.clone())
+        let expires: Option<i64> = sqlx::query_scalar(self.sql.job_extend.clone())
             .bind(lease.job_id.0)
             .bind(lease.token)
-            .bind(now)
-            .bind(expires)
-            .execute(&self.writer)
+            .bind(now_micros())
+            .bind(micros(by))
+            .fetch_optional(&self.writer)
             .await?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        to_time(expires).map(Some)
+        expires.map(to_time).transpose()
     }
 
     async fn job_state(

@@ -290,3 +290,48 @@ pub async fn worker_wakes_on_push(ctx: Ctx) -> anyhow::Result<()> {
     expect_state(&q, id, JobState::Completed).await?;
     Ok(())
 }
+
+/// A handler that completes its job in its own transaction (exactly-once effects) and says so
+/// with `mark_completed` is counted completed by the worker, which sends no acknowledgement of
+/// its own: no lost lease, one effect and one completion per job.
+pub async fn worker_counts_a_job_completed_in_the_handlers_transaction(
+    ctx: Ctx,
+) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    if fx.transactions().is_none() {
+        return Err(ctx.skip("the backend offers no work in the caller's transaction"));
+    }
+    let q = fx.queue();
+    q.push_batch((0..8).map(|i| job("wtx", json!(i))).collect())
+        .await?;
+    let hooks = fx.clone();
+    let handle = Worker::builder(q.clone(), "wtx")
+        .concurrency(2)
+        .poll_interval(Duration::from_millis(10), Duration::from_millis(100))
+        .handler_fn(move |ctx: JobContext| {
+            let hooks = hooks.clone();
+            async move {
+                let tx = hooks
+                    .transactions()
+                    .ok_or_else(|| JobError::permanent("no hooks"))?;
+                tx.complete_in_tx(&ctx.lease(), "wtx-effect")
+                    .await
+                    .map_err(|e| JobError::retryable(e.to_string()))?;
+                ctx.mark_completed();
+                Ok(())
+            }
+        })
+        .build()?
+        .start();
+    let s = wait_for_stats(&q, "wtx", Duration::from_secs(10), |s| s.completed == 8).await;
+    let report = handle.shutdown(Duration::from_secs(2)).await;
+    s?;
+    ensure!(report.counters.completed == 8, "{report:?}");
+    ensure!(
+        report.counters.lease_lost == 0,
+        "counted as lost: {report:?}"
+    );
+    let hooks = fx.transactions().context("hooks")?;
+    ensure!(hooks.effects("wtx-effect").await? == 8);
+    Ok(())
+}

@@ -26,23 +26,31 @@ pub trait Handler: Send + Sync + 'static {
 /// The current lease of a running job, shared between its handler and the heartbeat that
 /// extends it.
 #[derive(Debug)]
-pub(crate) struct LeaseCell(Mutex<Lease>);
+pub(crate) struct LeaseCell {
+    lease: Mutex<Lease>,
+    /// The handler completed the job itself (in its own transaction).
+    completed: std::sync::atomic::AtomicBool,
+}
 
 impl LeaseCell {
     pub(crate) fn new(lease: Lease) -> Self {
-        LeaseCell(Mutex::new(lease))
+        LeaseCell {
+            lease: Mutex::new(lease),
+            completed: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     pub(crate) fn get(&self) -> Lease {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.lease.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn set(&self, lease: Lease) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = lease;
+        *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
     }
 
-    pub(crate) fn into_inner(self) -> Lease {
-        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// Whether the handler said it completed the job itself.
+    pub(crate) fn completed_by_handler(&self) -> bool {
+        self.completed.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -79,6 +87,17 @@ impl JobContext {
     /// transaction).
     pub fn lease(&self) -> Lease {
         self.lease.get()
+    }
+
+    /// Tells the worker that the handler completed the job itself, with the backend's
+    /// `complete_in_tx` inside the transaction of its own writes (exactly-once effects). When
+    /// the handler then returns `Ok(())`, the worker counts the job completed and sends no
+    /// acknowledgement of its own (which would find the lease spent). Call it after the
+    /// transaction committed; a handler that returns an error is failed as usual.
+    pub fn mark_completed(&self) {
+        self.lease
+            .completed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Deserializes the payload into `T`.

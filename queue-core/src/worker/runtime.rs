@@ -353,6 +353,8 @@ enum Outcome {
     Aborted,
     /// The handler outlived the job timeout.
     TimedOut(Duration),
+    /// The handler completed the job itself, in its own transaction.
+    CompletedByHandler,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -381,11 +383,11 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
     let cell = Arc::new(LeaseCell::new(lease));
     let ctx = JobContext::new(job, cell.clone());
     let outcome = execute(&shared, ctx, &cell).instrument(span.clone()).await;
-    let lease = match Arc::try_unwrap(cell) {
-        Ok(cell) => cell.into_inner(),
-        Err(cell) => cell.get(),
+    let outcome = match outcome {
+        Outcome::Finished(Ok(())) if cell.completed_by_handler() => Outcome::CompletedByHandler,
+        other => other,
     };
-    settle(&shared, outcome, lease).instrument(span).await;
+    settle(&shared, outcome, cell.get()).instrument(span).await;
     drop(permit);
 }
 
@@ -482,6 +484,10 @@ async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
 /// Records a handler's outcome.
 async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
     let failure = match outcome {
+        Outcome::CompletedByHandler => {
+            shared.counters.add_completed(1);
+            return;
+        }
         Outcome::Finished(Ok(())) => {
             shared.acks.push(lease);
             return;
