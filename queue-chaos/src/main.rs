@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use futures::StreamExt;
 use serde::Serialize;
 use sqlx::Connection;
 
@@ -95,12 +96,16 @@ struct RunArgs {
     /// Keeps each run's tables, SQLite files and logs (their directory is printed).
     #[arg(long)]
     keep: bool,
+    /// How many backend and strategy pairs run their scenarios at the same time (default 1:
+    /// one after the other, for measurements free of each other's load).
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(4)
         .enable_all()
         .build()
     {
@@ -255,6 +260,7 @@ async fn run(args: RunArgs) -> anyhow::Result<bool> {
         m.cpu, m.cores, m.memory_gib, m.kernel, m.load_before
     );
     let mut ok = true;
+    let mut streams = Vec::new();
     for kind in args.backend.iter().copied() {
         let url = match kind {
             Kind::Sqlite => Some(String::new()),
@@ -300,17 +306,39 @@ async fn run(args: RunArgs) -> anyhow::Result<bool> {
             private: Default::default(),
         };
         for strategy in kind.strategies() {
-            if !strategies.is_empty() && !strategies.contains(strategy) {
-                continue;
-            }
-            for scenario in &scenarios {
-                let row = scenario::run(*scenario, &env, *strategy).await;
-                println!("{}", row.line());
-                ok &= !row.failed();
-                report.rows.push(row);
+            if strategies.is_empty() || strategies.contains(strategy) {
+                streams.push((env.clone(), *strategy));
             }
         }
     }
+    // Each stream (a backend and claim strategy) runs its scenarios in order; `--concurrency`
+    // streams run at once. Scenarios that need the backend's private server take turns on it.
+    let scenarios = &scenarios;
+    let mut rows: Vec<Row> =
+        futures::stream::iter(streams.into_iter().map(|(env, strategy)| async move {
+            let mut rows = Vec::new();
+            for scenario in scenarios {
+                let row = scenario::run(*scenario, &env, strategy).await;
+                println!("{}", row.line());
+                rows.push(row);
+            }
+            rows
+        }))
+        .buffer_unordered(args.concurrency.max(1))
+        .collect::<Vec<Vec<Row>>>()
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    rows.sort_by_key(|r| {
+        (
+            r.backend,
+            r.strategy,
+            scenarios.iter().position(|s| s.name() == r.scenario),
+        )
+    });
+    ok &= !rows.iter().any(Row::failed);
+    report.rows = rows;
     report.machine.load_after = load_average();
     println!(
         "{} scenario runs, {} failed; load average {} at the end",

@@ -100,11 +100,11 @@ impl Sizes {
             jobs: 240,
             procs: 3,
             slots: 4,
-            lease: Duration::from_millis(1500),
-            rescue: Duration::from_millis(250),
+            lease: Duration::from_millis(1000),
+            rescue: Duration::from_millis(200),
             kill_every: Duration::from_millis(600),
             faults: 2,
-            lock_hold: Duration::from_millis(1500),
+            lock_hold: Duration::from_millis(1000),
             paused_jobs: 3,
             deadline: Duration::from_secs(60),
         }
@@ -217,6 +217,16 @@ impl Row {
 
     /// The row as one line.
     pub(crate) fn line(&self) -> String {
+        if self.status == "skipped" {
+            return format!(
+                "{:<7} {:<11} {}/{}: {}",
+                self.status,
+                self.scenario,
+                self.backend,
+                self.strategy,
+                self.reason.as_deref().unwrap_or_default()
+            );
+        }
         let v = &self.verdict;
         let mut s = format!(
             "{:<7} {:<11} {}/{:<11} jobs={} completed={} dead={} procs={} killed={} (in tx {}) \
