@@ -255,6 +255,7 @@ fn hostile_string(max: usize) -> impl Strategy<Value = String> {
         Just("' OR '1'='1".to_owned()),
         Just("'); DROP TABLE jobs; --".to_owned()),
         Just("\u{1F600}".to_owned()),
+        Just("\0".to_owned()),
         Just("é".to_owned()),
         Just("\u{200B}".to_owned()),
         "[\\x01-\\x1f]",
@@ -264,24 +265,20 @@ fn hostile_string(max: usize) -> impl Strategy<Value = String> {
     proptest::collection::vec(pieces, 0..max).prop_map(|v| v.concat())
 }
 
-fn no_nul(s: String) -> String {
-    s.replace('\0', "")
-}
-
-/// JSON values without NUL characters in strings (their rule is tested apart) and with numbers
-/// that every database stores exactly.
+/// JSON values, NUL and every other character included in strings, with numbers that every
+/// database stores exactly.
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
         (-1_000_000i32..1_000_000).prop_map(|n| json!(f64::from(n) / 8.0)),
-        hostile_string(6).prop_map(|s| Value::String(no_nul(s))),
+        hostile_string(6).prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            proptest::collection::btree_map(hostile_string(3).prop_map(no_nul), inner, 0..6)
+            proptest::collection::btree_map(hostile_string(3), inner, 0..6)
                 .prop_map(|m: BTreeMap<String, Value>| Value::Object(m.into_iter().collect())),
         ]
     })
@@ -388,9 +385,6 @@ on_every_backend!(json_text_is_checked_before_anything_is_stored, |b| check(
             Ok(job) => {
                 let parsed: Value = serde_json::from_str(&text)
                     .map_err(|e| TestCaseError::fail(format!("accepted non-JSON {text:?}: {e}")))?;
-                if text.contains("\\u0000") || text.contains('\0') {
-                    return Ok(()); // The NUL rule has cases of its own.
-                }
                 let id = f
                     .queue
                     .push(job)
@@ -418,15 +412,15 @@ on_every_backend!(json_text_is_checked_before_anything_is_stored, |b| check(
     }
 ));
 
-/// The rule for dedup keys, written out: 1..=255 characters.
+/// The rule for dedup keys, written out: 1..=255 characters, no NUL.
 fn dedup_key_is_valid(key: &str) -> bool {
-    !key.is_empty() && key.chars().count() <= 255
+    !key.is_empty() && !key.contains('\0') && key.chars().count() <= 255
 }
 
 on_every_backend!(dedup_keys, |b| check(
     b,
     Limits::default(),
-    prop_oneof![hostile_string(12), "\\PC{250,260}", Just(String::new())].prop_map(no_nul),
+    prop_oneof![hostile_string(12), "\\PC{250,260}", Just(String::new())],
     |f, key: String| async move {
         let q = format!("d{}", name_part());
         let job = || {
@@ -686,7 +680,7 @@ on_every_backend!(pop_requests, |b| check(
     (
         prop_oneof![Just(0usize), 1..=1000usize, 1001..5000usize],
         prop_oneof![0..20u64, 10..=86_400_000u64, 86_400_001..100_000_000u64],
-        prop_oneof![hostile_string(10).prop_map(no_nul), "\\PC{120,140}"],
+        prop_oneof![hostile_string(10), "\\PC{120,140}"],
     ),
     |f, (limit, lease_ms, worker): (usize, u64, String)| async move {
         let q = format!("o{}", name_part());
@@ -699,7 +693,7 @@ on_every_backend!(pop_requests, |b| check(
             Some("limit")
         } else if !(Duration::from_millis(10)..=Duration::from_secs(86_400)).contains(&lease) {
             Some("lease")
-        } else if worker.is_empty() || worker.chars().count() > 128 {
+        } else if worker.is_empty() || worker.contains('\0') || worker.chars().count() > 128 {
             Some("worker")
         } else {
             None
@@ -824,7 +818,12 @@ async fn failure_is_recorded(f: &Fixture, message: String) -> Result<(), TestCas
         .await
         .expect("get")
         .expect("the job");
-    let expected: String = message.chars().take(MAX_ERROR_CHARS).collect();
+    // The rule: the first MAX_ERROR_CHARS characters, each NUL replaced by U+FFFD.
+    let expected = message
+        .chars()
+        .take(MAX_ERROR_CHARS)
+        .collect::<String>()
+        .replace('\0', "\u{FFFD}");
     ensure!(
         got.state == JobState::Pending,
         "the job is {} after a retryable failure",
@@ -841,7 +840,7 @@ async fn failure_is_recorded(f: &Fixture, message: String) -> Result<(), TestCas
 on_every_backend!(failure_messages, |b| check(
     b,
     Limits::default(),
-    prop_oneof![hostile_string(16), "\\PC{4090,4100}"].prop_map(no_nul),
+    prop_oneof![hostile_string(16), "\\PC{4090,4100}"],
     |f, message: String| async move { failure_is_recorded(&f, message).await }
 ));
 
@@ -985,8 +984,8 @@ fn urls_never_panic_and_never_leak_passwords() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The input rules the backends do not agree on yet. Each case must pass on every backend;
-// where one does not yet, it is ignored there with the reason.
+// The input rules the backends once disagreed on (NUL, lone surrogates, trailing spaces in keys)
+// and the error for a refused connection: each case pins one rule on every backend.
 
 async fn nul_payload(f: &Fixture) -> Result<(), TestCaseError> {
     let value = json!({ "s": "a\u{0}b" });
@@ -1096,72 +1095,32 @@ fn once(b: Backend, case: impl AsyncFnOnce(&Fixture) -> Result<(), TestCaseError
     });
 }
 
-macro_rules! input_rule {
-    ($name:ident, $case:expr, postgres_defect: $pg:literal) => {
-        mod $name {
-            use super::*;
+on_every_backend!(payload_with_nul, |b| once(b, nul_payload));
+on_every_backend!(payload_with_lone_surrogate, |b| once(
+    b,
+    lone_surrogate_payload
+));
+on_every_backend!(dedup_key_with_nul, |b| once(b, nul_dedup_key));
+on_every_backend!(worker_id_with_nul, |b| once(b, nul_worker_id));
+on_every_backend!(failure_message_with_nul, |b| once(
+    b,
+    async |f: &Fixture| failure_is_recorded(f, "bad byte \u{0} here".to_owned()).await
+));
 
-            #[test]
-            fn sqlite() {
-                once(Backend::Sqlite, $case)
-            }
-
-            #[test]
-            #[cfg_attr(not(chaos_postgres), ignore = "QUEUE_TEST_POSTGRES_URL is not set")]
-            #[cfg_attr(chaos_postgres, ignore = $pg)]
-            fn postgres() {
-                once(Backend::Postgres, $case)
-            }
-
-            #[test]
-            #[cfg_attr(not(chaos_mysql), ignore = "QUEUE_TEST_MYSQL_URL is not set")]
-            fn mysql() {
-                once(Backend::Mysql, $case)
-            }
-        }
-    };
+/// Keys that differ only in trailing spaces are different keys.
+async fn trailing_spaces_count(f: &Fixture) -> Result<(), TestCaseError> {
+    keys_stay_apart(f, "k", "k ").await?;
+    keys_stay_apart(f, "key\t", "key\t  ").await
 }
 
-input_rule!(payload_with_nul, async |f: &Fixture| nul_payload(f).await, postgres_defect: "PostgreSQL refuses NUL and lone surrogates with a database error, the other backends store them: no one rule yet");
-input_rule!(payload_with_lone_surrogate, async |f: &Fixture| lone_surrogate_payload(f).await, postgres_defect: "PostgreSQL refuses NUL and lone surrogates with a database error, the other backends store them: no one rule yet");
-input_rule!(dedup_key_with_nul, async |f: &Fixture| nul_dedup_key(f).await, postgres_defect: "PostgreSQL refuses NUL and lone surrogates with a database error, the other backends store them: no one rule yet");
-input_rule!(worker_id_with_nul, async |f: &Fixture| nul_worker_id(f).await, postgres_defect: "PostgreSQL refuses NUL and lone surrogates with a database error, the other backends store them: no one rule yet");
-input_rule!(failure_message_with_nul, async |f: &Fixture| failure_is_recorded(f, "bad byte \u{0} here".to_owned()).await, postgres_defect: "PostgreSQL cannot store a failure message containing NUL: fail() returns a database error and the job stays running");
-
-mod dedup_keys_differing_by_trailing_spaces {
-    use super::*;
-
-    async fn case(f: &Fixture) -> Result<(), TestCaseError> {
-        keys_stay_apart(f, "k", "k ").await?;
-        keys_stay_apart(f, "key\t", "key\t  ").await
-    }
-
-    #[test]
-    fn sqlite() {
-        once(Backend::Sqlite, case)
-    }
-
-    #[test]
-    #[cfg_attr(not(chaos_postgres), ignore = "QUEUE_TEST_POSTGRES_URL is not set")]
-    fn postgres() {
-        once(Backend::Postgres, case)
-    }
-
-    #[test]
-    #[cfg_attr(not(chaos_mysql), ignore = "QUEUE_TEST_MYSQL_URL is not set")]
-    #[cfg_attr(
-        chaos_mysql,
-        ignore = "MariaDB's key column ignores trailing spaces (PAD SPACE), so \"k\" and \"k \" collide as Duplicate"
-    )]
-    fn mysql() {
-        once(Backend::Mysql, case)
-    }
-}
+on_every_backend!(dedup_keys_differing_by_trailing_spaces, |b| once(
+    b,
+    trailing_spaces_count
+));
 
 /// The same NUL and lone-surrogate inputs get the same answer (accepted or refused) on every
 /// backend that runs.
 #[test]
-#[ignore = "the backends disagree on NUL and lone surrogates (input rules defect)"]
 fn input_rules_agree_across_backends() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1230,7 +1189,6 @@ async fn refused_connection_is_named(url: &str) {
 }
 
 #[test]
-#[ignore = "a closed port reports a pool timeout instead of the refused connection with host and port"]
 fn refused_connection_postgres() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1242,7 +1200,6 @@ fn refused_connection_postgres() {
 }
 
 #[test]
-#[ignore = "a closed port reports a pool timeout instead of the refused connection with host and port"]
 fn refused_connection_mysql() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
