@@ -350,7 +350,9 @@ async fn run(args: RunArgs) -> anyhow::Result<bool> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if args.keep {
+    if args.keep || !ok {
+        // Runs that failed left their tables (schema or table prefix `chaos_<scenario>_...`),
+        // SQLite files, run logs and worker logs for inspection.
         println!("kept the run's files in {}", work.keep().display());
     }
     Ok(ok)

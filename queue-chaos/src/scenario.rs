@@ -754,7 +754,7 @@ async fn drain(
         }
         _ => {}
     }
-    if !env.keep {
+    if !keep_files(env, row) {
         db.cleanup(&ns).await?;
         let _ = std::fs::remove_dir_all(&dir);
         if env.kind == Kind::Sqlite {
@@ -765,6 +765,11 @@ async fn drain(
     }
     drop(private_slot);
     Ok(())
+}
+
+/// Whether a run's tables, files and logs stay for inspection: when asked, and when it failed.
+fn keep_files(env: &Env, row: &Row) -> bool {
+    env.keep || row.verdict.violations() > 0 || row.max_log_lines_per_s > STORM_LINES_PER_S
 }
 
 fn jittered(d: Duration) -> Duration {
@@ -961,7 +966,7 @@ async fn pause(env: &Env, strategy: ClaimStrategy, row: &mut Row) -> anyhow::Res
     }
     row.workers = totals;
     row.max_log_lines_per_s = log_storm(&dir);
-    if !env.keep {
+    if !keep_files(env, row) {
         db.cleanup(&ns).await?;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -8,7 +8,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -99,20 +99,26 @@ fn spare_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// Runs a command to completion, as `user` when running as root; fails with its output.
-fn run(program: &Path, args: &[&str], user: Option<&str>) -> anyhow::Result<()> {
-    let mut cmd = match user {
+/// A command that runs `program` as `user` when this program runs as root.
+fn command(program: &Path, user: Option<&str>) -> Command {
+    match user {
         Some(u) if running_as_root() => {
             let mut c = Command::new("runuser");
             c.args(["-u", u, "--"]).arg(program);
             c
         }
         _ => Command::new(program),
-    };
+    }
+}
+
+/// Runs a command to completion without blocking the runtime; fails with its output.
+async fn run(program: &Path, args: &[&str], user: Option<&str>) -> anyhow::Result<()> {
+    let mut cmd = tokio::process::Command::from(command(program, user));
     let out = cmd
         .args(args)
         .stdin(Stdio::null())
         .output()
+        .await
         .with_context(|| format!("running {}", program.display()))?;
     if !out.status.success() {
         bail!(
@@ -133,7 +139,7 @@ pub(crate) struct Private {
     port: u16,
     bin: PathBuf,
     /// The running mariadbd (PostgreSQL runs detached under pg_ctl).
-    mariadbd: Option<Child>,
+    mariadbd: Option<tokio::process::Child>,
     /// The URL of its `test` database.
     pub(crate) url: String,
     /// The server's version line.
@@ -167,7 +173,8 @@ impl Private {
                         "--no-sync",
                     ],
                     Some("postgres"),
-                )?;
+                )
+                .await?;
                 Private {
                     kind,
                     dir,
@@ -192,7 +199,7 @@ impl Private {
                     args.push("--user=mysql".to_owned());
                 }
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                run(&install, &args, None)?;
+                run(&install, &args, None).await?;
                 Private {
                     kind,
                     dir,
@@ -239,14 +246,15 @@ impl Private {
                         "start",
                     ],
                     Some("postgres"),
-                )?;
+                )
+                .await?;
             }
             Kind::Mysql => {
                 let log = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(self.dir.path().join("server.log"))?;
-                let mut cmd = Command::new(&self.bin);
+                let mut cmd = tokio::process::Command::new(&self.bin);
                 cmd.arg("--no-defaults")
                     .arg(format!("--datadir={}", self.data().display()))
                     .arg(format!("--port={}", self.port))
@@ -272,6 +280,7 @@ impl Private {
                     .stdin(Stdio::null())
                     .stdout(log.try_clone()?)
                     .stderr(log)
+                    .kill_on_drop(true)
                     .spawn()
                     .context("starting mariadbd")?;
                 self.mariadbd = Some(child);
@@ -345,28 +354,28 @@ impl Private {
 
     /// Stops the server: `crash` kills it at once (PostgreSQL `-m immediate`, mariadbd SIGKILL),
     /// otherwise it shuts down cleanly.
-    pub(crate) fn down(&mut self, crash: bool) -> anyhow::Result<()> {
+    pub(crate) async fn down(&mut self, crash: bool) -> anyhow::Result<()> {
         match self.kind {
-            Kind::Postgres => run(
-                &self.bin.join("pg_ctl"),
-                &[
-                    "-D",
-                    &self.data().to_string_lossy(),
-                    "-m",
-                    if crash { "immediate" } else { "fast" },
-                    "-w",
-                    "stop",
-                ],
-                Some("postgres"),
-            ),
+            Kind::Postgres => {
+                let data = self.data();
+                let mode = if crash { "immediate" } else { "fast" };
+                run(
+                    &self.bin.join("pg_ctl"),
+                    &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
+                    Some("postgres"),
+                )
+                .await
+            }
             _ => {
                 if let Some(mut child) = self.mariadbd.take() {
                     if crash {
-                        child.kill()?;
-                    } else {
-                        kill_term(&child)?;
+                        child.start_kill()?;
+                    } else if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+                        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                            rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+                        }
                     }
-                    child.wait()?;
+                    child.wait().await?;
                 }
                 Ok(())
             }
@@ -375,22 +384,23 @@ impl Private {
 
     /// Restarts the server after `downtime`.
     pub(crate) async fn restart(&mut self, crash: bool, downtime: Duration) -> anyhow::Result<()> {
-        self.down(crash)?;
+        self.down(crash).await?;
         tokio::time::sleep(downtime).await;
         self.up().await
     }
 }
 
-fn kill_term(child: &Child) -> anyhow::Result<()> {
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(child),
-        rustix::process::Signal::TERM,
-    )?;
-    Ok(())
-}
-
 impl Drop for Private {
+    /// Stops the server at once (mariadbd is killed with its handle).
     fn drop(&mut self) {
-        let _ = self.down(true);
+        if self.kind == Kind::Postgres {
+            let _ = command(&self.bin.join("pg_ctl"), Some("postgres"))
+                .arg("-D")
+                .arg(self.data())
+                .args(["-m", "immediate", "-w", "stop"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
     }
 }
