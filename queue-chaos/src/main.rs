@@ -63,7 +63,7 @@ struct RunArgs {
     /// The short version CI runs: few jobs, two faults per scenario.
     #[arg(long)]
     short: bool,
-    /// Jobs per scenario (default 240 with --short, else 10000).
+    /// Jobs per scenario (default 240 with --short, else 5000).
     #[arg(long)]
     jobs: Option<u32>,
     /// Worker processes (default 3 with --short, else 6).

@@ -112,14 +112,14 @@ impl Sizes {
 
     pub(crate) fn full() -> Sizes {
         Sizes {
-            jobs: 10_000,
+            jobs: 5_000,
             procs: 6,
             slots: 8,
             lease: Duration::from_secs(2),
             rescue: Duration::from_millis(500),
             kill_every: Duration::from_secs(1),
             faults: 6,
-            lock_hold: Duration::from_secs(4),
+            lock_hold: Duration::from_secs(3),
             paused_jobs: 16,
             deadline: Duration::from_secs(900),
         }
