@@ -30,6 +30,8 @@ pub(crate) struct Proc {
     child: Child,
     stdin: Option<ChildStdin>,
     pub(crate) heard: Arc<Heard>,
+    /// The thread reading the child's standard output; it ends at the child's exit.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Proc {
@@ -50,7 +52,7 @@ impl Proc {
         let heard = Arc::new(Heard::default());
         let stdout = child.stdout.take().context("child stdout")?;
         let h = heard.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 match line.as_str() {
@@ -82,6 +84,7 @@ impl Proc {
             child,
             stdin,
             heard,
+            reader,
         })
     }
 
@@ -136,8 +139,11 @@ impl Proc {
                 if !status.success() {
                     bail!("{} exited with {status}", self.name);
                 }
-                // Let the reader thread take the last lines.
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                // The reader thread ends once it has taken the last lines.
+                let read_by = tokio::time::Instant::now() + Duration::from_secs(10);
+                while !self.reader.is_finished() && tokio::time::Instant::now() < read_by {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
                 return Ok(());
             }
             if tokio::time::Instant::now() > deadline {

@@ -13,7 +13,7 @@ use rustix::process::Signal;
 use serde::Serialize;
 
 use crate::child::{HolderResult, Plan, WorkerReport};
-use crate::db::{kill_connections, Kind, Target};
+use crate::db::{kill_connections, Db, Kind, Target};
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
@@ -755,15 +755,21 @@ async fn drain(
         _ => {}
     }
     if !keep_files(env, row) {
-        db.cleanup(&ns).await?;
-        let _ = std::fs::remove_dir_all(&dir);
-        if env.kind == Kind::Sqlite {
-            for ext in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{}{ext}", t.url));
-            }
-        }
+        cleanup(&db, &t, &dir).await?;
     }
     drop(private_slot);
+    Ok(())
+}
+
+/// Removes a run's tables, logs and SQLite files.
+async fn cleanup(db: &Db, t: &Target, dir: &Path) -> anyhow::Result<()> {
+    db.cleanup(&t.ns).await?;
+    let _ = std::fs::remove_dir_all(dir);
+    if t.kind == Kind::Sqlite {
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", t.url));
+        }
+    }
     Ok(())
 }
 
@@ -967,8 +973,7 @@ async fn pause(env: &Env, strategy: ClaimStrategy, row: &mut Row) -> anyhow::Res
     row.workers = totals;
     row.max_log_lines_per_s = log_storm(&dir);
     if !keep_files(env, row) {
-        db.cleanup(&ns).await?;
-        let _ = std::fs::remove_dir_all(&dir);
+        cleanup(&db, &t, &dir).await?;
     }
     Ok(())
 }
