@@ -36,6 +36,8 @@ pub(crate) struct Verdict {
     pub(crate) redeliveries: u64,
     /// Jobs that went dead because every attempt was cut short (none are expected).
     pub(crate) exhausted: u64,
+    /// Executions whose handler started after its lease had expired.
+    pub(crate) started_expired: u64,
     /// Violation: effects beyond one per completed job, or effects of jobs that did not
     /// complete.
     pub(crate) duplicate_effects: u64,
@@ -218,21 +220,24 @@ pub(crate) async fn verify(
                 v.overlaps += 1;
                 v.note(format!("job {}: lease token {token} started twice", p.id));
             }
+            // Two executions overlap when both ran while holding a live lease at one moment.
             let mut sorted: Vec<&Execution> = execs.values().collect();
             sorted.sort_by_key(|x| x.start);
             for (i, later) in sorted.iter().enumerate().skip(1) {
-                if let Some(earlier) = sorted[..i]
-                    .iter()
-                    .find(|earlier| later.start < earlier.live_until())
-                {
+                if let Some(earlier) = sorted[..i].iter().find(|earlier| {
+                    later.start < earlier.live_until() && later.start < later.live_until()
+                }) {
                     v.overlaps += 1;
                     v.note(format!(
-                        "job {}: an execution started {} µs before an earlier one's live lease ended",
+                        "job {}: two executions held a live lease at once, for {} µs",
                         p.id,
-                        earlier.live_until() - later.start
+                        earlier.live_until().min(later.live_until()) - later.start
                     ));
                 }
             }
+            // Handlers that started on a lease that had already expired (no overlap: the
+            // lease was dead; the work was wasted and its completion refused).
+            v.started_expired += execs.values().filter(|x| x.exp <= x.start).count() as u64;
         }
     }
     for (job, n) in &effects {
