@@ -186,9 +186,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         completed_in_tx,
         retried: c.retried,
         dead: c.dead,
-        // The worker's own ack of a job its handler already completed in its transaction finds
-        // the lease spent; those are not lost leases.
-        lease_lost: c.lease_lost.saturating_sub(completed_in_tx),
+        lease_lost: c.lease_lost,
         released: c.released,
         abandoned: c.abandoned,
         pop_errors: c.pop_errors,
@@ -251,6 +249,8 @@ async fn handle(ctx: JobContext, s: Arc<Shared>) -> Result<(), JobError> {
         .await
     {
         Ok(()) => {
+            // The job is completed: the worker must not acknowledge it again.
+            ctx.mark_completed();
             s.completed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             s.log(What::End, &ctx.lease(), Some(Ended::Completed));
