@@ -5,13 +5,12 @@
 -- resolution), not from ?2: a claim that waited for the lock (another process's write, or this
 -- queue's own writes queued on its one writer connection) must not hand out a lease that is
 -- already partly, or wholly, spent.
--- Each claimed row gets its own new lease token, a random UUID v4 made by SQLite
--- (version nibble 4, variant bits 10), returned with the row.
+-- Each claimed row gets its own new lease token, 16 random bytes made by SQLite (a token is
+-- only ever compared for equality), returned with the row.
 UPDATE queue_jobs
 SET state = 'running',
     attempts = attempts + 1,
-    lease_token = unhex(hex(randomblob(6)) || '4' || substr(hex(randomblob(2)), 2)
-                        || substr('89ab', 1 + (random() & 3), 1) || substr(hex(randomblob(8)), 2)),
+    lease_token = randomblob(16),
     lease_expires_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER) + ?3,
     worker = ?4,
     version = version + 1,
