@@ -101,6 +101,8 @@ pub(crate) trait Server: Send + Sync {
     async fn ours(&self, pool: u32) -> Result<Box<dyn OursNs>>;
     /// A fresh, isolated baseline table, with `pool` connections.
     async fn baseline(&self, pool: u32) -> Result<Box<dyn BaselineNs>>;
+    /// Our queue on a namespace that [`Server::ours`] made, possibly in another process.
+    async fn attach(&self, namespace: &str, pool: u32) -> Result<Arc<dyn Queue>>;
 }
 
 /// Our queue in its own namespace, plus direct SQL access to check and seed its table.
@@ -108,6 +110,8 @@ pub(crate) trait Server: Send + Sync {
 pub(crate) trait OursNs: Send + Sync {
     /// The queue under test.
     fn queue(&self) -> Arc<dyn Queue>;
+    /// What [`Server::attach`] needs to open the same queue (schema, table prefix or file).
+    fn namespace(&self) -> String;
     /// Counts of the queue's rows, straight from the table.
     async fn check(&self, queue: &str) -> Result<DrainCheck>;
     /// Inserts `rows` completed jobs into `queue` with set-based SQL, then brings planner

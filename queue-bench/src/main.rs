@@ -8,6 +8,7 @@ mod machine;
 mod mssql;
 mod mysql;
 mod pg;
+mod procs;
 mod report;
 mod sqlite;
 mod workload;
@@ -64,6 +65,13 @@ struct Cli {
     /// Jobs pushed in the latency workload.
     #[arg(long, default_value_t = 2_000)]
     latency_jobs: u64,
+    /// Also drain with this many worker processes (each with `--workers` slots and prefetch
+    /// `--batch`) against one database; 0 leaves that workload out.
+    #[arg(long, default_value_t = 0)]
+    worker_processes: usize,
+    /// Internal: run as one worker process of the multi-process drain on this namespace.
+    #[arg(long, hide = true)]
+    child_drain: Option<String>,
     /// Skip the hand-written SQL baselines.
     #[arg(long)]
     no_baseline: bool,
@@ -88,12 +96,15 @@ enum WorkloadArg {
 }
 
 impl WorkloadArg {
-    fn expand(self, batch: usize) -> Vec<Workload> {
-        let drains = if batch == 1 {
+    fn expand(self, batch: usize, processes: usize) -> Vec<Workload> {
+        let mut drains = if batch == 1 {
             vec![Workload::Drain { batch: 1 }]
         } else {
             vec![Workload::Drain { batch }, Workload::Drain { batch: 1 }]
         };
+        if processes > 0 {
+            drains.push(Workload::DrainProcesses { batch, processes });
+        }
         match self {
             WorkloadArg::Enqueue => vec![Workload::Enqueue],
             WorkloadArg::EnqueueBatch => vec![Workload::EnqueueBatch],
@@ -135,6 +146,12 @@ fn main() -> ExitCode {
 
 /// Runs what the command line asks; `Ok(false)` when a workload failed or a check was violated.
 async fn run(cli: Cli) -> anyhow::Result<bool> {
+    if let Some(namespace) = &cli.child_drain {
+        let url = cli.url.clone().or_else(|| cli.backend.default_url());
+        let server = backend::connect(cli.backend, url.as_deref()).await?;
+        procs::child(server.as_ref(), namespace, cli.workers, cli.batch).await?;
+        return Ok(true);
+    }
     let machine = machine::Machine::detect();
     let mut report = Report::new(machine);
     if cli.smoke {
@@ -152,7 +169,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             baseline: true,
             smoke: true,
         };
-        let workloads = WorkloadArg::All.expand(cli.batch);
+        let workloads = WorkloadArg::All.expand(cli.batch, 0);
         for kind in [
             BackendKind::Sqlite,
             BackendKind::Postgres,
@@ -165,7 +182,9 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 .any(|r| r.trim().eq_ignore_ascii_case(kind.name()));
             match backend::connect(kind, url.as_deref()).await {
                 Ok(server) => {
-                    let sr = run_server(server.as_ref(), &workloads, &settings, true).await;
+                    let sr =
+                        run_server(server.as_ref(), url.as_deref(), &workloads, &settings, true)
+                            .await;
                     report.servers.push(sr);
                 }
                 Err(e) if !must && kind != BackendKind::Sqlite => {
@@ -199,8 +218,8 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         settings.validate()?;
         let url = cli.url.clone().or_else(|| cli.backend.default_url());
         let server = backend::connect(cli.backend, url.as_deref()).await?;
-        let workloads = cli.workload.expand(cli.batch);
-        let sr = run_server(server.as_ref(), &workloads, &settings, true).await;
+        let workloads = cli.workload.expand(cli.batch, cli.worker_processes);
+        let sr = run_server(server.as_ref(), url.as_deref(), &workloads, &settings, true).await;
         report.servers.push(sr);
     }
     report.command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -217,6 +236,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
 /// workload does not hide the others' numbers.
 async fn run_server(
     server: &dyn Server,
+    url: Option<&str>,
     workloads: &[Workload],
     settings: &Settings,
     progress: bool,
@@ -240,7 +260,7 @@ async fn run_server(
         let started = std::time::Instant::now();
         let result = tokio::time::timeout(
             Duration::from_secs(settings.workload_timeout_secs()),
-            workload::run(server, *w, settings, progress, fresh_drain),
+            workload::run(server, url, *w, settings, progress, fresh_drain),
         )
         .await;
         match result {
@@ -271,14 +291,21 @@ mod tests {
     #[test]
     fn drain_runs_both_batch_sizes_unless_batch_is_one() {
         assert_eq!(
-            WorkloadArg::Drain.expand(100),
+            WorkloadArg::Drain.expand(100, 0),
             vec![Workload::Drain { batch: 100 }, Workload::Drain { batch: 1 }]
         );
         assert_eq!(
-            WorkloadArg::Drain.expand(1),
+            WorkloadArg::Drain.expand(1, 0),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50).len(), 6);
+        assert_eq!(WorkloadArg::All.expand(50, 0).len(), 6);
+        assert_eq!(
+            WorkloadArg::Drain.expand(100, 4).last(),
+            Some(&Workload::DrainProcesses {
+                batch: 100,
+                processes: 4
+            })
+        );
     }
 
     #[test]

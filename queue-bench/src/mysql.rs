@@ -116,6 +116,10 @@ impl Server for MySqlServer {
         }))
     }
 
+    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+        open_queue(&self.url, namespace, pool_size).await
+    }
+
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
         let prefix = format!("{}_", fresh_tag("bench_b")?);
         let t = format!("{prefix}jobs");
@@ -197,6 +201,10 @@ struct MyOurs {
 impl OursNs for MyOurs {
     fn queue(&self) -> Arc<dyn Queue> {
         self.queue.clone()
+    }
+
+    fn namespace(&self) -> String {
+        self.prefix.clone()
     }
 
     async fn check(&self, queue: &str) -> Result<DrainCheck> {

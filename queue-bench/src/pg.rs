@@ -82,6 +82,10 @@ impl Server for PgServer {
         }))
     }
 
+    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+        open_queue(&self.url, namespace, pool_size).await
+    }
+
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
         let schema = fresh_tag("bench_b")?;
         sqlx::raw_sql(AssertSqlSafe(format!(
@@ -148,6 +152,10 @@ struct PgOurs {
 impl OursNs for PgOurs {
     fn queue(&self) -> Arc<dyn Queue> {
         self.queue.clone()
+    }
+
+    fn namespace(&self) -> String {
+        self.schema.clone()
     }
 
     async fn check(&self, queue: &str) -> Result<DrainCheck> {

@@ -128,6 +128,10 @@ impl Server for SqliteServer {
         Ok(Box::new(SqliteOurs { path, queue, pool }))
     }
 
+    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+        open_queue(Path::new(namespace), pool_size).await
+    }
+
     async fn baseline(&self, _pool_size: u32) -> Result<Box<dyn BaselineNs>> {
         let path = self.file("bench_b")?;
         // One writer connection: SQLite runs one write transaction at a time, and a pool of
@@ -174,6 +178,10 @@ struct SqliteOurs {
 impl OursNs for SqliteOurs {
     fn queue(&self) -> Arc<dyn Queue> {
         self.queue.clone()
+    }
+
+    fn namespace(&self) -> String {
+        self.path.display().to_string()
     }
 
     async fn check(&self, queue: &str) -> Result<DrainCheck> {

@@ -61,7 +61,7 @@ impl Settings {
         600 + n / 50
     }
 
-    fn payload(&self) -> String {
+    pub(crate) fn payload(&self) -> String {
         let pad = self.payload_bytes.saturating_sub(10).max(1);
         format!("{{\"pad\":\"{}\"}}", "x".repeat(pad))
     }
@@ -80,6 +80,8 @@ pub(crate) enum Workload {
     Latency,
     /// The drain on a table already holding many finished rows.
     Backlog { batch: usize },
+    /// The drain by several worker processes, each with the configured slots and this prefetch.
+    DrainProcesses { batch: usize, processes: usize },
 }
 
 impl Workload {
@@ -90,6 +92,9 @@ impl Workload {
             Workload::Drain { batch } => format!("drain (batch {batch})"),
             Workload::Latency => "latency".into(),
             Workload::Backlog { batch } => format!("backlog drain (batch {batch})"),
+            Workload::DrainProcesses { batch, processes } => {
+                format!("drain (batch {batch}, {processes} processes)")
+            }
         }
     }
 }
@@ -105,7 +110,7 @@ pub(crate) struct Measurement {
 }
 
 impl Measurement {
-    fn new(what: impl Into<String>, jobs: u64, elapsed: Duration) -> Self {
+    pub(crate) fn new(what: impl Into<String>, jobs: u64, elapsed: Duration) -> Self {
         let seconds = elapsed.as_secs_f64();
         Measurement {
             what: what.into(),
@@ -197,6 +202,7 @@ impl WorkloadResult {
 /// workload's comparison.
 pub(crate) async fn run(
     server: &dyn Server,
+    url: Option<&str>,
     w: Workload,
     s: &Settings,
     progress: bool,
@@ -228,11 +234,19 @@ pub(crate) async fn run(
             let ns = server.ours(s.pool()).await?;
             let out = drain_ours(ns.as_ref(), s, batch, 0, progress).await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
+            // Our pool's connections close before the baseline opens its own, so that both
+            // together never need more than the server's connection limit.
+            drop(ns);
             if s.baseline {
                 let b: Arc<dyn BaselineNs> = server.baseline(s.pool()).await?.into();
                 let out = drain_baseline(b.clone(), s, batch, progress).await;
                 finish_baseline(&mut r, b.as_ref(), out).await?;
             }
+        }
+        Workload::DrainProcesses { batch, processes } => {
+            let ns = server.ours(s.pool()).await?;
+            let out = crate::procs::drain(server, url, ns.as_ref(), s, batch, processes).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
         }
         Workload::Backlog { batch } => {
             let ns = server.ours(s.pool()).await?;
@@ -263,7 +277,7 @@ pub(crate) async fn run(
     Ok(r)
 }
 
-type Outcome = Result<(Measurement, Vec<String>, Vec<String>)>;
+pub(crate) type Outcome = Result<(Measurement, Vec<String>, Vec<String>)>;
 
 /// Records our side's outcome and drops its namespace (even when the workload failed).
 async fn finish_ours(r: &mut WorkloadResult, ns: &dyn OursNs, out: Outcome) -> Result<()> {
@@ -424,7 +438,7 @@ async fn enqueue_baseline(
 }
 
 /// Pushes `n` jobs in batches (not measured).
-async fn seed_ours(q: &dyn Queue, n: u64, payload: &str) -> Result<()> {
+pub(crate) async fn seed_ours(q: &dyn Queue, n: u64, payload: &str) -> Result<()> {
     let mut left = n;
     while left > 0 {
         let k = left.min(SEED_BATCH as u64);
