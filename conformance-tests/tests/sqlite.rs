@@ -312,6 +312,178 @@ async fn a_lease_runs_from_the_write_lock_not_from_the_wait(_: Server) -> anyhow
     Ok(())
 }
 
+/// A full disk (here: SQLite's page limit, `PRAGMA max_page_count`, lowered to the file's size on
+/// the writer connection) fails writes, and once there is room again a running worker claims,
+/// completes and rescues as before, without a restart.
+async fn writes_resume_after_the_disk_was_full(_: Server) -> anyhow::Result<()> {
+    use queue_core::worker::{JobContext, JobError, Worker};
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("full.db");
+    let q = SqliteQueue::builder(path.display().to_string())
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let total = 3000u64;
+    let pad = "x".repeat(300);
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(500);
+        let jobs = (0..n)
+            .map(|_| NewJob::new("q", &serde_json::json!({ "pad": pad })))
+            .collect::<Result<Vec<_>, _>>()?;
+        q.push_batch(jobs).await?;
+        left -= n;
+    }
+    let handle = Worker::builder(std::sync::Arc::new(q.clone()), "q")
+        .concurrency(4)
+        .prefetch(10)
+        .handler_fn(|_ctx: JobContext| async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok::<(), JobError>(())
+        })
+        .build()?
+        .start();
+    let counters = handle.counters();
+    let t = Instant::now();
+    while counters.completed() < 300 {
+        ensure!(
+            t.elapsed() < Duration::from_secs(30),
+            "no progress before the fault"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(q.writer_pool())
+        .await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "PRAGMA max_page_count = {pages}"
+    )))
+    .execute(q.writer_pool())
+    .await?;
+    // While the file cannot grow, a batch that needs new pages is refused whole.
+    let big = (0..500)
+        .map(|_| NewJob::new("other", &serde_json::json!({ "pad": pad })))
+        .collect::<Result<Vec<_>, _>>()?;
+    let err = q.push_batch(big).await.err();
+    ensure!(err.is_some(), "a batch was stored past the page limit");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    sqlx::query("PRAGMA max_page_count = 1073741823")
+        .execute(q.writer_pool())
+        .await?;
+    let t = Instant::now();
+    loop {
+        let stats = q.stats(Some("q")).await?;
+        let done = stats
+            .first()
+            .map(|s| s.count(queue_core::JobState::Completed))
+            .unwrap_or(0);
+        if done == total {
+            break;
+        }
+        ensure!(
+            t.elapsed() < Duration::from_secs(30),
+            "{done} of {total} jobs completed 30 s after the disk had room again; counters {:?}",
+            counters.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.shutdown(Duration::from_secs(5)).await;
+    // The fault was felt: claims failed while the file could not grow.
+    ensure!(
+        counters.pop_errors() > 0,
+        "no claim failed while the file was full: {:?}",
+        counters.snapshot()
+    );
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM queue_jobs WHERE queue = 'other'")
+        .fetch_one(q.writer_pool())
+        .await?;
+    ensure!(
+        stored == 0,
+        "{stored} jobs of the refused batch were stored"
+    );
+    q.push(NewJob::new("other", &1)?).await?;
+    Ok(())
+}
+
+/// Counts the database driver's own reports of slow statements and slow pool checkouts, by
+/// level, for the slow-statement case.
+struct DriverEvents {
+    warn: std::sync::atomic::AtomicU64,
+    debug_slow: std::sync::atomic::AtomicU64,
+}
+
+static DRIVER_EVENTS: DriverEvents = DriverEvents {
+    warn: std::sync::atomic::AtomicU64::new(0),
+    debug_slow: std::sync::atomic::AtomicU64::new(0),
+};
+
+struct Counting;
+
+impl tracing::Subscriber for Counting {
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        m.target().starts_with("sqlx") && *m.level() <= tracing::Level::DEBUG
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        use std::sync::atomic::Ordering;
+        struct Slow(bool);
+        impl tracing::field::Visit for Slow {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "message" {
+                    self.0 |= format!("{v:?}").contains("slow");
+                }
+            }
+        }
+        let mut slow = Slow(false);
+        event.record(&mut slow);
+        if !slow.0 {
+            return;
+        }
+        if *event.metadata().level() <= tracing::Level::WARN {
+            DRIVER_EVENTS.warn.fetch_add(1, Ordering::Relaxed);
+        } else {
+            DRIVER_EVENTS.debug_slow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A write that waits for another process's write lock past the slow-statement threshold is
+/// reported by the driver at debug level, not as a warning of the service's own.
+async fn a_slow_write_is_not_a_driver_warning(_: Server) -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    ensure!(
+        tracing::subscriber::set_global_default(Counting).is_ok(),
+        "another case installed a global subscriber"
+    );
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("slow.db");
+    let q = SqliteQueue::builder(path.display().to_string())
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let other = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await?;
+    let holder = other.begin_with("BEGIN IMMEDIATE").await?;
+    let pusher = q.clone();
+    let push = tokio::spawn(async move { pusher.push(NewJob::new("q", &1)?).await });
+    let held = queue_core::engine::SLOW_STATEMENT + Duration::from_millis(300);
+    tokio::time::sleep(held).await;
+    holder.rollback().await?;
+    push.await??;
+    ensure!(
+        DRIVER_EVENTS.debug_slow.load(Ordering::Relaxed) > 0,
+        "the driver did not report the slow statement at all"
+    );
+    let warnings = DRIVER_EVENTS.warn.load(Ordering::Relaxed);
+    ensure!(warnings == 0, "the driver logged {warnings} warnings");
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
         a_missing_directory_is_unavailable_quickly,
@@ -321,5 +493,7 @@ fn main() -> std::process::ExitCode {
         the_claim_uses_the_partial_index,
         a_write_lock_held_past_the_busy_timeout_is_unavailable,
         a_lease_runs_from_the_write_lock_not_from_the_wait,
+        writes_resume_after_the_disk_was_full,
+        a_slow_write_is_not_a_driver_warning,
     ])
 }

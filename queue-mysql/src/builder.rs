@@ -3,10 +3,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
+use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Engine, Error, Result, Wakeups};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
+use sqlx::ConnectOptions;
 use sqlx::{Connection, Executor};
 
 use crate::driver::MySqlDriver;
@@ -152,6 +153,7 @@ impl MySqlQueueBuilder {
                     .unwrap_or(DEFAULT_MAX_CONNECTIONS),
             )
             .acquire_timeout(timeout)
+            .acquire_slow_level(log::LevelFilter::Debug)
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // The time zone is set by the connect options.
@@ -159,7 +161,9 @@ impl MySqlQueueBuilder {
                     Ok(())
                 })
             })
-            .connect_lazy_with(options);
+            .connect_lazy_with(
+                options.log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT),
+            );
         tracing::debug!(
             target: crate::LOG_TARGET,
             url = %redact_url(&self.url),

@@ -4,10 +4,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
+use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
+use sqlx::ConnectOptions;
 use sqlx::Connection;
 
 use crate::driver::PgDriver;
@@ -104,7 +105,12 @@ impl PostgresQueueBuilder {
                 format!("is not a valid PostgreSQL URL: {}", redact_url(&self.url)),
             )
         })?;
-        Ok((claim, options.application_name("queue")))
+        Ok((
+            claim,
+            options
+                .application_name("queue")
+                .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT),
+        ))
     }
 
     /// Validates the configuration and connects (without migrating; see
@@ -123,6 +129,7 @@ impl PostgresQueueBuilder {
                     .unwrap_or(DEFAULT_MAX_CONNECTIONS),
             )
             .acquire_timeout(timeout)
+            .acquire_slow_level(log::LevelFilter::Debug)
             // A ping before every checkout would double the round trips of every call; a dead
             // connection surfaces as Error::Unavailable once and is then discarded instead.
             .test_before_acquire(false)
@@ -133,6 +140,7 @@ impl PostgresQueueBuilder {
             .max_connections(1)
             .min_connections(0)
             .acquire_timeout(timeout)
+            .acquire_slow_level(log::LevelFilter::Debug)
             .connect_lazy_with(options.clone());
         let sql = Statements::new(&[("{schema}", &self.schema)]);
         let version = server_version(&options, &sql, timeout).await?;

@@ -3,11 +3,12 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{CommonOptions, RemoteWakeups};
+use queue_core::engine::{CommonOptions, RemoteWakeups, SLOW_STATEMENT};
 use queue_core::{
     validate::redact_url, Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::ConnectOptions;
 
 use crate::driver::SqliteDriver;
 use crate::queue::SqliteQueue;
@@ -106,6 +107,7 @@ impl SqliteQueueBuilder {
         let connect_timeout = self.common.connect_timeout;
         let (base, memory) = self.options()?;
         let base = base
+            .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT)
             .busy_timeout(self.busy_timeout)
             .synchronous(if self.synchronous_full {
                 SqliteSynchronous::Full
@@ -130,6 +132,7 @@ impl SqliteQueueBuilder {
             .idle_timeout(None)
             .max_lifetime(None)
             .test_before_acquire(false)
+            .acquire_slow_level(log::LevelFilter::Debug)
             .acquire_timeout(connect_timeout + self.busy_timeout)
             .connect_lazy_with(writer_opts);
         let opened = tokio::time::timeout(connect_timeout, writer.acquire()).await;
@@ -155,6 +158,7 @@ impl SqliteQueueBuilder {
                         .unwrap_or(DEFAULT_MAX_CONNECTIONS),
                 )
                 .test_before_acquire(false)
+                .acquire_slow_level(log::LevelFilter::Debug)
                 .acquire_timeout(connect_timeout)
                 .connect_lazy_with(base.read_only(true))
         };

@@ -42,7 +42,7 @@ pub use driver::{
     first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry,
     JobInsert, JobPrune, JobRescue, Migration, Target, UniqueIndex,
 };
-pub use options::{CommonOptions, MAX_LOCK_RETRIES};
+pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 
 /// The log target of the engine.
 pub const LOG_TARGET: &str = "queue::engine";

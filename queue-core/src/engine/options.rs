@@ -44,6 +44,13 @@ impl Default for CommonOptions {
 /// Most lock-conflict retries; past this an operation is stuck behind something else.
 pub const MAX_LOCK_RETRIES: u32 = 20;
 
+/// A statement that runs longer than this is reported by the database driver's own logging at
+/// debug level, not as a warning: a queue's claims and completions wait on row locks and on the
+/// write lock by design, and under load every such wait would otherwise reach the service's logs
+/// as a warning of its own (drivers also report slow pool checkouts at debug level). The queue
+/// reports what matters itself: failed calls, backoffs and lost leases.
+pub const SLOW_STATEMENT: Duration = Duration::from_secs(1);
+
 impl CommonOptions {
     /// Checks every setting, and that the claim strategy is one of `supported` (the first is
     /// the default); returns the strategy to use. `backend` names the backend in messages.
