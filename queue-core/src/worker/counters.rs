@@ -21,6 +21,7 @@ pub struct Counters {
     abandoned: AtomicU64,
     pop_errors: AtomicU64,
     rescued: AtomicU64,
+    restarted: AtomicU64,
 }
 
 macro_rules! getters {
@@ -58,6 +59,9 @@ impl Counters {
         pop_errors,
         /// Expired leases this worker's rescuer returned to pending or dead.
         rescued,
+        /// Times one of the worker's own tasks (claims, acknowledgements, rescue) panicked and
+        /// was started again.
+        restarted,
     }
 
     /// Jobs claimed that have not reached an outcome yet (running, or waiting for their ack).
@@ -79,6 +83,7 @@ impl Counters {
             abandoned: self.abandoned(),
             pop_errors: self.pop_errors(),
             rescued: self.rescued(),
+            restarted: self.restarted(),
         }
     }
 
@@ -118,6 +123,9 @@ impl Counters {
     pub(crate) fn add_rescued(&self, n: u64) {
         Self::add(&self.rescued, n);
     }
+    pub(crate) fn add_restarted(&self, n: u64) {
+        Self::add(&self.restarted, n);
+    }
 }
 
 /// The counts of [`Counters`] at one moment.
@@ -143,6 +151,8 @@ pub struct CountersSnapshot {
     pub pop_errors: u64,
     /// Expired leases rescued.
     pub rescued: u64,
+    /// Worker tasks started again after a panic.
+    pub restarted: u64,
 }
 
 impl CountersSnapshot {

@@ -26,9 +26,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::runtime::{jitter, release_all, run_job, Shared};
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+
+use super::runtime::{jitter, panic_message, release_all, run_job, Shared};
 use super::LOG_TARGET;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{Lease, Leased};
 use crate::queue::{CheckedPop, PopRequest};
 
@@ -227,11 +231,26 @@ impl Dispatcher {
             self.asked += n;
             self.claims.spawn(async move {
                 let started = Instant::now();
-                let outcome = if acks.is_empty() {
-                    Ok((0, queue.pop_checked(&request).await))
-                } else {
-                    queue.ack_batch_and_pop(&acks, &request).await
+                let claim = async {
+                    if acks.is_empty() {
+                        Ok((0, queue.pop_checked(&request).await))
+                    } else {
+                        queue.ack_batch_and_pop(&acks, &request).await
+                    }
                 };
+                // A panic in the queue's code is a failed claim like any other: the claim's
+                // size is given back to `room` and the completions to the acknowledger (which
+                // counts any it finds already done as lost leases).
+                let outcome =
+                    AssertUnwindSafe(claim)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            Err(Error::database(format!(
+                                "the claim panicked: {}",
+                                panic_message(payload.as_ref())
+                            )))
+                        });
                 Claimed {
                     asked: n,
                     started,

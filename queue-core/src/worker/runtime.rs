@@ -168,12 +168,22 @@ pub(super) fn start(
         prefetch = shared.config.prefetch,
         "worker started"
     );
-    let acker = tokio::spawn(acker(shared.clone()));
-    let dispatchers = vec![tokio::spawn(dispatch(shared.clone(), stop_rx.clone()))];
-    let rescuer = shared
-        .config
-        .rescue_interval
-        .map(|every| tokio::spawn(rescue(shared.clone(), every, stop_rx)));
+    let acker = {
+        let s = shared.clone();
+        spawn_restarting(&shared, "acknowledger", move || acker(s.clone()))
+    };
+    let dispatchers = {
+        let (s, stop) = (shared.clone(), stop_rx.clone());
+        vec![spawn_restarting(&shared, "dispatcher", move || {
+            dispatch(s.clone(), stop.clone())
+        })]
+    };
+    let rescuer = shared.config.rescue_interval.map(|every| {
+        let s = shared.clone();
+        spawn_restarting(&shared, "rescuer", move || {
+            rescue(s.clone(), every, stop_rx.clone())
+        })
+    });
     let supervisor = tokio::spawn(supervise(
         shared,
         shutdown_rx,
@@ -191,6 +201,52 @@ pub(super) fn start(
         supervisor,
     }
 }
+
+/// Spawns one of the worker's own loops (claims, acknowledgements, rescue) and starts it again
+/// whenever it panics, after a pause that doubles up to 5 s. The loops do not panic by
+/// themselves, but code they call can: a tracing subscriber whose writer fails (the standard
+/// formatter panics when even its report of the failure cannot reach standard error, as on a
+/// full disk), or a `Queue` implementation with a bug. Without this, the loop's task would end
+/// silently and leave a worker that looks alive and never claims again. Whatever the loop held
+/// when it panicked (jobs claimed but not started) comes back through lease expiry and rescue.
+fn spawn_restarting<F, Fut>(shared: &Arc<Shared>, name: &'static str, start: F) -> JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut pause = RESTART_PAUSE_MIN;
+        loop {
+            match AssertUnwindSafe(start()).catch_unwind().await {
+                Ok(()) => return,
+                Err(payload) => {
+                    shared.counters.add_restarted(1);
+                    let message = panic_message(payload.as_ref());
+                    // The report itself may be what panics (a failing log writer): it must not
+                    // take the restart down with it.
+                    let queue = shared.config.queue_name.as_str();
+                    let _ = std::panic::catch_unwind(|| {
+                        tracing::error!(
+                            target: LOG_TARGET,
+                            queue,
+                            task = name,
+                            panic = %message,
+                            restart_in_ms = pause.as_millis() as u64,
+                            "a worker task panicked; starting it again"
+                        );
+                    });
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(RESTART_PAUSE_MAX);
+                }
+            }
+        }
+    })
+}
+
+/// The first and the longest pause before a panicked worker task starts again.
+const RESTART_PAUSE_MIN: Duration = Duration::from_millis(100);
+const RESTART_PAUSE_MAX: Duration = Duration::from_secs(5);
 
 struct Tasks {
     dispatchers: Vec<JoinHandle<()>>,
@@ -357,7 +413,7 @@ enum Outcome {
     CompletedByHandler,
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -582,7 +638,21 @@ async fn acker(shared: Arc<Shared>) {
         };
         let shared = shared.clone();
         in_flight.spawn(async move {
-            flush(&shared, &batch).await;
+            // A panic in the queue's code loses this batch's acknowledgements, nothing else:
+            // its jobs stay running until their leases expire and are rescued.
+            let flushed = AssertUnwindSafe(flush(&shared, &batch)).catch_unwind().await;
+            if let Err(payload) = flushed {
+                shared.counters.add_abandoned(batch.len() as u64);
+                let message = panic_message(payload.as_ref());
+                let _ = std::panic::catch_unwind(|| {
+                    tracing::error!(
+                        target: LOG_TARGET,
+                        jobs = batch.len(),
+                        panic = %message,
+                        "acknowledging completed jobs panicked; they will run again after their leases expire"
+                    );
+                });
+            }
             drop(permit);
         });
         while in_flight.try_join_next().is_some() {}

@@ -52,10 +52,22 @@ struct FakeQueue {
     ack_batch_sizes: Mutex<Vec<usize>>,
     /// The next this-many pops fail with `Unavailable`.
     failing_pops: AtomicU32,
+    /// The next this-many pops, rescues and batch acks panic (a bug in the queue, or a log
+    /// writer that panics).
+    panicking_pops: AtomicU32,
+    panicking_rescues: AtomicU32,
+    panicking_acks: AtomicU32,
+    panicking_waits: AtomicU32,
     pop_latency: Mutex<Duration>,
     ack_latency: Mutex<Duration>,
     /// While set, every call that touches jobs fails with `Unavailable`.
     down: AtomicBool,
+}
+
+/// Takes one from `n` if it is not zero.
+fn take_one(n: &AtomicU32) -> bool {
+    n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 fn unavailable() -> Error {
@@ -89,6 +101,10 @@ impl FakeQueue {
             pop_limits: Mutex::new(Vec::new()),
             ack_batch_sizes: Mutex::new(Vec::new()),
             failing_pops: AtomicU32::new(0),
+            panicking_pops: AtomicU32::new(0),
+            panicking_rescues: AtomicU32::new(0),
+            panicking_acks: AtomicU32::new(0),
+            panicking_waits: AtomicU32::new(0),
             pop_latency: Mutex::new(Duration::ZERO),
             ack_latency: Mutex::new(Duration::ZERO),
             down: AtomicBool::new(false),
@@ -241,6 +257,7 @@ impl Queue for FakeQueue {
             self.calls.pops_running.fetch_sub(1, Ordering::SeqCst);
         }
         self.up()?;
+        take_one(&self.panicking_pops).then(|| panic!("the pop's code panicked"));
         if self
             .failing_pops
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -303,6 +320,7 @@ impl Queue for FakeQueue {
         queue::validate_ack_batch(leases, &self.caps.limits)?;
         self.calls.ack_batch.fetch_add(1, Ordering::SeqCst);
         self.up()?;
+        take_one(&self.panicking_acks).then(|| panic!("the ack's code panicked"));
         self.ack_batch_sizes.lock().unwrap().push(leases.len());
         let latency = *self.ack_latency.lock().unwrap();
         if !latency.is_zero() {
@@ -375,6 +393,7 @@ impl Queue for FakeQueue {
     async fn rescue_expired(&self) -> Result<u64> {
         self.calls.rescue.fetch_add(1, Ordering::SeqCst);
         self.up()?;
+        take_one(&self.panicking_rescues).then(|| panic!("the rescue's code panicked"));
         let now = self.clock();
         let mut n = 0;
         for row in self.rows().values_mut() {
@@ -489,6 +508,7 @@ impl Queue for FakeQueue {
     }
 
     async fn wait_for_work(&self, queue: &str, timeout: Duration) {
+        take_one(&self.panicking_waits).then(|| panic!("the wait's code panicked"));
         self.hub.wait(queue, timeout).await;
     }
 }
@@ -1086,6 +1106,65 @@ async fn pop_errors_back_off_and_recover() {
     let report = handle.shutdown(Duration::from_secs(1)).await;
     assert_eq!(report.counters.pop_errors, 4);
     assert_eq!(q.count(JobState::Completed), 10);
+}
+
+/// A panic in code the worker's own tasks call (here the queue's pop, rescue and batch ack)
+/// restarts the task; the worker goes on claiming, acknowledging and rescuing.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_worker_task_is_started_again() {
+    let q = FakeQueue::new();
+    // A holder that died: its job must still be rescued after the rescuer panicked twice.
+    push_n(&q, 1, json!({})).await;
+    let dead = q
+        .pop(PopRequest::new(Q).lease(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    push_n(&q, 20, json!({})).await;
+    q.panicking_pops.store(2, Ordering::SeqCst);
+    q.panicking_rescues.store(2, Ordering::SeqCst);
+    q.panicking_acks.store(1, Ordering::SeqCst);
+    let handle = builder(&q)
+        .rescue_interval(Some(Duration::from_millis(500)))
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(60), || {
+        q.count(JobState::Completed) == 21 && counters.rescued() >= 1
+    })
+    .await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    let c = report.counters;
+    // The rescuer panicked twice and was started again; a panicking claim is a failed claim;
+    // a panicking ack leaves its jobs to be rescued and run again.
+    assert_eq!(c.restarted, 2, "{c:?}");
+    assert_eq!(c.pop_errors, 2, "{c:?}");
+    assert!(c.abandoned >= 1, "{c:?}");
+    assert!(c.rescued > c.abandoned, "{c:?}");
+    assert_eq!(q.panicking_pops.load(Ordering::SeqCst), 0);
+    assert_eq!(q.panicking_rescues.load(Ordering::SeqCst), 0);
+    assert_eq!(q.panicking_acks.load(Ordering::SeqCst), 0);
+}
+
+/// The claim loop itself panicking (here in the queue's wait for work) is started again, and
+/// the worker goes on claiming.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_dispatcher_is_started_again() {
+    let q = FakeQueue::new();
+    q.panicking_waits.store(3, Ordering::SeqCst);
+    let handle = builder(&q).handler_fn(noop()).build().unwrap().start();
+    until(Duration::from_secs(30), || {
+        q.panicking_waits.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    push_n(&q, 5, json!({})).await;
+    let counters = handle.counters();
+    until(Duration::from_secs(30), || counters.completed() == 5).await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.counters.restarted, 3, "{:?}", report.counters);
+    assert_eq!(q.count(JobState::Completed), 5);
 }
 
 #[tokio::test(start_paused = true)]
