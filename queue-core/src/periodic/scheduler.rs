@@ -267,7 +267,7 @@ impl Scheduler {
     pub fn start(self) -> SchedulerHandle {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (progress_tx, progress_rx) = watch::channel(SchedulerProgress::default());
-        tracing::info!(target: LOG_TARGET, schedules = self.jobs.len(), "scheduler started");
+        tracing::info!(target: LOG_TARGET, code_schedules = self.jobs.len(), "scheduler started");
         let task = tokio::spawn(run(self, stop_rx, progress_tx));
         SchedulerHandle {
             stop: stop_tx,
