@@ -311,6 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn aliases_and_special_characters() {
+        // 2026-01-31 is a Saturday.
+        let after = utc(2026, 1, 30, 12, 0, 0);
+        for (expression, next) in [
+            ("@daily", utc(2026, 1, 31, 0, 0, 0)),
+            ("@hourly", utc(2026, 1, 30, 13, 0, 0)),
+            ("0 0 L * *", utc(2026, 1, 31, 0, 0, 0)),
+            // The last Friday of January 2026 is the 30th; of February, the 27th.
+            ("0 0 * * 5#L", utc(2026, 2, 27, 0, 0, 0)),
+            // The weekday nearest Saturday the 31st is Friday the 30th.
+            ("0 18 31W * *", utc(2026, 1, 30, 18, 0, 0)),
+            ("0 9 * * MON-FRI", utc(2026, 2, 2, 9, 0, 0)),
+            ("0 0 1 JAN *", utc(2027, 1, 1, 0, 0, 0)),
+        ] {
+            let c = Cadence::parse(expression, "UTC").unwrap();
+            assert_eq!(c.next_after(after), Some(next), "{expression}");
+        }
+    }
+
+    #[test]
     fn time_zones_shift_the_wall_clock() {
         let nine = Cadence::parse("0 9 * * *", "America/New_York").unwrap();
         // 09:00 EST is 14:00 UTC in January.
