@@ -35,7 +35,9 @@
 //! the old processes keep the new definition alive rather than reverting it. A change of the
 //! expression or time zone starts the schedule afresh: slots of the new expression before the
 //! change are not enqueued. Schedules registered by an operator ([`Registration::Operator`],
-//! `queue schedules add`) have no lease and fire until removed (`queue schedules remove`).
+//! `queue schedules add`) have no lease and fire until removed (`queue schedules remove`). An
+//! operator cannot change or remove a code schedule while its lease runs; a code registration
+//! under the name of an operator's schedule takes that schedule over.
 //!
 //! Daylight saving time: see [`Cadence`].
 
@@ -431,7 +433,8 @@ impl ScheduleInfo {
 pub struct TickReport {
     /// The slots this tick enqueued: schedule name, slot, job id.
     pub enqueued: Vec<(String, DateTime<Utc>, JobId)>,
-    /// Due slots that another process enqueued first (this tick changed nothing for them).
+    /// Schedules whose due slots another process enqueued first (this tick changed nothing
+    /// for them).
     pub lost: usize,
     /// Schedules that could not be fired, with the reason (e.g. a stored expression that does
     /// not parse, or a database error); the others were fired.

@@ -177,7 +177,7 @@ pub struct SchedulerProgress {
     pub last_tick: Option<DateTime<Utc>>,
     /// Slots this scheduler enqueued.
     pub enqueued: u64,
-    /// Due slots that another process enqueued first.
+    /// Schedule firings that found their due slots enqueued by another process first.
     pub lost: u64,
     /// Ticks or schedules that failed (logged).
     pub failures: u64,
