@@ -235,7 +235,7 @@ fn time(t: DateTime<Utc>) -> String {
 }
 
 /// Who registered it, and whether it still fires.
-fn registered(s: &ScheduleInfo, now: DateTime<Utc>) -> &'static str {
+pub(crate) fn registered(s: &ScheduleInfo, now: DateTime<Utc>) -> &'static str {
     match (s.origin, s.is_active(now)) {
         (Origin::Operator, _) => "operator",
         (Origin::Code, true) => "code",
@@ -244,7 +244,7 @@ fn registered(s: &ScheduleInfo, now: DateTime<Utc>) -> &'static str {
 }
 
 /// How the last slot's job ended, in words.
-fn last_job(s: &ScheduleInfo) -> &'static str {
+pub(crate) fn last_job(s: &ScheduleInfo) -> &'static str {
     match (s.last_job, s.last_job_state) {
         (None, _) => "-",
         (Some(_), None) => "unknown (pruned)",
@@ -256,7 +256,8 @@ fn last_job(s: &ScheduleInfo) -> &'static str {
     }
 }
 
-fn next(s: &ScheduleInfo, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+/// The next slot of an active schedule.
+pub(crate) fn next(s: &ScheduleInfo, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     if s.is_active(now) {
         s.next_slot(now).ok().flatten()
     } else {
