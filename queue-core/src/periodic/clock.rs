@@ -20,7 +20,7 @@ pub trait Clock: Send + Sync + 'static {
     /// When the clock cannot be read (the database is unavailable).
     async fn now(&self) -> Result<DateTime<Utc>>;
 
-    /// Returns once the clock has reached `until`, given that it read `now` a moment ago (or
+    /// Returns once the clock has reached `until`, given that it shows about `now` (or
     /// earlier, spuriously: the scheduler reads the clock again).
     async fn sleep_until(&self, now: DateTime<Utc>, until: DateTime<Utc>);
 }

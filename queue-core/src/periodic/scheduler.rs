@@ -310,6 +310,7 @@ async fn run(
         if *stop.borrow() {
             break;
         }
+        let read_at = tokio::time::Instant::now();
         let now = match s.clock.now().await {
             Ok(now) => now,
             Err(e) => {
@@ -377,10 +378,13 @@ async fn run(
             retry = (retry * 2).min(s.poll.max(FIRST_RETRY));
             continue;
         }
+        // The clock has moved on while this tick ran: wait from where it is now.
+        let ran = chrono::Duration::from_std(read_at.elapsed()).unwrap_or_default();
+        let now_estimate = now.checked_add_signed(ran).unwrap_or(now);
         tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => break,
-            _ = s.clock.sleep_until(now, wake) => {}
+            _ = s.clock.sleep_until(now_estimate, wake) => {}
         }
     }
     tracing::info!(target: LOG_TARGET, "scheduler stopped");
