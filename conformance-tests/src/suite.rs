@@ -85,5 +85,15 @@ pub fn catalogue() -> Vec<Case> {
         wakeups::push_wakes_waiter_in_process,
         wakeups::listen_notify_wakes_other_value,
         wakeups::every_transition_to_due_wakes_waiters,
+        // Periodic jobs (schedules).
+        schedules::schedules_two_schedulers_one_job_per_slot,
+        schedules::schedules_eight_schedulers_one_job_per_slot,
+        schedules::schedules_concurrent_ticks_enqueue_once,
+        schedules::schedules_misfire_skip_enqueues_only_the_latest,
+        schedules::schedules_misfire_catch_up_is_bounded,
+        schedules::schedules_removed_schedule_stops_firing,
+        schedules::schedules_changed_expression_takes_effect,
+        schedules::schedules_bad_input_stores_nothing,
+        schedules::schedules_worker_runs_the_slot_jobs,
     ]
 }

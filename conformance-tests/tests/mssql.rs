@@ -320,6 +320,7 @@ impl Fixture for MsSqlFixture {
             &self.queue,
             &in_schema(
                 "DROP TABLE IF EXISTS [{schema}].[effects]; DROP TABLE IF EXISTS [{schema}].[jobs]; \
+                 DROP TABLE IF EXISTS [{schema}].[schedules]; \
                  DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
                 &self.schema,
             ),
@@ -405,8 +406,8 @@ async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
     run_batch(
         q,
         &in_schema(
-            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[migrations]; \
-             DROP SCHEMA IF EXISTS [{schema}];",
+            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[schedules]; \
+             DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
             q.schema(),
         ),
     )

@@ -78,8 +78,8 @@ async fn drop_schema(admin: &Pool, schema: &str) -> Result<()> {
     batch(
         admin,
         &format!(
-            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[migrations]; \
-             DROP SCHEMA IF EXISTS [{schema}];"
+            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[schedules]; \
+             DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];"
         ),
     )
     .await

@@ -19,6 +19,7 @@ mod demo;
 mod duration;
 mod failure;
 mod payload;
+mod schedules;
 pub mod serve;
 mod signal;
 mod table;
@@ -66,6 +67,9 @@ enum Command {
     /// Serve the web dashboard: every queue's counts and throughput, job lists, job pages,
     /// and actions (retry, cancel, bulk retry, prune), on 127.0.0.1:8787 by default.
     Serve(serve::ServeArgs),
+    /// Periodic jobs: list the schedules (the default), `add` or `remove` one, or `run` a
+    /// scheduler that fires them.
+    Schedules(schedules::SchedulesArgs),
 }
 
 /// Runs the `queue` command with the process's arguments and returns its exit status.
@@ -103,6 +107,7 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Prune(args) => admin::prune(args).await,
         Command::Work(args) => work::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Schedules(args) => schedules::run(args).await,
     }
 }
 
@@ -154,7 +159,7 @@ fn init_tracing(verbose: u8, quiet_worker: bool) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         0 if quiet_worker => "warn,queue::cli=info,queue::worker=off",
-        0 => "warn,queue::cli=info",
+        0 => "warn,queue::cli=info,queue::scheduler=info",
         1 => "info",
         _ => "debug",
     };
@@ -183,5 +188,30 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
         let ok = Cli::try_parse_from(["queue", "push", "--queue", "q", "--delay", "-5s"]).unwrap();
         assert!(matches!(ok.command, Command::Push(_)));
+        for args in [
+            &["queue", "schedules"][..],
+            &["queue", "schedules", "--json"],
+            &["queue", "schedules", "list"],
+            &["queue", "schedules", "remove", "nightly"],
+            &["queue", "schedules", "run"],
+            &[
+                "queue",
+                "schedules",
+                "add",
+                "nightly",
+                "--cron",
+                "30 2 * * *",
+                "--queue",
+                "q",
+                "--catch-up",
+                "0",
+            ],
+        ] {
+            let parsed = Cli::try_parse_from(args).unwrap();
+            assert!(matches!(parsed.command, Command::Schedules(_)), "{args:?}");
+        }
+        let err =
+            Cli::try_parse_from(["queue", "schedules", "add", "n", "--queue", "q"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 }

@@ -1,5 +1,5 @@
 //! The `queue` command through the real binary, checked against what the database stores:
-//! `push` with payloads from a file and from standard input, and `list` paging.
+//! `push` with payloads from a file and from standard input, `list` paging, and `schedules`.
 
 use std::io::Write;
 use std::path::Path;
@@ -198,4 +198,94 @@ async fn list_pages_with_before() {
     let out = queue_cmd(&["list", "--url", &url, "--before", "yesterday"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid before: must be a job id"));
+}
+
+/// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
+/// against the schedules the database stores.
+#[tokio::test]
+async fn schedules_are_added_listed_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let out = ok(&queue_cmd(
+        &[
+            "schedules",
+            "add",
+            "nightly",
+            "--url",
+            &url,
+            "--cron",
+            "30 2 * * *",
+            "--time-zone",
+            "Europe/Berlin",
+            "--queue",
+            "reports",
+            "--payload",
+            "{\"kind\":\"nightly\"}",
+            "--catch-up",
+            "3",
+        ],
+        None,
+    ));
+    assert!(
+        out.starts_with("added schedule nightly; next slot "),
+        "{out}"
+    );
+    let queue = dbqueue::connect(&url).await.expect("connects");
+    let stored = queue.schedules().await.expect("lists");
+    assert_eq!(stored.len(), 1);
+    let s = &stored[0];
+    assert_eq!(s.job.expression(), "30 2 * * *");
+    assert_eq!(s.job.time_zone_name(), "Europe/Berlin");
+    assert_eq!(s.job.payload_json(), "{\"kind\":\"nightly\"}");
+    assert_eq!(
+        s.job.misfire_policy(),
+        dbqueue::periodic::Misfire::CatchUp { max: 3 }
+    );
+    assert_eq!(s.origin, dbqueue::periodic::Origin::Operator);
+
+    let listing = ok(&queue_cmd(&["schedules", "--url", &url], None));
+    assert!(
+        listing.contains("nightly  30 2 * * *  Europe/Berlin  reports  operator"),
+        "{listing}"
+    );
+
+    for (args, field) in [
+        (&["--cron", "61 * * * *", "--queue", "q"][..], "expression"),
+        (
+            &[
+                "--cron",
+                "* * * * *",
+                "--queue",
+                "q",
+                "--time-zone",
+                "Nowhere/Else",
+            ],
+            "time_zone",
+        ),
+        (
+            &["--cron", "* * * * *", "--queue", "q", "--catch-up", "0"],
+            "catch_up",
+        ),
+        (&["--cron", "* * * * *", "--queue", "bad queue"], "queue"),
+    ] {
+        let mut all = vec!["schedules", "add", "other", "--url", &url];
+        all.extend_from_slice(args);
+        let out = queue_cmd(&all, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid {field}:")),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(queue.schedules().await.expect("lists").len(), 1);
+
+    ok(&queue_cmd(
+        &["schedules", "remove", "nightly", "--url", &url],
+        None,
+    ));
+    assert!(queue.schedules().await.expect("lists").is_empty());
+    let out = queue_cmd(&["schedules", "remove", "nightly", "--url", &url], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no schedule named \"nightly\""));
 }

@@ -115,12 +115,14 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let refresh = cost(&mut c, "/fragment/overview").await?;
     let list = cost(&mut c, "/jobs?queue=emails&state=dead").await?;
     let job = cost(&mut c, &format!("/jobs/{id}")).await?;
+    let schedules = cost(&mut c, "/schedules").await?;
     let backend = fx.backend.name();
     for (what, statements) in [
         ("overview, first view (counts and chart)", &cold),
         ("overview refresh (chart cached)", &refresh),
         ("job list of one queue and state", &list),
         ("job page", &job),
+        ("schedules", &schedules),
     ] {
         println!(
             "{backend}: {what}: {} statement(s): {}",
@@ -134,6 +136,8 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
     );
     ensure!(list.len() == 2, "stats and one page: {list:?}");
     ensure!(job.len() == 1, "one read: {job:?}");
+    // The database's clock where it has one, and the schedules with their last jobs.
+    ensure!((1..=2).contains(&schedules.len()), "{schedules:?}");
     // Counts, the database's clock where it has one, and one page per finished state.
     ensure!((3..=4).contains(&cold.len()), "{cold:?}");
     ensure!(cold.iter().filter(|s| s.contains("payload")).count() == 2);

@@ -667,6 +667,46 @@ async fn missing_tables_say_to_migrate(fx: Arc<Fixture>) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn the_schedules_page_lists_every_schedule(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    use dbqueue::periodic::{PeriodicJob, Registration};
+    let q = fx.queue.as_ref();
+    let mut c = client(&fx);
+    c.get("/schedules")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("id=\"no-schedules\"")?;
+    let now = q.now().await?;
+    let nightly =
+        PeriodicJob::new("nightly", "30 2 * * *", "reports", &"r")?.time_zone("Europe/Berlin");
+    q.schedule_register(&nightly, Registration::Operator, now)
+        .await?;
+    let beat = PeriodicJob::new("beat", "* * * * * *", "pings", &"p")?;
+    q.schedule_register(
+        &beat,
+        Registration::Operator,
+        now - chrono::TimeDelta::seconds(10),
+    )
+    .await?;
+    let report = q.schedule_tick(now).await?;
+    ensure!(report.enqueued.len() == 1, "{report:?}");
+    let id = report.enqueued[0].2;
+    let page = c.get("/schedules").await?.expect(StatusCode::OK)?;
+    page.has("<tr data-schedule=\"nightly\">")?
+        .has("Europe/Berlin")?
+        .has("<tr data-schedule=\"beat\">")?
+        .has(&format!("<a href=\"/jobs/{id}\">pending</a>"))?
+        .has(&format!("href=\"{}\"", esc("/jobs?queue=pings")))?;
+    // Its job completes: the page says the last slot's job succeeded.
+    let leased = q.pop(dbqueue::PopRequest::new("pings")).await?;
+    ensure!(leased.len() == 1 && leased[0].job.id == id);
+    q.ack(&leased[0].lease).await?;
+    c.get("/schedules")
+        .await?
+        .expect(StatusCode::OK)?
+        .has(&format!("<a href=\"/jobs/{id}\">succeeded</a>"))?;
+    Ok(())
+}
+
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let cases = [
@@ -687,6 +727,7 @@ fn main() {
         case!(untrusted_text_is_escaped_everywhere),
         case!(bad_requests_name_the_field),
         case!(missing_tables_say_to_migrate),
+        case!(the_schedules_page_lists_every_schedule),
     ];
     libtest_mimic::run(&args, support::backend_trials(&cases)).exit();
 }

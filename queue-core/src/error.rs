@@ -71,6 +71,13 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// No schedule has this name.
+    #[error("no schedule named {name:?}")]
+    UnknownSchedule {
+        /// The name that was looked up.
+        name: String,
+    },
+
     /// The backend cannot do this (e.g. LISTEN/NOTIFY on SQLite).
     #[error("not supported by this backend: {0}")]
     Unsupported(&'static str),

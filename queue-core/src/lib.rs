@@ -16,6 +16,7 @@
 pub mod engine;
 pub mod error;
 pub mod job;
+pub mod periodic;
 pub mod queue;
 pub mod retry;
 pub mod validate;
@@ -26,6 +27,9 @@ pub use engine::{Backend, CommonOptions, Engine};
 pub use error::{BoxError, Error, Result};
 pub use job::{
     FailOutcome, Failure, FailureKind, Job, JobId, JobState, Lease, Leased, NewJob, Schedule,
+};
+pub use periodic::{
+    ManualClock, Misfire, PeriodicJob, Registration, ScheduleInfo, Scheduler, SchedulerHandle,
 };
 pub use queue::{
     Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::validate::{self, Limits};
 
 /// Which SQL dialect a backend speaks.
@@ -448,6 +449,73 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::Unavailable`].
     async fn now(&self) -> Result<DateTime<Utc>> {
         Ok(Utc::now())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Periodic jobs (schedules): see [`crate::periodic`]. `now` is the scheduler's clock (the
+    // database's in production). A [`crate::periodic::Scheduler`] calls these; so does the
+    // `queue schedules` command.
+
+    /// Registers the schedule `job`: creates it, or rewrites its definition when it differs
+    /// (a new expression or time zone starts it afresh: no slot before `now` is enqueued), or,
+    /// unchanged, renews a code registration's lease.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field for a bad schedule or lease, and (field `name`)
+    /// for an operator's registration of a schedule that a running process registered in code;
+    /// nothing is stored. [`Error::Unsupported`] where the backend has no schedules.
+    async fn schedule_register(
+        &self,
+        job: &PeriodicJob,
+        how: Registration,
+        now: DateTime<Utc>,
+    ) -> Result<Registered> {
+        let _ = (job, how, now);
+        Err(Error::Unsupported("periodic jobs"))
+    }
+
+    /// Renews the lease of the code schedule `job` until `lease` after `now`, without
+    /// rewriting its stored definition (registering it again when it is missing).
+    ///
+    /// # Errors
+    /// As [`Queue::schedule_register`].
+    async fn schedule_refresh(
+        &self,
+        job: &PeriodicJob,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let _ = (job, lease, now);
+        Err(Error::Unsupported("periodic jobs"))
+    }
+
+    /// Removes the schedule `name`: it fires no more. Its jobs already pushed stay.
+    ///
+    /// # Errors
+    /// [`Error::UnknownSchedule`]; [`Error::InvalidInput`] naming `name` for a bad name, or for
+    /// a schedule that a running process registered in code (remove it from the code instead).
+    async fn schedule_remove(&self, name: &str, now: DateTime<Utc>) -> Result<()> {
+        let _ = (name, now);
+        Err(Error::Unsupported("periodic jobs"))
+    }
+
+    /// Every stored schedule, by name, with its last slot and the state of that slot's job.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn schedules(&self) -> Result<Vec<ScheduleInfo>> {
+        Err(Error::Unsupported("periodic jobs"))
+    }
+
+    /// One tick at `now`: for every active schedule, enqueues its due slots (per its misfire
+    /// policy), each exactly once across every process ticking at the same time.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`] when the schedules cannot be read; a
+    /// schedule that cannot be fired is reported in [`TickReport::failed`].
+    async fn schedule_tick(&self, now: DateTime<Utc>) -> Result<TickReport> {
+        let _ = now;
+        Err(Error::Unsupported("periodic jobs"))
     }
 }
 

@@ -73,6 +73,14 @@ pub fn queue_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A schedule's name: 1..=128 characters of `[A-Za-z0-9_.:-]`, like a queue name.
+pub fn schedule_name(name: &str) -> Result<()> {
+    queue_name(name).map_err(|e| match e {
+        Error::InvalidInput { rule, .. } => Error::invalid("name", rule),
+        other => other,
+    })
+}
+
 /// A payload: JSON text no longer than the configured maximum.
 pub fn payload(json: &str, limits: &Limits) -> Result<()> {
     if json.len() > limits.max_payload_bytes {

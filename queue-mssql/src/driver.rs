@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
     Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, Target,
+    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats};
 use serde_json::value::RawValue;
@@ -131,6 +131,62 @@ pub(crate) fn leased(rows: &[Row]) -> Result<Vec<Leased>, MsSqlError> {
             Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
         })
         .collect()
+}
+
+/// A schedule row (`schedule_get`, `schedule_list`).
+fn schedule_from_row(row: &Row) -> Result<StoredSchedule, MsSqlError> {
+    let last_job = match bytes(row, "last_job")? {
+        Some(b) => Some(JobId(Uuid::from_slice(b).map_err(|_| {
+            decode(format!("last_job has {} bytes, not 16", b.len()))
+        })?)),
+        None => None,
+    };
+    Ok(StoredSchedule {
+        name: text(row, "name")?,
+        expression: text(row, "expression")?,
+        time_zone: text(row, "time_zone")?,
+        queue: text(row, "queue")?,
+        payload: text(row, "payload")?,
+        priority: int(row, "priority")?,
+        max_attempts: int(row, "max_attempts")?,
+        misfire: text(row, "misfire")?,
+        misfire_max: int(row, "misfire_max")?,
+        origin: text(row, "origin")?,
+        since: time(row, "since")?,
+        last_slot: opt_time(row, "last_slot")?,
+        last_job,
+        expires_at: opt_time(row, "expires_at")?,
+        version: row
+            .try_get::<i64, _>("version")?
+            .ok_or_else(|| decode("version is NULL"))?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+        last_job_state: opt_text(row, "last_job_state")?
+            .as_deref()
+            .map(parse_state)
+            .transpose()?,
+    })
+}
+
+/// The 15 values `schedule_insert` and `schedule_update` bind first (`@P1..@P15`).
+fn schedule_values(s: &StoredSchedule) -> Vec<ColumnData<'_>> {
+    vec![
+        s.name.as_str().into_sql(),
+        s.expression.as_str().into_sql(),
+        s.time_zone.as_str().into_sql(),
+        s.queue.as_str().into_sql(),
+        s.payload.as_str().into_sql(),
+        s.priority.into_sql(),
+        s.max_attempts.into_sql(),
+        s.misfire.as_str().into_sql(),
+        s.misfire_max.into_sql(),
+        s.origin.as_str().into_sql(),
+        s.since.into_sql(),
+        s.last_slot.into_sql(),
+        s.last_job.map(|j| j.0.as_bytes().to_vec()).into_sql(),
+        s.expires_at.into_sql(),
+        s.version.into_sql(),
+    ]
 }
 
 fn id(id: JobId) -> ColumnData<'static> {
@@ -624,6 +680,111 @@ impl Driver for MsSqlDriver {
             }
         }
         Ok(total)
+    }
+
+    // Periodic jobs (schedules).
+
+    type Tx = MsSqlTransaction;
+
+    /// A transaction on a pooled session at READ COMMITTED (what the pool resets sessions to).
+    async fn tx_begin(&self) -> Result<Self::Tx, MsSqlError> {
+        MsSqlTransaction::begin(&self.pool).await
+    }
+
+    fn tx_conn(tx: &mut Self::Tx) -> &mut MsSqlTransaction {
+        tx
+    }
+
+    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), MsSqlError> {
+        tx.commit().await
+    }
+
+    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), MsSqlError> {
+        tx.rollback().await
+    }
+
+    async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.schedule_get, vec![name.into_sql()])
+            .await?;
+        rows.first().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, MsSqlError> {
+        let rows = self.fetch(&self.sql.schedule_list, Vec::new()).await?;
+        rows.iter().map(schedule_from_row).collect()
+    }
+
+    async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), MsSqlError> {
+        let mut params = schedule_values(s);
+        params.push(s.created_at.into_sql());
+        params.push(s.updated_at.into_sql());
+        self.conn()
+            .await?
+            .execute(&self.sql.schedule_insert, params)
+            .await?;
+        Ok(())
+    }
+
+    async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, MsSqlError> {
+        let mut params = schedule_values(s);
+        params.push(s.updated_at.into_sql());
+        params.push(version.into_sql());
+        self.conn()
+            .await?
+            .execute(&self.sql.schedule_update, params)
+            .await
+    }
+
+    async fn schedule_touch(
+        &self,
+        name: &str,
+        expires_at: DateTime<Utc>,
+    ) -> Result<u64, MsSqlError> {
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.schedule_touch,
+                vec![name.into_sql(), expires_at.into_sql()],
+            )
+            .await
+    }
+
+    async fn schedule_advance(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        p: ScheduleAdvance<'_>,
+    ) -> Result<u64, MsSqlError> {
+        let params = vec![
+            p.name.into_sql(),
+            p.version.into_sql(),
+            p.last_slot.into_sql(),
+            id(p.last_job),
+            p.now.into_sql(),
+        ];
+        match target {
+            Target::Pool => {
+                self.conn()
+                    .await?
+                    .execute(&self.sql.schedule_advance, params)
+                    .await
+            }
+            Target::Tx(tx) => {
+                tx.connection()
+                    .execute(&self.sql.schedule_advance, params)
+                    .await
+            }
+        }
+    }
+
+    async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, MsSqlError> {
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.schedule_delete,
+                vec![name.into_sql(), version.into_sql()],
+            )
+            .await
     }
 }
 

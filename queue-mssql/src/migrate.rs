@@ -6,11 +6,18 @@
 use queue_core::engine::Migration;
 
 /// Every migration, oldest first. Append only: an applied migration never changes.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "jobs",
-    sql: include_str!("../migrations/0001_jobs.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "jobs",
+        sql: include_str!("../migrations/0001_jobs.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "schedules",
+        sql: include_str!("../migrations/0003_schedules.sql"),
+    },
+];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
 /// positive (some T-SQL implementations refuse a zero timeout), and below tiberius's 30 s
@@ -54,6 +61,18 @@ mod tests {
             !sql.contains("ISJSON"),
             "scalar JSON payloads are valid jobs"
         );
+    }
+
+    #[test]
+    fn the_schedules_table_is_spliced_and_checked() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "schedules").unwrap();
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(sql.starts_with("CREATE TABLE [s1].[schedules]"), "{sql}");
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        assert!(sql.contains("CONSTRAINT schedules_pkey PRIMARY KEY CLUSTERED (name)"));
+        assert!(sql.contains("last_job     BINARY(16)"));
+        assert!(sql.contains("version      BIGINT"));
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 
     #[test]

@@ -90,6 +90,13 @@ statements!(
     job_list,
     job_stats,
     job_prune,
+    schedule_get,
+    schedule_list,
+    schedule_insert,
+    schedule_update,
+    schedule_touch,
+    schedule_advance,
+    schedule_delete,
 );
 
 /// `count` tuples made from `template`, whose `{}` are replaced by consecutive placeholder
@@ -250,6 +257,13 @@ mod tests {
             ("job_get", 1),
             ("job_list", 4),
             ("job_stats", 1),
+            ("schedule_get", 1),
+            ("schedule_list", 0),
+            ("schedule_insert", 17),
+            ("schedule_update", 17),
+            ("schedule_touch", 2),
+            ("schedule_advance", 5),
+            ("schedule_delete", 2),
         ] {
             let text = s.all().into_iter().find(|(n, _)| *n == name).unwrap().1;
             gapless(name, text, n);
@@ -394,6 +408,32 @@ mod tests {
             let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
             assert!(loaded.contains(&stem.as_str()), "{stem}.sql is not loaded");
         }
+    }
+
+    #[test]
+    fn schedule_compare_and_sets_are_locking_reads_of_the_version() {
+        let s = sql();
+        for (name, text) in [
+            ("schedule_advance", &*s.schedule_advance),
+            ("schedule_update", &*s.schedule_update),
+            ("schedule_delete", &*s.schedule_delete),
+        ] {
+            assert!(
+                text.contains("[jobs_s].[schedules] WITH (READCOMMITTEDLOCK)"),
+                "{name}: {text}"
+            );
+            assert!(text.contains("WHERE name = @P1 AND version = @P"), "{name}");
+        }
+        assert!(s.schedule_advance.contains("version = version + 1"));
+        // A renewal never changes the version, and never shortens a lease.
+        assert!(!s.schedule_touch.contains("version"));
+        assert!(s.schedule_touch.contains("expires_at < @P2 THEN @P2"));
+        assert!(s.schedule_touch.contains("origin = N'code'"));
+        // Ids are bound as bytes and compared as the jobs table stores them.
+        assert!(s.schedule_insert.contains("CAST(@P13 AS BINARY(16))"));
+        assert!(s
+            .schedule_list
+            .contains("LEFT JOIN [jobs_s].[jobs] AS j ON j.id = s.last_job"));
     }
 
     #[test]

@@ -7,13 +7,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, Target,
+    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueStats};
 use serde_json::value::RawValue;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
 use sqlx::pool::PoolConnection;
-use sqlx::{Acquire, Executor, MySql, Row};
+use sqlx::{Acquire, Executor, MySql, Row, Transaction};
 use uuid::Uuid;
 
 use crate::migrate::{statements, MIGRATIONS};
@@ -63,6 +63,55 @@ fn payload(row: &MySqlRow) -> Result<Box<RawValue>, sqlx::Error> {
 fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
     s.parse()
         .map_err(|_| decode(format!("unknown job state {s:?}")))
+}
+
+/// A schedule row (`schedule_get`, `schedule_list`).
+fn schedule_from_row(row: &MySqlRow) -> Result<StoredSchedule, sqlx::Error> {
+    let last_job: Option<Uuid> = row.try_get("last_job")?;
+    Ok(StoredSchedule {
+        name: text(row, "name")?,
+        expression: text(row, "expression")?,
+        time_zone: text(row, "time_zone")?,
+        queue: text(row, "queue")?,
+        payload: text(row, "payload")?,
+        priority: row.try_get("priority")?,
+        max_attempts: row.try_get("max_attempts")?,
+        misfire: text(row, "misfire")?,
+        misfire_max: row.try_get("misfire_max")?,
+        origin: text(row, "origin")?,
+        since: row.try_get("since")?,
+        last_slot: row.try_get("last_slot")?,
+        last_job: last_job.map(JobId),
+        expires_at: row.try_get("expires_at")?,
+        version: row.try_get("version")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_job_state: opt_text(row, "last_job_state")?
+            .as_deref()
+            .map(parse_state)
+            .transpose()?,
+    })
+}
+
+/// The 14 columns after the name that `schedule_insert` and `schedule_update` bind in order.
+fn bind_definition<'q>(
+    q: sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments>,
+    s: &'q StoredSchedule,
+) -> sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments> {
+    q.bind(&s.expression)
+        .bind(&s.time_zone)
+        .bind(&s.queue)
+        .bind(&s.payload)
+        .bind(s.priority)
+        .bind(s.max_attempts)
+        .bind(&s.misfire)
+        .bind(s.misfire_max)
+        .bind(&s.origin)
+        .bind(s.since)
+        .bind(s.last_slot)
+        .bind(s.last_job.map(|j| j.0))
+        .bind(s.expires_at)
+        .bind(s.version)
 }
 
 fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
@@ -710,6 +759,103 @@ impl Driver for MySqlDriver {
             .bind(p.queue)
             .bind(p.queue)
             .bind(p.limit as u64)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    // Periodic jobs (schedules).
+
+    type Tx = Transaction<'static, MySql>;
+
+    /// A READ COMMITTED transaction (the pool's sessions are set to it).
+    async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
+        self.pool.begin().await
+    }
+
+    fn tx_conn(tx: &mut Self::Tx) -> &mut MySqlConnection {
+        tx
+    }
+
+    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
+        tx.commit().await
+    }
+
+    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
+        tx.rollback().await
+    }
+
+    async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {
+        let row = sqlx::query(self.sql.schedule_get.clone())
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.schedule_list.clone())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(schedule_from_row).collect()
+    }
+
+    async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), sqlx::Error> {
+        let q = sqlx::query(self.sql.schedule_insert.clone()).bind(&s.name);
+        bind_definition(q, s)
+            .bind(s.created_at)
+            .bind(s.updated_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, sqlx::Error> {
+        let done = bind_definition(sqlx::query(self.sql.schedule_update.clone()), s)
+            .bind(s.updated_at)
+            .bind(&s.name)
+            .bind(version)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_touch(
+        &self,
+        name: &str,
+        expires_at: DateTime<Utc>,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.schedule_touch.clone())
+            .bind(expires_at)
+            .bind(expires_at)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_advance(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        p: ScheduleAdvance<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.schedule_advance.clone())
+            .bind(p.last_slot)
+            .bind(p.last_job.0)
+            .bind(p.now)
+            .bind(p.name)
+            .bind(p.version);
+        let done = match target {
+            Target::Pool => q.execute(&self.pool).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.schedule_delete.clone())
+            .bind(name)
+            .bind(version)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())

@@ -21,6 +21,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "dedup_bytes",
         sql: include_str!("../migrations/0002_dedup_bytes.sql"),
     },
+    Migration {
+        version: 4,
+        name: "schedules",
+        sql: include_str!("../migrations/0004_schedules.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`

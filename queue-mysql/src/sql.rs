@@ -39,6 +39,13 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_list,
     job_stats,
     job_prune,
+    schedule_get,
+    schedule_list,
+    schedule_insert,
+    schedule_update,
+    schedule_touch,
+    schedule_advance,
+    schedule_delete,
 );
 
 /// `n` copies of `item` joined by `sep`.

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, Target,
+    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats, WakeHub};
 use serde_json::value::RawValue;
@@ -88,6 +88,54 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         finished_at: row.try_get("finished_at")?,
     };
     Ok((job, row.try_get("lease_token")?))
+}
+
+/// A schedule row (`schedule_get`, `schedule_list`).
+fn schedule_from_row(row: &PgRow) -> Result<StoredSchedule, sqlx::Error> {
+    let state: Option<String> = row.try_get("last_job_state")?;
+    let last_job: Option<Uuid> = row.try_get("last_job")?;
+    Ok(StoredSchedule {
+        name: row.try_get("name")?,
+        expression: row.try_get("expression")?,
+        time_zone: row.try_get("time_zone")?,
+        queue: row.try_get("queue")?,
+        payload: row.try_get("payload")?,
+        priority: row.try_get("priority")?,
+        max_attempts: row.try_get("max_attempts")?,
+        misfire: row.try_get("misfire")?,
+        misfire_max: row.try_get("misfire_max")?,
+        origin: row.try_get("origin")?,
+        since: row.try_get("since")?,
+        last_slot: row.try_get("last_slot")?,
+        last_job: last_job.map(JobId),
+        expires_at: row.try_get("expires_at")?,
+        version: row.try_get("version")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_job_state: state.as_deref().map(parse_state).transpose()?,
+    })
+}
+
+/// `schedule_insert` and `schedule_update` bind the same 15 columns first.
+fn bind_schedule<'q>(
+    q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    s: &'q StoredSchedule,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    q.bind(&s.name)
+        .bind(&s.expression)
+        .bind(&s.time_zone)
+        .bind(&s.queue)
+        .bind(&s.payload)
+        .bind(s.priority)
+        .bind(s.max_attempts)
+        .bind(&s.misfire)
+        .bind(s.misfire_max)
+        .bind(&s.origin)
+        .bind(s.since)
+        .bind(s.last_slot)
+        .bind(s.last_job.map(|j| j.0))
+        .bind(s.expires_at)
+        .bind(s.version)
 }
 
 /// Claimed rows as jobs with their leases.
@@ -593,5 +641,98 @@ impl Driver for PgDriver {
     fn watch(&self, queue: &str, hub: &Arc<WakeHub>) {
         self.listener
             .ensure(queue, &self.listen_pool, &self.channel, hub);
+    }
+
+    // Periodic jobs (schedules).
+
+    type Tx = Transaction<'static, Postgres>;
+
+    async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
+        self.pool.begin().await
+    }
+
+    fn tx_conn(tx: &mut Self::Tx) -> &mut PgConnection {
+        tx
+    }
+
+    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
+        tx.commit().await
+    }
+
+    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
+        tx.rollback().await
+    }
+
+    async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {
+        let row = sqlx::query(self.sql.schedule_get.clone())
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.schedule_list.clone())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(schedule_from_row).collect()
+    }
+
+    async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), sqlx::Error> {
+        bind_schedule(sqlx::query(self.sql.schedule_insert.clone()), s)
+            .bind(s.created_at)
+            .bind(s.updated_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, sqlx::Error> {
+        let done = bind_schedule(sqlx::query(self.sql.schedule_update.clone()), s)
+            .bind(s.updated_at)
+            .bind(version)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_touch(
+        &self,
+        name: &str,
+        expires_at: DateTime<Utc>,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.schedule_touch.clone())
+            .bind(name)
+            .bind(expires_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_advance(
+        &self,
+        target: Target<'_, PgConnection>,
+        p: ScheduleAdvance<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.schedule_advance.clone())
+            .bind(p.name)
+            .bind(p.version)
+            .bind(p.last_slot)
+            .bind(p.last_job.0)
+            .bind(p.now);
+        let done = match target {
+            Target::Pool => q.execute(&self.pool).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.schedule_delete.clone())
+            .bind(name)
+            .bind(version)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 }

@@ -21,4 +21,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "run_at_default",
         sql: include_str!("../migrations/0003_run_at_default.sql"),
     },
+    Migration {
+        version: 5,
+        name: "schedules",
+        sql: include_str!("../migrations/0005_schedules.sql"),
+    },
 ];

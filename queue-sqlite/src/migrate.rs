@@ -5,8 +5,15 @@
 use queue_core::engine::Migration;
 
 /// Every migration, oldest first. Append only: an applied migration never changes.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../migrations/0001_init.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/0001_init.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "schedules",
+        sql: include_str!("../migrations/0003_schedules.sql"),
+    },
+];

@@ -8,6 +8,7 @@ pub mod concurrency;
 pub mod dedup;
 pub mod leases;
 pub mod lifecycle;
+pub mod schedules;
 pub mod transactions;
 pub mod validation;
 pub mod wakeups;

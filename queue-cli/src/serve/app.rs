@@ -185,6 +185,7 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/actions/retry-dead", post(actions::retry_dead))
         .route("/actions/prune", post(actions::prune))
         .route("/search", get(pages::search))
+        .route("/schedules", get(pages::schedules))
         .route("/login", get(pages::login).post(actions::login))
         .route("/logout", post(actions::logout))
         .route("/static/app.css", get(app_css))

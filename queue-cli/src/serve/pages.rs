@@ -17,7 +17,7 @@ use super::security::{local_path, Csrf};
 use super::views::{
     self, count, error_page, html, jobs_href, message_page, query, JobPage, JobRow, JobView,
     JobsPage, Layout, Notice, OverviewBody, OverviewFragment, OverviewPage, QueueActions,
-    SearchPage, Tab,
+    ScheduleRow, SchedulesPage, SearchPage, Tab,
 };
 
 /// The counts and charts of every queue.
@@ -63,6 +63,29 @@ pub(crate) async fn overview_fragment(State(app): State<Arc<Dashboard>>) -> Resp
             };
             html(views::error_status(&e), &OverviewFragment { body })
         }
+    }
+}
+
+/// `/schedules`: every periodic schedule with its next and last slot and how the last slot's
+/// job ended (read only: schedules change in code or with `queue schedules`).
+pub(crate) async fn schedules(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+) -> Response {
+    let read = async {
+        let now = app.queue.now().await?;
+        Ok::<_, Error>((now, app.queue.schedules().await?))
+    };
+    match read.await {
+        Ok((now, all)) => html(
+            StatusCode::OK,
+            &SchedulesPage {
+                layout: Layout::new(&app, "Schedules", &csrf),
+                rows: all.iter().map(|s| ScheduleRow::new(s, now)).collect(),
+                updated: now.format("%H:%M:%S UTC").to_string(),
+            },
+        ),
+        Err(e) => error_page(&app, &csrf, &e),
     }
 }
 

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use queue_core::{Error, Job, JobState, QueueStats};
+use queue_core::{Error, Job, JobState, QueueStats, ScheduleInfo};
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
@@ -409,6 +409,56 @@ impl JobRow {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// One row of the schedules page.
+#[derive(Debug)]
+pub(crate) struct ScheduleRow {
+    pub(crate) name: String,
+    pub(crate) expression: String,
+    pub(crate) time_zone: String,
+    pub(crate) queue: String,
+    pub(crate) queue_href: String,
+    pub(crate) registered: &'static str,
+    pub(crate) next: String,
+    pub(crate) last_slot: String,
+    pub(crate) last_job: &'static str,
+    pub(crate) last_job_href: Option<String>,
+}
+
+impl ScheduleRow {
+    pub(crate) fn new(s: &ScheduleInfo, now: DateTime<Utc>) -> Self {
+        let slot = |t: Option<DateTime<Utc>>| {
+            t.map_or_else(
+                || "-".to_owned(),
+                |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+            )
+        };
+        ScheduleRow {
+            name: s.job.name().to_owned(),
+            expression: s.job.expression().to_owned(),
+            time_zone: s.job.time_zone_name().to_owned(),
+            queue: s.job.queue().to_owned(),
+            queue_href: jobs_href(Some(s.job.queue()), None),
+            registered: crate::schedules::registered(s, now),
+            next: slot(crate::schedules::next(s, now)),
+            last_slot: slot(s.last_slot),
+            last_job: crate::schedules::last_job(s),
+            // A pruned job has no page.
+            last_job_href: s
+                .last_job
+                .filter(|_| s.last_job_state.is_some())
+                .map(|id| format!("/jobs/{id}")),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "schedules.html")]
+pub(crate) struct SchedulesPage {
+    pub(crate) layout: Layout,
+    pub(crate) rows: Vec<ScheduleRow>,
+    pub(crate) updated: String,
 }
 
 /// The bulk actions of one queue.

@@ -16,6 +16,7 @@
 mod coalesce;
 pub mod driver;
 mod options;
+mod periodic;
 pub mod statements;
 
 use std::collections::{HashMap, HashSet};
@@ -29,6 +30,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::queue::{
     validate_ack_batch, validate_batch, Capabilities, CheckedPop, ClaimStrategy, ListRequest,
     PopRequest, PruneRequest, Queue, QueueStats,
@@ -40,7 +42,8 @@ use crate::wake::WakeHub;
 use coalesce::Coalescer;
 pub use driver::{
     first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry,
-    JobInsert, JobPrune, JobRescue, Migration, Target, UniqueIndex,
+    JobInsert, JobPrune, JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    UniqueIndex,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 
@@ -985,6 +988,38 @@ impl<B: Backend> Queue for B {
 
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.engine().now().await
+    }
+
+    // Periodic jobs (schedules).
+
+    async fn schedule_register(
+        &self,
+        job: &PeriodicJob,
+        how: Registration,
+        now: DateTime<Utc>,
+    ) -> Result<Registered> {
+        self.engine().schedule_register(job, how, now).await
+    }
+
+    async fn schedule_refresh(
+        &self,
+        job: &PeriodicJob,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        self.engine().schedule_refresh(job, lease, now).await
+    }
+
+    async fn schedule_remove(&self, name: &str, now: DateTime<Utc>) -> Result<()> {
+        self.engine().schedule_remove(name, now).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleInfo>> {
+        self.engine().schedules().await
+    }
+
+    async fn schedule_tick(&self, now: DateTime<Utc>) -> Result<TickReport> {
+        self.engine().schedule_tick(now).await
     }
 }
 

@@ -40,6 +40,14 @@ pub const CATALOGUE: &[&str] = &[
     "job_list",
     "job_stats",
     "job_prune",
+    // Periodic jobs (schedules).
+    "schedule_get",
+    "schedule_list",
+    "schedule_insert",
+    "schedule_update",
+    "schedule_touch",
+    "schedule_advance",
+    "schedule_delete",
 ];
 
 /// A statement file as it is sent: its comment lines (header and notes) dropped, and each

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use super::handler::{FnHandler, Handler, JobContext, JobError, TypedHandler};
 use super::{Config, Worker};
 use crate::error::{Error, Result};
+use crate::periodic::Scheduler;
 use crate::queue::{default_worker_id, Queue};
 use crate::validate;
 
@@ -41,6 +42,7 @@ pub struct WorkerBuilder {
     shutdown_timeout: Duration,
     job_timeout: Option<Duration>,
     handler: Option<Arc<dyn Handler>>,
+    scheduler: Option<Scheduler>,
 }
 
 impl WorkerBuilder {
@@ -61,7 +63,16 @@ impl WorkerBuilder {
             shutdown_timeout: Duration::from_secs(30),
             job_timeout: None,
             handler: None,
+            scheduler: None,
         }
+    }
+
+    /// Runs `scheduler` beside the worker: it starts with [`Worker::start`] and stops first
+    /// when the worker shuts down. (A scheduler can also run on its own, with
+    /// [`Scheduler::start`].)
+    pub fn scheduler(mut self, scheduler: Scheduler) -> Self {
+        self.scheduler = Some(scheduler);
+        self
     }
 
     /// How many handlers run at once (default 10).
@@ -296,6 +307,7 @@ impl WorkerBuilder {
         Ok(Worker {
             queue: self.queue,
             handler,
+            scheduler: self.scheduler,
             config: Config {
                 queue_name: self.queue_name,
                 worker_id,

@@ -114,6 +114,8 @@ pub struct Worker {
     queue: Arc<dyn Queue>,
     handler: Arc<dyn Handler>,
     config: Config,
+    /// Runs beside the worker, when one was attached.
+    scheduler: Option<crate::periodic::Scheduler>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -142,7 +144,9 @@ impl Worker {
     /// # Panics
     /// When called outside a Tokio runtime.
     pub fn start(self) -> WorkerHandle {
-        runtime::start(self.queue, self.handler, self.config)
+        let mut handle = runtime::start(self.queue, self.handler, self.config);
+        handle.scheduler = self.scheduler.map(crate::periodic::Scheduler::start);
+        handle
     }
 
     /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then shuts down

@@ -106,6 +106,8 @@ pub struct WorkerHandle {
     counters: Arc<Counters>,
     shutdown: Option<oneshot::Sender<Duration>>,
     supervisor: JoinHandle<ShutdownReport>,
+    /// The scheduler attached with `WorkerBuilder::scheduler`; stopped first at shutdown.
+    pub(super) scheduler: Option<crate::periodic::SchedulerHandle>,
 }
 
 impl WorkerHandle {
@@ -123,6 +125,9 @@ impl WorkerHandle {
     /// started, lets running handlers finish until `deadline` has passed, then stops them and
     /// releases their jobs, and finally flushes pending acks.
     pub async fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
+        if let Some(scheduler) = self.scheduler.take() {
+            scheduler.shutdown().await;
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(deadline);
         }
@@ -199,6 +204,7 @@ pub(super) fn start(
         counters,
         shutdown: Some(shutdown_tx),
         supervisor,
+        scheduler: None,
     }
 }
 

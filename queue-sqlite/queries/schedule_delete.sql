@@ -1,0 +1,3 @@
+-- name: schedule_delete
+-- Binds: ?1 name, ?2 the version read.
+DELETE FROM queue_schedules WHERE name = ?1 AND version = ?2
