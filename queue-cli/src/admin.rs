@@ -145,20 +145,11 @@ pub(crate) async fn migrate(target: Target) -> Result<(), CliError> {
 pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
     // Everything is checked before the database is touched.
     let limits = Limits::default();
-    let payload = match (&args.payload, &args.payload_file) {
-        (Some(text), None) if text == "-" => payload::read("payload", None, &limits)?,
-        (Some(text), None) => text.clone(),
-        (None, Some(path)) if path.as_os_str() == "-" => {
-            payload::read("payload_file", None, &limits)?
-        }
-        (None, Some(path)) => payload::read("payload_file", Some(path), &limits)?,
-        (None, None) => "{}".to_owned(),
-        (Some(_), Some(_)) => {
-            return Err(CliError::usage(
-                "invalid payload: give --payload or --payload-file, not both",
-            ))
-        }
-    };
+    let payload = payload::from_args(
+        args.payload.as_deref(),
+        args.payload_file.as_deref(),
+        &limits,
+    )?;
     let mut job = NewJob::from_json(args.queue.as_str(), &payload)?.priority(args.priority);
     if let Some(delay) = &args.delay {
         job = job.delay(duration::parse("delay", delay)?);

@@ -6,9 +6,32 @@ use std::path::Path;
 
 use queue_core::{Error, Limits};
 
+use crate::failure::CliError;
+
 /// Reads a payload from `path`, or from standard input when `path` is `None`, for the option
 /// `field`, which errors name. Reads at most one byte more than the payload limit, so an
 /// oversized input is refused without being held in memory whole.
+/// A job's payload from the command line: `--payload TEXT`, `--payload -` or
+/// `--payload-file -` (standard input), `--payload-file PATH`, or `{}` when neither is given.
+pub(crate) fn from_args(
+    payload: Option<&str>,
+    payload_file: Option<&Path>,
+    limits: &Limits,
+) -> Result<String, CliError> {
+    Ok(match (payload, payload_file) {
+        (Some("-"), None) => read("payload", None, limits)?,
+        (Some(text), None) => text.to_owned(),
+        (None, Some(path)) if path.as_os_str() == "-" => read("payload_file", None, limits)?,
+        (None, Some(path)) => read("payload_file", Some(path), limits)?,
+        (None, None) => "{}".to_owned(),
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage(
+                "invalid payload: give --payload or --payload-file, not both",
+            ))
+        }
+    })
+}
+
 pub(crate) fn read(field: &str, path: Option<&Path>, limits: &Limits) -> Result<String, Error> {
     match path {
         Some(path) => {

@@ -125,20 +125,11 @@ fn count(field: &str, n: i64, max: u32) -> Result<u32, CliError> {
 async fn add(args: AddArgs) -> Result<(), CliError> {
     // Everything is checked before the database is touched.
     let limits = Limits::default();
-    let payload = match (&args.payload, &args.payload_file) {
-        (Some(text), None) if text == "-" => payload::read("payload", None, &limits)?,
-        (Some(text), None) => text.clone(),
-        (None, Some(path)) if path.as_os_str() == "-" => {
-            payload::read("payload_file", None, &limits)?
-        }
-        (None, Some(path)) => payload::read("payload_file", Some(path), &limits)?,
-        (None, None) => "{}".to_owned(),
-        (Some(_), Some(_)) => {
-            return Err(CliError::usage(
-                "invalid payload: give --payload or --payload-file, not both",
-            ))
-        }
-    };
+    let payload = payload::from_args(
+        args.payload.as_deref(),
+        args.payload_file.as_deref(),
+        &limits,
+    )?;
     let mut job = PeriodicJob::from_json(
         args.name.as_str(),
         args.cron.as_str(),
