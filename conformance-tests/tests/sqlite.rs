@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::ensure;
+use anyhow::{ensure, Context};
 use async_trait::async_trait;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
 use queue_core::{ClaimStrategy, Error, JobId, Lease, NewJob, PopRequest, Queue};
@@ -193,14 +193,23 @@ async fn every_spelling_of_a_path_opens_the_file(_: Server) -> anyhow::Result<()
     Ok(())
 }
 
+/// An in-memory database, spelled as a URL or as SQLite's bare `:memory:`: reads (which use
+/// their own connections for a file) see the writer's database.
 async fn in_memory_database_works(_: Server) -> anyhow::Result<()> {
-    let q = SqliteQueue::builder("sqlite::memory:").connect().await?;
-    q.migrate().await?;
-    let id = q.push(NewJob::new("q", &1)?).await?;
-    ensure!(q.get(id).await?.map(|j| j.id) == Some(id));
-    let got = q.pop(PopRequest::new("q")).await?;
-    ensure!(got.len() == 1);
-    q.ack(&got[0].lease).await?;
+    for target in ["sqlite::memory:", ":memory:"] {
+        let q = SqliteQueue::builder(target).connect().await?;
+        q.migrate().await?;
+        let id = q.push(NewJob::new("q", &1)?).await?;
+        ensure!(q.get(id).await?.map(|j| j.id) == Some(id), "{target}: get");
+        let got = q.pop(PopRequest::new("q")).await?;
+        ensure!(got.len() == 1, "{target}: {} claimed", got.len());
+        q.ack(&got[0].lease).await?;
+        let stats = q.stats(Some("q")).await?;
+        ensure!(
+            stats[0].count(queue_core::JobState::Completed) == 1,
+            "{target}: stats {stats:?}"
+        );
+    }
     Ok(())
 }
 
@@ -405,6 +414,55 @@ async fn writes_resume_after_the_disk_was_full(_: Server) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// SQLite may end a transaction on its own (it rolls back after `SQLITE_FULL` or `SQLITE_IOERR`,
+/// as when the disk fills during `COMMIT`), after which the driver's own `ROLLBACK` fails. The
+/// same happens when a caller's statement ends the transaction; that is how it is provoked here.
+/// The queue's only writer connection must still take writes afterwards, in a file and in memory.
+async fn writes_go_on_after_sqlite_ended_a_transaction_itself(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("ended.db");
+    for target in [path.display().to_string(), ":memory:".to_string()] {
+        let q = SqliteQueue::builder(target.clone()).connect().await?;
+        q.migrate().await?;
+        // Committed after the transaction was already gone.
+        let mut tx = q.begin().await?;
+        let lost = q.push_in_tx(&mut tx, NewJob::new("q", &"lost")?).await?;
+        sqlx::query("ROLLBACK").execute(&mut *tx).await?;
+        ensure!(
+            tx.commit().await.is_err(),
+            "{target}: COMMIT without a transaction succeeded"
+        );
+        // Dropped after the transaction was already gone.
+        let mut tx = q.begin().await?;
+        let dropped = q.push_in_tx(&mut tx, NewJob::new("q", &"dropped")?).await?;
+        sqlx::query("ROLLBACK").execute(&mut *tx).await?;
+        drop(tx);
+        let kept = q
+            .push(NewJob::new("q", &"kept")?)
+            .await
+            .with_context(|| format!("{target}: the push after the ended transactions"))?;
+        let mut tx = q.begin().await?;
+        let in_tx = q.push_in_tx(&mut tx, NewJob::new("q", &"in tx")?).await?;
+        tx.commit().await?;
+        for (id, want) in [(lost, false), (dropped, false), (kept, true), (in_tx, true)] {
+            let stored = q.get(id).await?.is_some();
+            ensure!(
+                stored == want,
+                "{target}: job {id} stored: {stored}, expected {want}"
+            );
+        }
+        let leased = q.pop(PopRequest::new("q").limit(10)).await?;
+        ensure!(leased.len() == 2, "{target}: {} jobs claimed", leased.len());
+        q.ack_batch(&leased.iter().map(|j| j.lease.clone()).collect::<Vec<_>>())
+            .await?;
+        let stats = q.stats(Some("q")).await?;
+        let done = stats[0].count(queue_core::JobState::Completed);
+        ensure!(done == 2, "{target}: {done} jobs completed");
+        q.close().await;
+    }
+    Ok(())
+}
+
 /// Counts the database driver's own reports of slow statements and slow pool checkouts, by
 /// level, for the slow-statement case.
 struct DriverEvents {
@@ -494,6 +552,7 @@ fn main() -> std::process::ExitCode {
         a_write_lock_held_past_the_busy_timeout_is_unavailable,
         a_lease_runs_from_the_write_lock_not_from_the_wait,
         writes_resume_after_the_disk_was_full,
+        writes_go_on_after_sqlite_ended_a_transaction_itself,
         a_slow_write_is_not_a_driver_warning,
     ])
 }

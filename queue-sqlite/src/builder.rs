@@ -85,7 +85,9 @@ impl SqliteQueueBuilder {
                 format!("scheme {scheme:?} is not sqlite (expected sqlite://path or a file path)"),
             ));
         }
-        Ok((SqliteConnectOptions::new().filename(t), false))
+        // SQLite's own name for a private in-memory database, without the URL scheme.
+        let memory = t == ":memory:";
+        Ok((SqliteConnectOptions::new().filename(t), memory))
     }
 
     /// Opens the database file (creating it when missing), switches it to WAL and starts the
@@ -134,6 +136,7 @@ impl SqliteQueueBuilder {
             .test_before_acquire(false)
             .acquire_slow_level(log::LevelFilter::Debug)
             .acquire_timeout(connect_timeout + self.busy_timeout)
+            .after_release(|conn, _| Box::pin(settle_transaction(conn)))
             .connect_lazy_with(writer_opts);
         let opened = tokio::time::timeout(connect_timeout, writer.acquire()).await;
         match opened {
@@ -193,6 +196,38 @@ impl SqliteQueueBuilder {
             target: redact_url(&self.target).into(),
         })
     }
+}
+
+/// Makes sure the writer connection goes back to its pool outside any transaction.
+///
+/// sqlx counts open transactions itself and refuses to begin one while its count is not zero.
+/// When SQLite ends a transaction on its own (it may roll back after `SQLITE_FULL` or
+/// `SQLITE_IOERR`, for example when the disk fills during `COMMIT`), or a caller's statement
+/// ends it behind sqlx's back, the `ROLLBACK` that sqlx then sends fails with "no transaction is
+/// active" and its count stays at one: every later `BEGIN IMMEDIATE` on the only writer
+/// connection would fail until the process restarts. Here the count is brought back to zero by
+/// giving each stale `ROLLBACK` a real transaction to end; if even that fails, the connection is
+/// closed and the pool opens a new one (for an in-memory database that loses its contents, which
+/// is still better than a queue that can never write again).
+async fn settle_transaction(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::{Connection, Executor};
+    use sqlx_core::transaction::TransactionManager;
+    type Manager = <sqlx::Sqlite as sqlx::Database>::TransactionManager;
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    // A transaction dropped without commit queued its ROLLBACK; the ping runs after it.
+    conn.ping().await?;
+    for _ in 0..8 {
+        if !conn.is_in_transaction() {
+            return Ok(true);
+        }
+        if Manager::rollback(conn).await.is_err() {
+            conn.execute("BEGIN").await?;
+            Manager::rollback(conn).await?;
+        }
+    }
+    Ok(!conn.is_in_transaction())
 }
 
 fn unavailable_or_database(e: sqlx::Error) -> Error {
