@@ -85,6 +85,14 @@ pub fn catalogue() -> Vec<Case> {
         wakeups::push_wakes_waiter_in_process,
         wakeups::listen_notify_wakes_other_value,
         wakeups::every_transition_to_due_wakes_waiters,
+        // Queue controls.
+        controls::controls_pause_and_resume,
+        controls::controls_pause_while_draining,
+        controls::controls_limit_holds_under_64_claimers,
+        controls::controls_limit_frees_expired_leases,
+        controls::controls_limit_changes_take_effect,
+        controls::controls_bad_input_stores_nothing,
+        controls::controls_worker_honours_the_limit,
         // Periodic jobs (schedules).
         schedules::schedules_two_schedulers_one_job_per_slot,
         schedules::schedules_eight_schedulers_one_job_per_slot,

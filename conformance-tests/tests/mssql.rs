@@ -320,7 +320,7 @@ impl Fixture for MsSqlFixture {
             &self.queue,
             &in_schema(
                 "DROP TABLE IF EXISTS [{schema}].[effects]; DROP TABLE IF EXISTS [{schema}].[jobs]; \
-                 DROP TABLE IF EXISTS [{schema}].[schedules]; \
+                 DROP TABLE IF EXISTS [{schema}].[schedules]; DROP TABLE IF EXISTS [{schema}].[queues]; \
                  DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
                 &self.schema,
             ),
@@ -407,6 +407,7 @@ async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
         q,
         &in_schema(
             "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[schedules]; \
+             DROP TABLE IF EXISTS [{schema}].[queues]; \
              DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
             q.schema(),
         ),
@@ -551,7 +552,7 @@ async fn the_claim_seeks_the_filtered_index(server: Server) -> anyhow::Result<()
     );
     let batch = format!(
         "DECLARE @P1 NVARCHAR(4000) = N'x', @P2 BIGINT = 10, @P3 INT = 30, @P4 INT = 0, \
-         @P5 NVARCHAR(4000) = N'w';\n{claim}"
+         @P5 NVARCHAR(4000) = N'w', @P6 BIT = 0;\n{claim}"
     );
     let mut tx = q.begin().await?;
     let client = tx.client();

@@ -33,7 +33,7 @@ pub use periodic::{
 };
 pub use queue::{
     Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,
-    QueueStats, Wakeups,
+    QueueControl, QueueStats, Wakeups, MAX_CONCURRENCY_LIMIT,
 };
 pub use retry::{FailDecision, RetryPolicy};
 pub use validate::Limits;

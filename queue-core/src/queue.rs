@@ -193,7 +193,34 @@ pub struct QueueStats {
     pub dead: u64,
     /// Cancelled.
     pub cancelled: u64,
+    /// Paused ([`Queue::pause`]): no job of it is given out until it is resumed.
+    pub paused: bool,
+    /// At most this many of its jobs hold a live lease at once
+    /// ([`Queue::set_concurrency_limit`]).
+    pub concurrency_limit: Option<u32>,
 }
+
+/// The controls of one queue ([`Queue::pause`], [`Queue::set_concurrency_limit`]), as stored in
+/// the `queues` table. A queue without a row is running and unlimited.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueControl {
+    /// The queue.
+    pub queue: String,
+    /// No job of it is given out.
+    pub paused: bool,
+    /// At most this many of its jobs hold a live lease at once, across every process.
+    pub concurrency_limit: Option<u32>,
+}
+
+impl QueueControl {
+    /// Whether claims of this queue need the controlled path (paused or limited).
+    pub fn restricts(&self) -> bool {
+        self.paused || self.concurrency_limit.is_some()
+    }
+}
+
+/// The highest concurrency limit accepted: beyond it, a limit is a typo rather than a limit.
+pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 
 impl QueueStats {
     /// The count for `state` (pending is available + scheduled).
@@ -449,6 +476,54 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::Unavailable`].
     async fn now(&self) -> Result<DateTime<Utc>> {
         Ok(Utc::now())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Queue controls, stored in the `queues` table and enforced inside the claim, so they hold
+    // across every process.
+
+    /// Pauses `queue`: from the moment this returns, no claim gives out a job of it (jobs
+    /// already claimed run to the end, pushes are still accepted). Pausing a paused queue is
+    /// not an error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `queue` for a bad name; [`Error::Unsupported`] where the
+    /// backend has no queue controls.
+    async fn pause(&self, queue: &str) -> Result<()> {
+        let _ = queue;
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Resumes a paused `queue` and wakes its workers (in other processes too where the
+    /// database has notifications). Resuming a running queue is not an error.
+    ///
+    /// # Errors
+    /// As [`Queue::pause`].
+    async fn resume(&self, queue: &str) -> Result<()> {
+        let _ = queue;
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Sets (`Some(n)`) or removes (`None`) the global concurrency limit of `queue`: a claim
+    /// gives out a job of it only while fewer than `n` of its jobs hold a live (unexpired)
+    /// lease, counted inside the claim, across every process. A lease that expires frees its
+    /// place at once, before any rescue. Jobs already running when a lower limit is set keep
+    /// their leases; claims wait until the count is below the limit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `concurrency_limit` for 0 (pause the queue instead) or
+    /// more than [`MAX_CONCURRENCY_LIMIT`], or `queue` for a bad name; nothing is stored.
+    async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        let _ = (queue, limit);
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Every queue that is paused or limited, by name.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn controls(&self) -> Result<Vec<QueueControl>> {
+        Err(Error::Unsupported("queue controls"))
     }
 
     // ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use queue_core::engine::{
     Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
     JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
 use tiberius::{ColumnData, IntoSql, Row};
 use uuid::Uuid;
@@ -168,6 +168,18 @@ fn schedule_from_row(row: &Row) -> Result<StoredSchedule, MsSqlError> {
     })
 }
 
+/// A row of `queue_control_*`.
+fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
+    let limit = row.try_get::<i32, _>("concurrency_limit")?;
+    Ok(QueueControl {
+        queue: text(row, "name")?,
+        paused: row
+            .try_get::<bool, _>("paused")?
+            .ok_or_else(|| decode("paused is NULL"))?,
+        concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+    })
+}
+
 /// The 15 values `schedule_insert` and `schedule_update` bind first (`@P1..@P15`).
 fn schedule_values(s: &StoredSchedule) -> Vec<ColumnData<'_>> {
     vec![
@@ -199,6 +211,19 @@ fn limit(n: usize) -> ColumnData<'static> {
 
 fn signed(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// The values of `job_claim`, in its order (`@P1..@P6`).
+fn claim_values(p: JobClaim<'_>) -> Vec<ColumnData<'_>> {
+    let [secs, us] = span(p.lease);
+    vec![
+        p.queue.into_sql(),
+        limit(p.limit.min(MAX_ROWS_PER_STATEMENT)),
+        secs,
+        us,
+        p.worker.into_sql(),
+        p.controls_checked.into_sql(),
+    ]
 }
 
 /// The `(seconds, microseconds)` of `d` as two values.
@@ -436,18 +461,20 @@ impl Driver for MsSqlDriver {
     }
 
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, MsSqlError> {
-        let [secs, us] = span(p.lease);
-        let rows = self
-            .fetch(
-                &self.sql.job_claim,
-                vec![
-                    p.queue.into_sql(),
-                    limit(p.limit.min(MAX_ROWS_PER_STATEMENT)),
-                    secs,
-                    us,
-                    p.worker.into_sql(),
-                ],
-            )
+        let rows = self.fetch(&self.sql.job_claim, claim_values(p)).await?;
+        leased(&rows)
+    }
+
+    /// `job_claim` on the session of the controlled claim's transaction: its U locks on the
+    /// claimed rows, like the one on the queue's row, last until that transaction ends.
+    async fn job_claim_in(
+        &self,
+        tx: &mut MsSqlTransaction,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.job_claim, claim_values(p))
             .await?;
         leased(&rows)
     }
@@ -481,7 +508,7 @@ impl Driver for MsSqlDriver {
         let mut won = Vec::with_capacity(candidates.len());
         for chunk in candidates.chunks(PAIR_ROWS) {
             let [secs, us] = span(p.lease);
-            let mut params = vec![secs, us, p.worker.into_sql()];
+            let mut params = vec![secs, us, p.worker.into_sql(), p.queue.into_sql()];
             for c in chunk {
                 params.push(c.id.as_slice().into_sql());
                 params.push(c.version.as_slice().into_sql());
@@ -654,6 +681,7 @@ impl Driver for MsSqlDriver {
                     completed: count(r, "completed")?,
                     dead: count(r, "dead")?,
                     cancelled: count(r, "cancelled")?,
+                    ..QueueStats::default()
                 })
             })
             .collect()
@@ -680,6 +708,69 @@ impl Driver for MsSqlDriver {
             }
         }
         Ok(total)
+    }
+
+    // Queue controls.
+
+    async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.queue_control_get, vec![queue.into_sql()])
+            .await?;
+        rows.first().map(control).transpose()
+    }
+
+    async fn queue_control_lock(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+    ) -> Result<Option<QueueControl>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.queue_control_lock, vec![queue.into_sql()])
+            .await?;
+        rows.first().map(control).transpose()
+    }
+
+    async fn queue_control_list(&self) -> Result<Vec<QueueControl>, MsSqlError> {
+        let rows = self.fetch(&self.sql.queue_control_list, Vec::new()).await?;
+        rows.iter().map(control).collect()
+    }
+
+    async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), MsSqlError> {
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.queue_set_paused,
+                vec![queue.into_sql(), paused.into_sql()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), MsSqlError> {
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.queue_set_limit,
+                vec![queue.into_sql(), limit.map(signed).into_sql()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn job_live_leases(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+    ) -> Result<u64, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.job_live_leases, vec![queue.into_sql()])
+            .await?;
+        rows.first()
+            .map(|r| count(r, "live"))
+            .transpose()?
+            .ok_or_else(|| decode("COUNT_BIG(*) returned no row"))
     }
 
     // Periodic jobs (schedules).
@@ -913,6 +1004,51 @@ mod tests {
         };
         assert_eq!(x.len(), 16);
         assert!(x < y && a < b);
+    }
+
+    #[test]
+    fn control_rows_decode() {
+        let row = |paused: bool, limit: Option<i32>| {
+            Row::builder()
+                .column("name", ColumnType::NVarchar, "emails".into_sql())
+                .column("paused", ColumnType::Bit, paused.into_sql())
+                .column("concurrency_limit", ColumnType::Int4, limit.into_sql())
+                .build()
+        };
+        let c = control(&row(true, None)).unwrap();
+        assert_eq!(
+            c,
+            QueueControl {
+                queue: "emails".into(),
+                paused: true,
+                concurrency_limit: None,
+            }
+        );
+        let c = control(&row(false, Some(3))).unwrap();
+        assert!(!c.paused && c.concurrency_limit == Some(3) && c.restricts());
+        assert!(!control(&row(false, None)).unwrap().restricts());
+    }
+
+    #[test]
+    fn claim_values_follow_the_statement() {
+        let p = JobClaim {
+            queue: "q",
+            limit: 5_000,
+            lease: Duration::from_micros(90_000_001),
+            worker: "w",
+            controls_checked: true,
+        };
+        let v = claim_values(p);
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[1], ColumnData::I64(Some(MAX_ROWS_PER_STATEMENT as i64)));
+        assert_eq!(v[2], ColumnData::I32(Some(90)));
+        assert_eq!(v[3], ColumnData::I32(Some(1)));
+        assert_eq!(v[5], ColumnData::Bit(Some(true)));
+        let unchecked = claim_values(JobClaim {
+            controls_checked: false,
+            ..p
+        });
+        assert_eq!(unchecked[5], ColumnData::Bit(Some(false)));
     }
 
     #[test]

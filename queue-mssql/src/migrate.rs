@@ -13,6 +13,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0001_jobs.sql"),
     },
     Migration {
+        version: 2,
+        name: "queues",
+        sql: include_str!("../migrations/0002_queues.sql"),
+    },
+    Migration {
         version: 3,
         name: "schedules",
         sql: include_str!("../migrations/0003_schedules.sql"),
@@ -72,6 +77,25 @@ mod tests {
         assert!(sql.contains("CONSTRAINT schedules_pkey PRIMARY KEY CLUSTERED (name)"));
         assert!(sql.contains("last_job     BINARY(16)"));
         assert!(sql.contains("version      BIGINT"));
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
+    }
+
+    #[test]
+    fn the_queues_table_is_spliced_and_checked() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "queues").unwrap();
+        assert_eq!(m.version, 2);
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(sql.starts_with("CREATE TABLE [s1].[queues]"), "{sql}");
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        // The same type and collation as the jobs table's queue column.
+        assert!(sql.contains(
+            "name              NVARCHAR(128)   COLLATE Latin1_General_100_BIN2 NOT NULL"
+        ));
+        assert!(sql.contains("CONSTRAINT queues_pkey PRIMARY KEY CLUSTERED (name)"));
+        assert!(sql.contains("paused            BIT             NOT NULL"));
+        assert!(sql.contains("concurrency_limit INT             NULL"));
+        assert!(sql.contains("CHECK (concurrency_limit > 0)"));
+        assert!(sql.contains("DEFAULT SYSUTCDATETIME()"));
         assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 

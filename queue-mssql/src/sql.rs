@@ -29,7 +29,7 @@ pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 1_000;
 // (5,000 locks by one statement).
 const _: () = {
     assert!(8 * INSERT_ROWS <= MAX_PARAMETERS);
-    assert!(3 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
+    assert!(4 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
     assert!(2 * IN_LIST <= MAX_PARAMETERS);
     assert!(PAIR_ROWS <= MAX_ROWS_PER_STATEMENT && INSERT_ROWS <= MAX_ROWS_PER_STATEMENT);
     assert!(MAX_ROWS_PER_STATEMENT < 5_000);
@@ -90,6 +90,12 @@ statements!(
     job_list,
     job_stats,
     job_prune,
+    job_live_leases,
+    queue_control_get,
+    queue_control_lock,
+    queue_control_list,
+    queue_set_paused,
+    queue_set_limit,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -148,12 +154,12 @@ impl Statements {
         )
     }
 
-    /// `job_claim_candidates` for `n` candidates (after the 3 fixed values).
+    /// `job_claim_candidates` for `n` candidates (after the 4 fixed values).
     pub(crate) fn job_claim_candidates_for(&self, n: usize) -> String {
         let row = "(CAST(@P{} AS BINARY(16)), CAST(@P{} AS BINARY(8)))";
         expand(
             &self.job_claim_candidates,
-            &[("{candidates}", tuples(row, 4, n))],
+            &[("{candidates}", tuples(row, 5, n))],
         )
     }
 
@@ -243,7 +249,7 @@ mod tests {
             ("migration_table", 0),
             ("migration_applied", 0),
             ("migration_record", 2),
-            ("job_claim", 5),
+            ("job_claim", 6),
             ("job_candidates", 2),
             ("job_complete", 2),
             ("job_fail_retry", 5),
@@ -257,6 +263,12 @@ mod tests {
             ("job_get", 1),
             ("job_list", 4),
             ("job_stats", 1),
+            ("job_live_leases", 1),
+            ("queue_control_get", 1),
+            ("queue_control_lock", 1),
+            ("queue_control_list", 0),
+            ("queue_set_paused", 2),
+            ("queue_set_limit", 2),
             ("schedule_get", 1),
             ("schedule_list", 0),
             ("schedule_insert", 17),
@@ -279,7 +291,7 @@ mod tests {
             gapless(
                 "job_claim_candidates",
                 &s.job_claim_candidates_for(n),
-                3 + 2 * n,
+                4 + 2 * n,
             );
             gapless("job_complete_many", &s.job_complete_many_for(n), 2 * n);
             gapless("job_rescue", &s.job_rescue_for(n), 2 + 2 * n);
@@ -311,7 +323,70 @@ mod tests {
         // The optimistic claim is guarded by the row version.
         assert!(s
             .job_claim_candidates
-            .contains("WHERE j.version = c.version AND j.state = N'pending'"));
+            .contains("AND j.version = c.version AND j.state = N'pending'"));
+    }
+
+    #[test]
+    fn every_claim_gives_out_nothing_of_a_paused_or_limited_queue() {
+        let s = sql();
+        // Whitespace-insensitive: the statements' line breaks and indentation are free.
+        let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let want = |queue: &str| {
+            format!(
+                "NOT EXISTS ( SELECT 1 FROM [jobs_s].[queues] AS q WHERE q.name = {queue} \
+                 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL))"
+            )
+        };
+        // job_claim: in the CTE (before any row is locked), waived only by the bound flag.
+        let claim = flat(&s.job_claim);
+        let cte = claim.split_once("ORDER BY").unwrap().0;
+        assert!(
+            cte.contains(&format!("AND (@P6 = 1 OR {})", want("@P1"))),
+            "{claim}"
+        );
+        // The optimistic write, always, for the queue bound after the fixed values.
+        let candidates = flat(&s.job_claim_candidates_for(1));
+        assert!(
+            candidates.contains(&format!("WHERE {} AND", want("@P4"))),
+            "{candidates}"
+        );
+        // The guard reads `queues` without the claim's locking hints.
+        for text in [&*s.job_claim, &*s.job_claim_candidates] {
+            assert!(text.contains("FROM [jobs_s].[queues] AS q\n"), "{text}");
+        }
+    }
+
+    #[test]
+    fn queue_controls_lock_and_upsert_atomically() {
+        let s = sql();
+        assert!(s.queue_control_lock.contains(
+            "FROM [jobs_s].[queues] WITH (UPDLOCK, HOLDLOCK, ROWLOCK)\nWHERE name = @P1"
+        ));
+        assert!(!s.queue_control_get.contains("WITH ("));
+        assert!(s.queue_control_list.ends_with("ORDER BY name"));
+        for (name, text, column) in [
+            ("queue_set_paused", &*s.queue_set_paused, "paused"),
+            ("queue_set_limit", &*s.queue_set_limit, "concurrency_limit"),
+        ] {
+            assert!(
+                text.starts_with("MERGE [jobs_s].[queues] WITH (HOLDLOCK) AS q"),
+                "{name}: {text}"
+            );
+            assert!(
+                text.contains(&format!("UPDATE SET {column} = @P2, updated_at")),
+                "{name}"
+            );
+            assert!(
+                text.contains(&format!("INSERT (name, {column}, updated_at)")),
+                "{name}"
+            );
+            // MERGE must be terminated.
+            assert!(text.ends_with(';'), "{name}");
+        }
+        // Live leases: the literal filter of jobs_lease_idx, the clock at the statement.
+        assert!(s.job_live_leases.contains(
+            "WHERE queue = @P1 AND state = N'running' AND lease_expires_at > SYSUTCDATETIME()"
+        ));
     }
 
     /// The words of `sql`, upper-cased (identifiers, keywords, `@P1`).

@@ -2,7 +2,8 @@
 -- Optimistic claim of several candidates in one autocommit statement: each row is claimed only
 -- if its version is still the one read. {token_cases} and {version_cases} expand to
 -- `WHEN ? THEN ?` per row, {ids} to `?, ?, ...`. The WHERE clause sees the versions as read
--- (before SET). Which rows were won is learned from job_claim_candidates_tokens when not all were.
+-- (before SET). The last bind is the queue: nothing is claimed while its row in `queues` says
+-- paused or limited. Which rows were won is learned from job_claim_candidates_tokens when not all were.
 -- FORCE INDEX (PRIMARY): lock by primary key first, in key order, like every other transition,
 -- even when the optimizer would rather scan a small range of a secondary index (deadlocks).
 UPDATE {prefix}jobs FORCE INDEX (PRIMARY)
@@ -16,3 +17,6 @@ SET lease_token = CASE id {token_cases} END,
 WHERE id IN ({ids})
   AND state = 'pending'
   AND version = CASE id {version_cases} END
+  AND NOT EXISTS (
+      SELECT 1 FROM {prefix}queues q
+      WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL))

@@ -9,7 +9,9 @@ use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
     JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueStats};
+use queue_core::{
+    Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
+};
 use serde_json::value::RawValue;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
 use sqlx::pool::PoolConnection;
@@ -248,6 +250,8 @@ impl MySqlDriver {
     ) -> Result<Vec<Leased>, sqlx::Error> {
         let rows = sqlx::query(self.sql.job_claim.clone())
             .bind(p.queue)
+            .bind(p.controls_checked)
+            .bind(p.queue)
             .bind(p.limit as u64)
             .fetch_all(&mut *conn)
             .await?;
@@ -319,6 +323,16 @@ impl MySqlDriver {
             .await?;
         Ok(done.rows_affected())
     }
+}
+
+/// A row of `queue_control_*`.
+fn control(row: &MySqlRow) -> Result<QueueControl, sqlx::Error> {
+    let limit: Option<i32> = row.try_get("concurrency_limit")?;
+    Ok(QueueControl {
+        queue: row.try_get("name")?,
+        paused: row.try_get("paused")?,
+        concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+    })
 }
 
 #[async_trait]
@@ -471,6 +485,14 @@ impl Driver for MySqlDriver {
         Ok(Some((completed, claimed)))
     }
 
+    async fn job_claim_in(
+        &self,
+        conn: &mut MySqlConnection,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        self.claim_on(conn, p).await
+    }
+
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Candidate>, sqlx::Error> {
         let rows = sqlx::query(self.sql.job_candidates.clone())
             .bind(p.queue)
@@ -501,6 +523,7 @@ impl Driver for MySqlDriver {
                 .bind(now)
                 .bind(first.job.id.0)
                 .bind(first.version)
+                .bind(p.queue)
                 .execute(&self.pool)
                 .await?
                 .rows_affected()
@@ -516,7 +539,7 @@ impl Driver for MySqlDriver {
             for c in &candidates {
                 q = q.bind(c.job.id.0).bind(c.version);
             }
-            q.execute(&self.pool).await?.rows_affected()
+            q.bind(p.queue).execute(&self.pool).await?.rows_affected()
         };
         let won: Vec<bool> = if changed == candidates.len() as u64 {
             vec![true; candidates.len()]
@@ -744,6 +767,7 @@ impl Driver for MySqlDriver {
                     completed: count(r, "completed")?,
                     dead: count(r, "dead")?,
                     cancelled: count(r, "cancelled")?,
+                    ..QueueStats::default()
                 })
             })
             .collect()
@@ -769,6 +793,63 @@ impl Driver for MySqlDriver {
     type Tx = Transaction<'static, MySql>;
 
     /// A READ COMMITTED transaction (the pool's sessions are set to it).
+    async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_get.clone())
+            .bind(queue)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_lock(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+    ) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_lock.clone())
+            .bind(queue)
+            .fetch_optional(conn)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_list(&self) -> Result<Vec<QueueControl>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.queue_control_list.clone())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(control).collect()
+    }
+
+    async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_paused.clone())
+            .bind(queue)
+            .bind(paused)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_limit.clone())
+            .bind(queue)
+            .bind(limit)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_live_leases(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar(self.sql.job_live_leases.clone())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
         self.pool.begin().await
     }

@@ -22,6 +22,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0002_dedup_bytes.sql"),
     },
     Migration {
+        version: 3,
+        name: "queues",
+        sql: include_str!("../migrations/0003_queues.sql"),
+    },
+    Migration {
         version: 4,
         name: "schedules",
         sql: include_str!("../migrations/0004_schedules.sql"),

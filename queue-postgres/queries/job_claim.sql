@@ -2,10 +2,16 @@
 -- Claims up to $2 due pending jobs of queue $1 in one statement. The MATERIALIZED CTE locks at
 -- most $2 rows (skipping rows other claimers hold) before the UPDATE touches any; each claimed
 -- row gets its own lease token. $3: lease in microseconds, from clock_timestamp() (the time the
--- row is updated, not the statement's start, so no wait shortens it); $4: worker.
+-- row is updated, not the statement's start, so no wait shortens it); $4: worker. Nothing is
+-- claimed while the queue's row in `queues` says paused or limited, unless $5 (the caller holds
+-- that row's lock and applied the controls itself); the check does not depend on the row being
+-- claimed, so it is evaluated once per statement.
 WITH c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
     WHERE queue = $1 AND state = 'pending' AND run_at <= now()
+      AND ($5 OR NOT EXISTS (
+          SELECT 1 FROM {schema}.queues q
+          WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL)))
     ORDER BY priority DESC, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED

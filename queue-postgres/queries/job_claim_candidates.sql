@@ -4,12 +4,16 @@
 -- skipped rather than waited for: waiting would lock the row's newest version even when the
 -- version check then fails, and two claimers holding such locks can deadlock. A skipped row was
 -- being taken by someone else anyway, so the version check still decides every claim.
--- $3: lease in microseconds; $4: worker.
+-- $3: lease in microseconds; $4: worker. Nothing is claimed while the row of queue $5 in
+-- `queues` says paused or limited (the read took no lock, so the check is made here).
 WITH c AS MATERIALIZED (
     SELECT j.id
     FROM {schema}.jobs j
     JOIN UNNEST($1::uuid[], $2::int8[]) AS v (id, version) ON j.id = v.id
     WHERE j.version = v.version AND j.state = 'pending'
+      AND NOT EXISTS (
+          SELECT 1 FROM {schema}.queues q
+          WHERE q.name = $5 AND (q.paused OR q.concurrency_limit IS NOT NULL))
     ORDER BY j.id
     FOR UPDATE OF j SKIP LOCKED
 )

@@ -3,7 +3,8 @@
 -- acknowledges its last batch and claims the next in one round trip. The two updates touch
 -- disjoint rows (running rows with our tokens, pending rows), so they do not interfere. One
 -- row per claimed job, each carrying the number completed; with nothing claimed, one row with
--- only that number (and a NULL id).
+-- only that number (and a NULL id). Like job_claim, it claims nothing of a paused or limited
+-- queue (the engine then claims through the queue's controls).
 WITH done AS (
     UPDATE {schema}.jobs j
     SET state = 'completed', finished_at = now(), updated_at = now(),
@@ -14,6 +15,9 @@ WITH done AS (
 ), c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
     WHERE queue = $1 AND state = 'pending' AND run_at <= now()
+      AND NOT EXISTS (
+          SELECT 1 FROM {schema}.queues q
+          WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL))
     ORDER BY priority DESC, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED

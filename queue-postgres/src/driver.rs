@@ -10,7 +10,9 @@ use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
     JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats, WakeHub};
+use queue_core::{
+    Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats, WakeHub,
+};
 use serde_json::value::RawValue;
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::types::Json;
@@ -185,6 +187,19 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
 }
 
 impl PgDriver {
+    /// `job_claim` with its values bound.
+    fn claim_query(
+        &self,
+        p: JobClaim<'_>,
+    ) -> sqlx::query::Query<'_, Postgres, sqlx::postgres::PgArguments> {
+        sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .bind(p.controls_checked)
+    }
+
     /// Writes `p.jobs` (all due now) with one COPY, then sends their wake-ups on the same
     /// connection: inside the caller's transaction they are delivered at its commit; in
     /// autocommit after the rows are committed.
@@ -260,6 +275,16 @@ impl PgDriver {
             .await?;
         Ok(done.rows_affected())
     }
+}
+
+/// A row of `queue_control_*`.
+fn control(row: &PgRow) -> Result<QueueControl, sqlx::Error> {
+    let limit: Option<i32> = row.try_get("concurrency_limit")?;
+    Ok(QueueControl {
+        queue: row.try_get("name")?,
+        paused: row.try_get("paused")?,
+        concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+    })
 }
 
 #[async_trait]
@@ -381,13 +406,16 @@ impl Driver for PgDriver {
     }
 
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.job_claim.clone())
-            .bind(p.queue)
-            .bind(limit(p.limit))
-            .bind(micros(p.lease))
-            .bind(p.worker)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = self.claim_query(p).fetch_all(&self.pool).await?;
+        leased(&rows)
+    }
+
+    async fn job_claim_in(
+        &self,
+        conn: &mut PgConnection,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let rows = self.claim_query(p).fetch_all(conn).await?;
         leased(&rows)
     }
 
@@ -410,6 +438,7 @@ impl Driver for PgDriver {
             .bind(&versions)
             .bind(micros(p.lease))
             .bind(p.worker)
+            .bind(p.queue)
             .fetch_all(&self.pool)
             .await?;
         leased(&rows)
@@ -612,6 +641,7 @@ impl Driver for PgDriver {
                     completed: count(completed),
                     dead: count(dead),
                     cancelled: count(cancelled),
+                    ..QueueStats::default()
                 },
             )
             .collect())
@@ -646,6 +676,63 @@ impl Driver for PgDriver {
     // Periodic jobs (schedules).
 
     type Tx = Transaction<'static, Postgres>;
+
+    async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_get.clone())
+            .bind(queue)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_lock(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+    ) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_lock.clone())
+            .bind(queue)
+            .fetch_optional(conn)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_list(&self) -> Result<Vec<QueueControl>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.queue_control_list.clone())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(control).collect()
+    }
+
+    async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_paused.clone())
+            .bind(queue)
+            .bind(paused)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_limit.clone())
+            .bind(queue)
+            .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_live_leases(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar(self.sql.job_live_leases.clone())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        Ok(count(n))
+    }
 
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
         self.pool.begin().await

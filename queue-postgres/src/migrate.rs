@@ -22,6 +22,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0003_run_at_default.sql"),
     },
     Migration {
+        version: 4,
+        name: "queues",
+        sql: include_str!("../migrations/0004_queues.sql"),
+    },
+    Migration {
         version: 5,
         name: "schedules",
         sql: include_str!("../migrations/0005_schedules.sql"),

@@ -7,6 +7,8 @@
 -- already partly, or wholly, spent.
 -- Each claimed row gets its own new lease token, 16 random bytes made by SQLite (a token is
 -- only ever compared for equality), returned with the row.
+-- Nothing is claimed while the queue's row in queue_queues says paused or limited, unless ?6
+-- (the caller's transaction read that row and applied the controls itself).
 UPDATE queue_jobs
 SET state = 'running',
     attempts = attempts + 1,
@@ -18,6 +20,9 @@ SET state = 'running',
 WHERE rowid IN (
     SELECT rowid FROM queue_jobs
     WHERE queue = ?1 AND state = 'pending' AND run_at <= ?2
+      AND (?6 OR NOT EXISTS (
+          SELECT 1 FROM queue_queues q
+          WHERE q.name = ?1 AND (q.paused OR q.concurrency_limit IS NOT NULL)))
     ORDER BY priority DESC, run_at, id
     LIMIT ?5
 )

@@ -20,7 +20,7 @@ use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
     JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueStats};
+use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Acquire, AssertSqlSafe, Row, SqlSafeStr, SqlStr, Sqlite, Transaction};
@@ -235,6 +235,20 @@ async fn insert_chunks(
 }
 
 impl SqliteDriver {
+    /// `job_claim` with its values bound.
+    fn claim_query(
+        &self,
+        p: JobClaim<'_>,
+    ) -> sqlx::query::Query<'_, Sqlite, sqlx::sqlite::SqliteArguments> {
+        sqlx::query(self.sql.job_claim.clone())
+            .bind(p.queue)
+            .bind(now_micros())
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .bind(p.controls_checked)
+    }
+
     async fn begin(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
         self.writer.begin_with("BEGIN IMMEDIATE").await
     }
@@ -263,6 +277,16 @@ impl SqliteDriver {
         }
         Ok(done)
     }
+}
+
+/// A row of `queue_control_*`.
+fn control(row: &SqliteRow) -> Result<QueueControl, sqlx::Error> {
+    let limit: Option<i64> = row.try_get("concurrency_limit")?;
+    Ok(QueueControl {
+        queue: row.try_get("name")?,
+        paused: row.try_get("paused")?,
+        concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+    })
 }
 
 #[async_trait]
@@ -372,15 +396,16 @@ impl Driver for SqliteDriver {
     /// under the busy timeout) before it reads anything, and commits when the statement
     /// finishes. Skipping the explicit `BEGIN`/`COMMIT` saves two calls per pop.
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
-        let now = now_micros();
-        let rows = sqlx::query(self.sql.job_claim.clone())
-            .bind(p.queue)
-            .bind(now)
-            .bind(micros(p.lease))
-            .bind(p.worker)
-            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.writer)
-            .await?;
+        let rows = self.claim_query(p).fetch_all(&self.writer).await?;
+        rows.iter().map(leased_from_row).collect()
+    }
+
+    async fn job_claim_in(
+        &self,
+        conn: &mut SqliteConnection,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let rows = self.claim_query(p).fetch_all(conn).await?;
         rows.iter().map(leased_from_row).collect()
     }
 
@@ -409,6 +434,7 @@ impl Driver for SqliteDriver {
                 .bind(now)
                 .bind(micros(p.lease))
                 .bind(p.worker)
+                .bind(p.queue)
                 .fetch_optional(&mut *tx)
                 .await?;
             if let Some(row) = row {
@@ -599,6 +625,7 @@ impl Driver for SqliteDriver {
                     completed: count(row, "completed")?,
                     dead: count(row, "dead")?,
                     cancelled: count(row, "cancelled")?,
+                    ..QueueStats::default()
                 })
             })
             .collect()
@@ -622,6 +649,65 @@ impl Driver for SqliteDriver {
 
     /// `BEGIN IMMEDIATE` on the writer connection: the write lock is taken before anything is
     /// read, so concurrent schedulers (of this or another process) queue instead of failing.
+    async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_get.clone())
+            .bind(queue)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_lock(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+    ) -> Result<Option<QueueControl>, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_control_lock.clone())
+            .bind(queue)
+            .fetch_optional(conn)
+            .await?;
+        row.as_ref().map(control).transpose()
+    }
+
+    async fn queue_control_list(&self) -> Result<Vec<QueueControl>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.queue_control_list.clone())
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(control).collect()
+    }
+
+    async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_paused.clone())
+            .bind(queue)
+            .bind(paused)
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_limit.clone())
+            .bind(queue)
+            .bind(limit.map(i64::from))
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_live_leases(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar(self.sql.job_live_leases.clone())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
         self.begin().await
     }

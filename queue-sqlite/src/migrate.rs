@@ -12,6 +12,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0001_init.sql"),
     },
     Migration {
+        version: 2,
+        name: "queues",
+        sql: include_str!("../migrations/0002_queues.sql"),
+    },
+    Migration {
         version: 3,
         name: "schedules",
         sql: include_str!("../migrations/0003_schedules.sql"),

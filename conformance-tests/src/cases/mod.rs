@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod basic;
 pub mod concurrency;
+pub mod controls;
 pub mod dedup;
 pub mod leases;
 pub mod lifecycle;

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::error::{BoxError, ConnectError, Error};
 use crate::job::{Job, JobId, JobState, Lease, Leased, NewJob};
-use crate::queue::{ListRequest, QueueStats};
+use crate::queue::{ListRequest, QueueControl, QueueStats};
 use crate::wake::WakeHub;
 
 /// `d` in whole microseconds, the unit every dialect binds durations in; saturating (every
@@ -151,6 +151,11 @@ pub struct JobClaim<'a> {
     pub lease: Duration,
     /// The claiming worker, stored in the row.
     pub worker: &'a str,
+    /// `job_claim` only: the caller holds the queue's control row (`queue_control_lock`) in
+    /// this transaction and has applied its pause and limit, so the statement does not check
+    /// them again. Otherwise every claim statement gives out nothing of a queue that is paused
+    /// or limited (the engine then claims through the control row).
+    pub controls_checked: bool,
 }
 
 /// `job_fail_retry`: a fenced failure that sends the job back to pending.
@@ -336,6 +341,14 @@ pub trait Driver: Send + Sync + 'static {
     /// database's write lock), each claimed row with a new lease token.
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, Self::Error>;
 
+    /// `job_claim` on the connection of a transaction of the driver's (`tx_begin`), which holds
+    /// the queue's control row; `p.controls_checked` is set.
+    async fn job_claim_in(
+        &self,
+        conn: &mut Self::Conn,
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, Self::Error>;
+
     /// `job_candidates`: the optimistic claim's read, without locks.
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Self::Candidate>, Self::Error>;
 
@@ -455,6 +468,37 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Rolls `tx` back.
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), Self::Error>;
+
+    // ---------------------------------------------------------------------------------------
+    // Queue controls: one row per queue in the `queues` table, read by every claim statement
+    // (which gives out nothing of a paused or limited queue) and locked by the engine's
+    // controlled claim, which counts live leases and claims inside one transaction.
+
+    /// `queue_control_get`: the controls of `queue`, `None` when it has no row.
+    async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, Self::Error>;
+
+    /// `queue_control_lock`: the controls of `queue`, read with a lock that every other
+    /// `queue_control_lock` of the same queue waits for until this transaction ends (SQLite:
+    /// the transaction's write lock is that lock).
+    async fn queue_control_lock(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+    ) -> Result<Option<QueueControl>, Self::Error>;
+
+    /// `queue_control_list`: every row of the `queues` table, by name.
+    async fn queue_control_list(&self) -> Result<Vec<QueueControl>, Self::Error>;
+
+    /// `queue_set_paused`: creates the row of `queue` when missing and sets `paused`.
+    async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), Self::Error>;
+
+    /// `queue_set_limit`: creates the row of `queue` when missing and sets its limit.
+    async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), Self::Error>;
+
+    /// `job_live_leases`: how many jobs of `queue` are running with an unexpired lease, by the
+    /// database's clock, as of this statement (a new snapshot after `queue_control_lock`).
+    async fn job_live_leases(&self, conn: &mut Self::Conn, queue: &str)
+        -> Result<u64, Self::Error>;
 
     /// `schedule_get`: one schedule (with its last job's state), `None` when there is none.
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, Self::Error>;

@@ -14,6 +14,7 @@
 //! an [`Engine`] and implements [`Backend`], which makes it a [`Queue`].
 
 mod coalesce;
+mod controls;
 pub mod driver;
 mod options;
 mod periodic;
@@ -33,7 +34,7 @@ use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJ
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::queue::{
     validate_ack_batch, validate_batch, Capabilities, CheckedPop, ClaimStrategy, ListRequest,
-    PopRequest, PruneRequest, Queue, QueueStats,
+    PopRequest, PruneRequest, Queue, QueueControl, QueueStats,
 };
 use crate::retry::{FailDecision, RetryPolicy};
 use crate::validate::{self, Limits};
@@ -116,6 +117,8 @@ struct Inner<D: Driver> {
     remote: Option<Coalescer>,
     /// Optimistic claim: how many more claims pick at random after the last lost race.
     contention: AtomicU32,
+    /// Queues last seen paused or limited: their claims take the controlled path.
+    controlled: std::sync::Mutex<HashSet<String>>,
 }
 
 impl<D: Driver> Backend for Engine<D> {
@@ -156,6 +159,7 @@ impl<D: Driver> Engine<D> {
                     RemoteWakeups::Notify { window } => Some(Coalescer::new(window)),
                 },
                 contention: AtomicU32::new(0),
+                controlled: std::sync::Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -472,7 +476,11 @@ impl<D: Driver> Engine<D> {
             limit: req.limit,
             lease: req.lease,
             worker: &req.worker,
+            controls_checked: false,
         };
+        if self.known_controlled(p.queue) {
+            return self.claim_controlled(p).await;
+        }
         let mut jobs = match self.inner.caps.claim {
             ClaimStrategy::Optimistic => self.claim_optimistic(p).await?,
             _ => self
@@ -480,6 +488,9 @@ impl<D: Driver> Engine<D> {
                 .await
                 .map_err(|e| self.error(e))?,
         };
+        if jobs.is_empty() && self.refused_by_controls(p.queue).await? {
+            return self.claim_controlled(p).await;
+        }
         sort_claimed(&mut jobs);
         tracing::trace!(target: LOG_TARGET, queue = %req.queue, claimed = jobs.len(), "pop");
         Ok(jobs)
@@ -613,14 +624,15 @@ impl<D: Driver> Engine<D> {
     ) -> Result<(u64, Result<Vec<Leased>>)> {
         validate_ack_batch(leases, self.limits())?;
         let single_statement_claim = self.inner.caps.claim != ClaimStrategy::Optimistic;
-        if !leases.is_empty() && single_statement_claim {
-            let r = req.request();
+        let r = req.request();
+        if !leases.is_empty() && single_statement_claim && !self.known_controlled(&r.queue) {
             validate::pop_limit(r.limit, self.limits())?;
             let p = JobClaim {
                 queue: &r.queue,
                 limit: r.limit,
                 lease: r.lease,
                 worker: &r.worker,
+                controls_checked: false,
             };
             let combined = self
                 .retried("ack_batch_and_pop", || {
@@ -629,6 +641,15 @@ impl<D: Driver> Engine<D> {
                 .await
                 .map_err(|e| self.error(e))?;
             if let Some((acked, mut jobs)) = combined {
+                if jobs.is_empty() {
+                    // The claim may have been refused by the queue's controls.
+                    let claimed = match self.refused_by_controls(p.queue).await {
+                        Ok(true) => self.claim_controlled(p).await,
+                        Ok(false) => Ok(jobs),
+                        Err(e) => Err(e),
+                    };
+                    return Ok((acked, claimed));
+                }
                 sort_claimed(&mut jobs);
                 return Ok((acked, Ok(jobs)));
             }
@@ -851,7 +872,7 @@ impl<D: Driver> Engine<D> {
                 ..QueueStats::default()
             });
         }
-        Ok(stats)
+        self.with_controls(queue, stats).await
     }
 
     /// Deletes finished jobs, a bounded number per statement.
@@ -988,6 +1009,24 @@ impl<B: Backend> Queue for B {
 
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.engine().now().await
+    }
+
+    // Queue controls.
+
+    async fn pause(&self, queue: &str) -> Result<()> {
+        self.engine().pause(queue).await
+    }
+
+    async fn resume(&self, queue: &str) -> Result<()> {
+        self.engine().resume(queue).await
+    }
+
+    async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        self.engine().set_concurrency_limit(queue, limit).await
+    }
+
+    async fn controls(&self) -> Result<Vec<QueueControl>> {
+        self.engine().controls().await
     }
 
     // Periodic jobs (schedules).

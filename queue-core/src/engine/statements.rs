@@ -40,6 +40,12 @@ pub const CATALOGUE: &[&str] = &[
     "job_list",
     "job_stats",
     "job_prune",
+    "job_live_leases",
+    "queue_control_get",
+    "queue_control_lock",
+    "queue_control_list",
+    "queue_set_paused",
+    "queue_set_limit",
     // Periodic jobs (schedules).
     "schedule_get",
     "schedule_list",

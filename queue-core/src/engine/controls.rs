@@ -1,0 +1,232 @@
+//! The engine's rules for queue controls (pause, resume, a global concurrency limit).
+//!
+//! Every claim statement of every dialect gives out nothing of a queue whose row in the
+//! `queues` table says paused or limited: that check runs inside the claim, so a pause is seen
+//! by the first claim that starts after it committed, in every process. A queue known to be
+//! controlled is claimed on the controlled path instead: one transaction of the driver's that
+//! locks the queue's row (so controlled claims of one queue take turns across processes), reads
+//! pause and limit under that lock, counts the queue's live leases in a statement that starts
+//! after the lock was granted (so it sees every claim that held the lock before), and claims at
+//! most the room left. Nothing is counted outside the database: an expired lease stops counting
+//! at its expiry, whether or not anyone rescued it yet.
+//!
+//! Which path a claim takes is a per-process guess kept in memory and corrected as claims go:
+//! an ordinary claim that gives out nothing looks at the queue's row once (it may be the check
+//! that refused), and the controlled path reads the row anyway. A wrong guess costs one round
+//! trip, never a job given out against the controls.
+
+use super::{sort_claimed, Driver, Engine, JobClaim, LOG_TARGET};
+use crate::error::{Error, Result};
+use crate::job::Leased;
+use crate::queue::{QueueControl, QueueStats, MAX_CONCURRENCY_LIMIT};
+use crate::validate;
+
+impl<D: Driver> Engine<D> {
+    /// Whether claims of `queue` took the controlled path last time this process looked.
+    pub(super) fn known_controlled(&self, queue: &str) -> bool {
+        self.inner
+            .controlled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(queue)
+    }
+
+    fn remember_controls(&self, queue: &str, controlled: bool) {
+        let mut known = self
+            .inner
+            .controlled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if controlled {
+            if !known.contains(queue) {
+                known.insert(queue.to_owned());
+            }
+        } else {
+            known.remove(queue);
+        }
+    }
+
+    /// After an ordinary claim of `p.queue` gave out nothing: whether the queue is paused or
+    /// limited, in which case the caller claims again on the controlled path.
+    pub(super) async fn refused_by_controls(&self, queue: &str) -> Result<bool> {
+        let control = self
+            .driver()
+            .queue_control_get(queue)
+            .await
+            .map_err(|e| self.error(e))?;
+        let controlled = control.as_ref().is_some_and(QueueControl::restricts);
+        self.remember_controls(queue, controlled);
+        Ok(controlled)
+    }
+
+    /// The controlled claim (see the module's docs), tried again after lock conflicts.
+    pub(super) async fn claim_controlled(&self, p: JobClaim<'_>) -> Result<Vec<Leased>> {
+        let (control, mut jobs) = self
+            .retried("controlled claim", || self.claim_controlled_once(p))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.remember_controls(
+            p.queue,
+            control.as_ref().is_some_and(QueueControl::restricts),
+        );
+        sort_claimed(&mut jobs);
+        Ok(jobs)
+    }
+
+    async fn claim_controlled_once(
+        &self,
+        p: JobClaim<'_>,
+    ) -> std::result::Result<(Option<QueueControl>, Vec<Leased>), D::Error> {
+        let d = self.driver();
+        let mut tx = d.tx_begin().await?;
+        let claimed = async {
+            let conn = D::tx_conn(&mut tx);
+            let control = d.queue_control_lock(conn, p.queue).await?;
+            let room = match &control {
+                Some(c) if c.paused => 0,
+                Some(QueueControl {
+                    concurrency_limit: Some(limit),
+                    ..
+                }) => {
+                    let live = d.job_live_leases(conn, p.queue).await?;
+                    let room = u64::from(*limit).saturating_sub(live);
+                    usize::try_from(room).unwrap_or(usize::MAX).min(p.limit)
+                }
+                _ => p.limit,
+            };
+            let jobs = if room == 0 {
+                Vec::new()
+            } else {
+                let p = JobClaim {
+                    limit: room,
+                    controls_checked: true,
+                    ..p
+                };
+                d.job_claim_in(conn, p).await?
+            };
+            Ok((control, jobs))
+        }
+        .await;
+        match claimed {
+            Ok(done) => {
+                d.tx_commit(tx).await?;
+                Ok(done)
+            }
+            Err(e) => {
+                if let Err(rollback) = d.tx_rollback(tx).await {
+                    tracing::debug!(target: LOG_TARGET, error = %rollback, "rollback after a failed controlled claim failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Pauses `queue`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::pause`].
+    pub async fn pause(&self, queue: &str) -> Result<()> {
+        validate::queue_name(queue)?;
+        self.retried("pause", || self.driver().queue_set_paused(queue, true))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.remember_controls(queue, true);
+        Ok(())
+    }
+
+    /// Resumes `queue` and wakes its workers.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::resume`].
+    pub async fn resume(&self, queue: &str) -> Result<()> {
+        validate::queue_name(queue)?;
+        self.retried("resume", || self.driver().queue_set_paused(queue, false))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
+    /// Sets or removes the concurrency limit of `queue`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::set_concurrency_limit`].
+    pub async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        validate::queue_name(queue)?;
+        match limit {
+            Some(0) => {
+                return Err(Error::invalid(
+                    "concurrency_limit",
+                    "must be at least 1 (pause the queue to stop it)",
+                ))
+            }
+            Some(n) if n > MAX_CONCURRENCY_LIMIT => {
+                return Err(Error::invalid(
+                    "concurrency_limit",
+                    format!("must be at most {MAX_CONCURRENCY_LIMIT} (got {n})"),
+                ))
+            }
+            _ => {}
+        }
+        self.retried("set_concurrency_limit", || {
+            self.driver().queue_set_limit(queue, limit)
+        })
+        .await
+        .map_err(|e| self.error(e))?;
+        if limit.is_some() {
+            self.remember_controls(queue, true);
+        }
+        // A higher limit, or none, may leave room for jobs that were waiting.
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
+    /// Every queue that is paused or limited.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::controls`].
+    pub async fn controls(&self) -> Result<Vec<QueueControl>> {
+        let mut all = self
+            .driver()
+            .queue_control_list()
+            .await
+            .map_err(|e| self.error(e))?;
+        all.retain(QueueControl::restricts);
+        Ok(all)
+    }
+
+    /// `stats` with each queue's controls, and a line for every controlled queue without jobs
+    /// (when all queues are asked for).
+    pub(super) async fn with_controls(
+        &self,
+        queue: Option<&str>,
+        mut stats: Vec<QueueStats>,
+    ) -> Result<Vec<QueueStats>> {
+        let controls = match queue {
+            Some(q) => self
+                .driver()
+                .queue_control_get(q)
+                .await
+                .map_err(|e| self.error(e))?
+                .into_iter()
+                .collect(),
+            None => self.controls().await?,
+        };
+        for c in controls.into_iter().filter(QueueControl::restricts) {
+            match stats.iter_mut().find(|s| s.queue == c.queue) {
+                Some(s) => {
+                    s.paused = c.paused;
+                    s.concurrency_limit = c.concurrency_limit;
+                }
+                None => stats.push(QueueStats {
+                    queue: c.queue,
+                    paused: c.paused,
+                    concurrency_limit: c.concurrency_limit,
+                    ..QueueStats::default()
+                }),
+            }
+        }
+        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(stats)
+    }
+}

@@ -1,0 +1,5 @@
+-- name: queue_control_list
+-- Every queue's controls, by name (binary order, as the column's collation compares).
+SELECT name, paused, concurrency_limit
+FROM [{schema}].[queues]
+ORDER BY name

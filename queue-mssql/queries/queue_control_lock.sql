@@ -1,0 +1,11 @@
+-- name: queue_control_lock
+-- The controls of queue @P1, read inside the controlled claim's transaction with an update lock
+-- held until that transaction ends (UPDLOCK; HOLDLOCK keeps it, and locks the key's range when
+-- the row is missing): controlled claims of one queue take turns, while the claim statements'
+-- plain reads of the row (shared locks, or row versions under READ_COMMITTED_SNAPSHOT) are not
+-- blocked. HOLDLOCK makes this a locking read of the latest committed row also when
+-- READ_COMMITTED_SNAPSHOT is on, and job_live_leases, a later statement, sees every claim
+-- committed before the lock was granted.
+SELECT name, paused, concurrency_limit
+FROM [{schema}].[queues] WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
+WHERE name = @P1
