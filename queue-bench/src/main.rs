@@ -69,6 +69,9 @@ struct Cli {
     /// `--batch`) against one database; 0 leaves that workload out.
     #[arg(long, default_value_t = 0)]
     worker_processes: usize,
+    /// The concurrency limit of the `drain-limited` workload.
+    #[arg(long, default_value_t = 16)]
+    limit: u32,
     /// Internal: run as one worker process of the multi-process drain on this namespace.
     #[arg(long, hide = true)]
     child_drain: Option<String>,
@@ -92,11 +95,13 @@ enum WorkloadArg {
     Drain,
     Latency,
     Backlog,
+    /// The drain of a queue with `--limit` (and the unlimited drain it is compared with).
+    DrainLimited,
     All,
 }
 
 impl WorkloadArg {
-    fn expand(self, batch: usize, processes: usize) -> Vec<Workload> {
+    fn expand(self, batch: usize, processes: usize, limit: u32) -> Vec<Workload> {
         let mut drains = if batch == 1 {
             vec![Workload::Drain { batch: 1 }]
         } else {
@@ -111,9 +116,14 @@ impl WorkloadArg {
             WorkloadArg::Drain => drains,
             WorkloadArg::Latency => vec![Workload::Latency],
             WorkloadArg::Backlog => vec![Workload::Backlog { batch }],
+            WorkloadArg::DrainLimited => vec![
+                Workload::Drain { batch },
+                Workload::DrainLimited { batch, limit },
+            ],
             WorkloadArg::All => {
                 let mut all = vec![Workload::Enqueue, Workload::EnqueueBatch];
                 all.extend(drains);
+                all.push(Workload::DrainLimited { batch, limit });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
                 all
@@ -169,7 +179,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             baseline: true,
             smoke: true,
         };
-        let workloads = WorkloadArg::All.expand(cli.batch, 0);
+        let workloads = WorkloadArg::All.expand(cli.batch, 0, cli.limit);
         for kind in [
             BackendKind::Sqlite,
             BackendKind::Postgres,
@@ -216,9 +226,17 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             smoke: false,
         };
         settings.validate()?;
+        if !(1..=queue_core::MAX_CONCURRENCY_LIMIT).contains(&cli.limit) {
+            anyhow::bail!(
+                "--limit must be between 1 and {}",
+                queue_core::MAX_CONCURRENCY_LIMIT
+            );
+        }
         let url = cli.url.clone().or_else(|| cli.backend.default_url());
         let server = backend::connect(cli.backend, url.as_deref()).await?;
-        let workloads = cli.workload.expand(cli.batch, cli.worker_processes);
+        let workloads = cli
+            .workload
+            .expand(cli.batch, cli.worker_processes, cli.limit);
         let sr = run_server(server.as_ref(), url.as_deref(), &workloads, &settings, true).await;
         report.servers.push(sr);
     }
@@ -291,16 +309,16 @@ mod tests {
     #[test]
     fn drain_runs_both_batch_sizes_unless_batch_is_one() {
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 0),
+            WorkloadArg::Drain.expand(100, 0, 16),
             vec![Workload::Drain { batch: 100 }, Workload::Drain { batch: 1 }]
         );
         assert_eq!(
-            WorkloadArg::Drain.expand(1, 0),
+            WorkloadArg::Drain.expand(1, 0, 16),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0).len(), 6);
+        assert_eq!(WorkloadArg::All.expand(50, 0, 16).len(), 7);
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 4).last(),
+            WorkloadArg::Drain.expand(100, 4, 16).last(),
             Some(&Workload::DrainProcesses {
                 batch: 100,
                 processes: 4

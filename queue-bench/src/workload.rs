@@ -82,6 +82,9 @@ pub(crate) enum Workload {
     Backlog { batch: usize },
     /// The drain by several worker processes, each with the configured slots and this prefetch.
     DrainProcesses { batch: usize, processes: usize },
+    /// The drain of a queue with a global concurrency limit, compared with the unlimited drain
+    /// of the same run.
+    DrainLimited { batch: usize, limit: u32 },
 }
 
 impl Workload {
@@ -94,6 +97,9 @@ impl Workload {
             Workload::Backlog { batch } => format!("backlog drain (batch {batch})"),
             Workload::DrainProcesses { batch, processes } => {
                 format!("drain (batch {batch}, {processes} processes)")
+            }
+            Workload::DrainLimited { batch, limit } => {
+                format!("drain of a queue limited to {limit} (batch {batch})")
             }
         }
     }
@@ -232,7 +238,7 @@ pub(crate) async fn run(
         }
         Workload::Drain { batch } => {
             let ns = server.ours(s.pool()).await?;
-            let out = drain_ours(ns.as_ref(), s, batch, 0, progress).await;
+            let out = drain_ours(ns.as_ref(), s, batch, 0, None, progress).await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
             // Our pool's connections close before the baseline opens its own, so that both
             // together never need more than the server's connection limit.
@@ -250,11 +256,25 @@ pub(crate) async fn run(
         }
         Workload::Backlog { batch } => {
             let ns = server.ours(s.pool()).await?;
-            let out = drain_ours(ns.as_ref(), s, batch, s.backlog_rows, progress).await;
+            let out = drain_ours(ns.as_ref(), s, batch, s.backlog_rows, None, progress).await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
             if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
                 r.baseline = Some(Measurement {
                     what: format!("the same drain on an empty table, this run (batch {batch})"),
+                    jobs: 0,
+                    seconds: 0.0,
+                    jobs_per_sec: fresh,
+                });
+                r.ratio = Some(o.rate() / fresh);
+            }
+        }
+        Workload::DrainLimited { batch, limit } => {
+            let ns = server.ours(s.pool()).await?;
+            let out = drain_ours(ns.as_ref(), s, batch, 0, Some(limit), progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
+                r.baseline = Some(Measurement {
+                    what: format!("the unlimited drain of this run (batch {batch})"),
                     jobs: 0,
                     seconds: 0.0,
                     jobs_per_sec: fresh,
@@ -453,11 +473,17 @@ async fn drain_ours(
     s: &Settings,
     batch: usize,
     backlog: u64,
+    limit: Option<u32>,
     progress: bool,
 ) -> Outcome {
     let q = ns.queue();
     let payload = s.payload();
     let mut notes = Vec::new();
+    if limit.is_some() {
+        q.set_concurrency_limit(QUEUE, limit)
+            .await
+            .context("set the concurrency limit")?;
+    }
     if backlog > 0 {
         let t = Instant::now();
         ns.fill_finished(QUEUE, backlog, &payload)
@@ -490,14 +516,27 @@ async fn drain_ours(
         .build()?
         .start();
     let counters = handle.counters();
-    let limit = Duration::from_secs(s.workload_timeout_secs());
+    let deadline = Duration::from_secs(s.workload_timeout_secs());
     let mut timed_out = false;
+    // A limited drain is sampled in the database every 20 ms: never more jobs running than
+    // the limit.
+    let (mut most_running, mut samples, mut sampled) = (0u64, 0u64, Instant::now());
     while counters.completed() < s.jobs {
-        if start.elapsed() > limit {
+        if start.elapsed() > deadline {
             timed_out = true;
             break;
         }
         pb.set_position(counters.completed());
+        if limit.is_some() && sampled.elapsed() >= Duration::from_millis(20) {
+            let running = q
+                .stats(Some(QUEUE))
+                .await?
+                .first()
+                .map_or(0, |st| st.running);
+            most_running = most_running.max(running);
+            samples += 1;
+            sampled = Instant::now();
+        }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = start.elapsed();
@@ -514,6 +553,16 @@ async fn drain_ours(
     }
     let check = ns.check(QUEUE).await?;
     let mut violations = check.violations(s.jobs + backlog);
+    if let Some(n) = limit {
+        if most_running > u64::from(n) {
+            violations.push(format!(
+                "{most_running} jobs were running at once under a limit of {n}"
+            ));
+        }
+        notes.push(format!(
+            "at most {most_running} jobs running in {samples} samples of the database (limit {n})"
+        ));
+    }
     let snap = counters.snapshot();
     if snap.completed != s.jobs {
         violations.push(format!(

@@ -121,6 +121,21 @@ impl<D: Driver> Engine<D> {
         }
     }
 
+    /// After jobs of `leases` finished: a queue with a concurrency limit has room again, so its
+    /// workers waiting for work are woken (here at once, elsewhere through the driver's
+    /// notifications where it has them) instead of sleeping until their next poll.
+    pub(super) async fn places_freed(&self, leases: &[crate::job::Lease]) {
+        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        for queue in queues {
+            if self.known_controlled(queue) {
+                let n = leases.iter().filter(|l| l.queue == queue).count();
+                self.wake(queue, n).await;
+            }
+        }
+    }
+
     /// Pauses `queue`.
     ///
     /// # Errors

@@ -578,7 +578,9 @@ impl<D: Driver> Engine<D> {
             .retried("ack", || self.driver().job_complete(Target::Pool, lease))
             .await
             .map_err(|e| self.error(e))?;
-        self.fenced(changed, lease).await
+        self.fenced(changed, lease).await?;
+        self.places_freed(std::slice::from_ref(lease)).await;
+        Ok(())
     }
 
     /// Completes the job inside the caller's transaction on `conn`.
@@ -607,9 +609,12 @@ impl<D: Driver> Engine<D> {
         if leases.is_empty() {
             return Ok(0);
         }
-        self.retried("ack_batch", || self.driver().job_complete_many(leases))
+        let done = self
+            .retried("ack_batch", || self.driver().job_complete_many(leases))
             .await
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        self.places_freed(leases).await;
+        Ok(done)
     }
 
     /// Completes `leases`, then claims with `req`: in one call to the driver where the dialect
@@ -677,7 +682,7 @@ impl<D: Driver> Engine<D> {
                     .await
                     .map_err(|e| self.error(e))?;
                 self.fenced(changed, lease).await?;
-                if delay.is_zero() {
+                if delay.is_zero() || self.known_controlled(&lease.queue) {
                     self.wake(&lease.queue, 1).await;
                 }
                 Ok(FailOutcome::Retrying { after: delay })
@@ -692,6 +697,7 @@ impl<D: Driver> Engine<D> {
                     .await
                     .map_err(|e| self.error(e))?;
                 self.fenced(changed, lease).await?;
+                self.places_freed(std::slice::from_ref(lease)).await;
                 Ok(FailOutcome::Dead)
             }
         }
