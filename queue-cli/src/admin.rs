@@ -1,4 +1,5 @@
-//! The operator's subcommands: migrate, push, stats, list, retry, cancel, prune.
+//! The operator's subcommands: migrate, push, stats, list, retry, cancel, prune, and the queue
+//! controls pause, resume and limit.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,7 +7,8 @@ use std::sync::Arc;
 use clap::Args;
 use queue_core::validate::redact_url;
 use queue_core::{
-    validate, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, Queue, QueueStats,
+    validate, Error, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, Queue,
+    QueueStats, MAX_CONCURRENCY_LIMIT,
 };
 
 use crate::duration;
@@ -135,6 +137,137 @@ pub(crate) struct PruneArgs {
     queue: Option<String>,
 }
 
+/// `pause` and `resume`.
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The queue.
+    queue: String,
+}
+
+/// `limit`.
+#[derive(Debug, Args)]
+pub(crate) struct LimitArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The queue.
+    queue: String,
+    /// At most this many of the queue's jobs run at once, across every worker and process
+    /// (1 to 1000000); `none` removes the limit.
+    #[arg(value_name = "LIMIT", value_parser = limit_arg, allow_negative_numbers = true)]
+    limit: LimitArg,
+}
+
+/// The checked text of a concurrency limit: a number (which the library may still refuse, as
+/// it refuses 0) or `none`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LimitArg(Option<u32>);
+
+/// Reads a concurrency limit as the command line and the dashboard take it: a whole number, or
+/// `none` (no limit). Only the text is checked here; the rules on the number (at least 1, at
+/// most [`MAX_CONCURRENCY_LIMIT`]) are the library's, so that they are stated in one place.
+pub(crate) fn parse_limit(text: &str) -> Result<Option<u32>, Error> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<u32>() {
+            Ok(n) => Ok(Some(n)),
+            // More digits than any limit has: the library's rule, in its words.
+            Err(_) => Err(Error::invalid(
+                "concurrency_limit",
+                format!(
+                    "must be at most {MAX_CONCURRENCY_LIMIT} (got {})",
+                    crate::table::clip(text, 24)
+                ),
+            )),
+        };
+    }
+    Err(Error::invalid(
+        "concurrency_limit",
+        format!(
+            "must be a whole number of jobs from 1 to {MAX_CONCURRENCY_LIMIT}, or none to remove \
+             the limit"
+        ),
+    ))
+}
+
+/// The clap parser of `limit`'s LIMIT: bad text is a usage error that names the field.
+fn limit_arg(text: &str) -> Result<LimitArg, String> {
+    parse_limit(text).map(LimitArg).map_err(|e| match e {
+        Error::InvalidInput { field, rule } => format!("{field} {rule}"),
+        other => other.to_string(),
+    })
+}
+
+/// `at most 5 jobs run at once`, `no concurrency limit`.
+pub(crate) fn limit_words(limit: Option<u32>) -> String {
+    match limit {
+        Some(1) => "at most 1 job runs at once".to_owned(),
+        Some(n) => format!("at most {n} jobs run at once"),
+        None => "no concurrency limit".to_owned(),
+    }
+}
+
+/// `queue emails: at most 5 jobs run at once`, `queue emails: no concurrency limit`.
+pub(crate) fn limit_sentence(queue: &str, limit: Option<u32>) -> String {
+    format!("queue {queue}: {}", limit_words(limit))
+}
+
+/// The controls of `name` as stored, read back after a change (`None` when that read fails:
+/// the change itself was made).
+async fn controls_of(queue: &dyn Queue, name: &str) -> Option<QueueStats> {
+    let stats = queue.stats(Some(name)).await.ok()?;
+    stats.into_iter().find(|s| s.queue == name)
+}
+
+pub(crate) async fn pause(args: QueueArgs) -> Result<(), CliError> {
+    validate::queue_name(&args.queue)?;
+    let queue = args.target.connect().await?;
+    queue.pause(&args.queue).await?;
+    println!("paused queue {}", args.queue);
+    Ok(())
+}
+
+pub(crate) async fn resume(args: QueueArgs) -> Result<(), CliError> {
+    validate::queue_name(&args.queue)?;
+    let queue = args.target.connect().await?;
+    queue.resume(&args.queue).await?;
+    let limit = controls_of(queue.as_ref(), &args.queue)
+        .await
+        .and_then(|s| s.concurrency_limit);
+    match limit {
+        Some(n) => println!(
+            "resumed queue {}; at most {n} of its jobs run at once",
+            args.queue
+        ),
+        None => println!("resumed queue {}", args.queue),
+    }
+    Ok(())
+}
+
+pub(crate) async fn limit(args: LimitArgs) -> Result<(), CliError> {
+    validate::queue_name(&args.queue)?;
+    let LimitArg(limit) = args.limit;
+    let queue = args.target.connect().await?;
+    queue.set_concurrency_limit(&args.queue, limit).await?;
+    let paused = controls_of(queue.as_ref(), &args.queue)
+        .await
+        .is_some_and(|s| s.paused);
+    let sentence = limit_sentence(&args.queue, limit);
+    if paused {
+        println!(
+            "{sentence} (paused: nothing runs until `queue resume {}`)",
+            args.queue
+        );
+    } else {
+        println!("{sentence}");
+    }
+    Ok(())
+}
+
 pub(crate) async fn migrate(target: Target) -> Result<(), CliError> {
     let queue = target.connect().await?;
     queue.migrate().await?;
@@ -216,17 +349,35 @@ pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
     ]
 }
 
-/// The `stats` table, also printed by the demo.
+/// `paused` or `running`: whether the queue gives out jobs.
+pub(crate) fn queue_state(s: &QueueStats) -> &'static str {
+    if s.paused {
+        "paused"
+    } else {
+        "running"
+    }
+}
+
+/// The `stats` table, also printed by the demo: the counts, then whether the queue is paused
+/// (`state`) and its concurrency limit (`limit`, `-` for none).
 pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let rows: Vec<Vec<String>> = stats
         .iter()
         .map(|s| {
             std::iter::once(s.queue.clone())
                 .chain(counts(s).iter().map(u64::to_string))
+                .chain([
+                    queue_state(s).to_owned(),
+                    s.concurrency_limit
+                        .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+                ])
                 .collect()
         })
         .collect();
-    let header: Vec<&str> = std::iter::once("queue").chain(COUNT_COLUMNS).collect();
+    let header: Vec<&str> = std::iter::once("queue")
+        .chain(COUNT_COLUMNS)
+        .chain(["state", "limit"])
+        .collect();
     table::render(&header, &rows)
 }
 
@@ -239,6 +390,8 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
         "completed": s.completed,
         "dead": s.dead,
         "cancelled": s.cancelled,
+        "paused": s.paused,
+        "concurrency_limit": s.concurrency_limit,
     })
 }
 
@@ -361,4 +514,63 @@ pub(crate) async fn prune(args: PruneArgs) -> Result<(), CliError> {
     let n = queue.prune(req).await?;
     println!("pruned {n} job{}", if n == 1 { "" } else { "s" });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_numbers_or_none() {
+        assert_eq!(parse_limit("5").unwrap(), Some(5));
+        assert_eq!(parse_limit(" 12 ").unwrap(), Some(12));
+        assert_eq!(parse_limit("none").unwrap(), None);
+        assert_eq!(parse_limit("NONE").unwrap(), None);
+        // 0 and too large numbers are the library's to refuse.
+        assert_eq!(parse_limit("0").unwrap(), Some(0));
+        assert_eq!(parse_limit("2000000").unwrap(), Some(2_000_000));
+        for bad in ["", "abc", "-1", "+3", "1.5", "5 jobs", "99999999999"] {
+            match parse_limit(bad) {
+                Err(Error::InvalidInput { field, .. }) => {
+                    assert_eq!(field, "concurrency_limit", "{bad:?}")
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            limit_arg("abc").unwrap_err(),
+            "concurrency_limit must be a whole number of jobs from 1 to 1000000, or none to \
+             remove the limit"
+        );
+    }
+
+    #[test]
+    fn the_stats_table_shows_the_controls() {
+        let stats = [
+            QueueStats {
+                queue: "emails".into(),
+                available: 3,
+                paused: true,
+                ..QueueStats::default()
+            },
+            QueueStats {
+                queue: "reports".into(),
+                concurrency_limit: Some(5),
+                ..QueueStats::default()
+            },
+        ];
+        let table = stats_table(&stats);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].ends_with("cancelled  state    limit"), "{table}");
+        assert!(lines[1].ends_with("paused   -"), "{table}");
+        assert!(lines[2].ends_with("running  5"), "{table}");
+        let json = stats_json(&stats[1]);
+        assert_eq!(json["paused"], false);
+        assert_eq!(json["concurrency_limit"], 5);
+        assert!(stats_json(&stats[0])["concurrency_limit"].is_null());
+        assert_eq!(
+            limit_sentence("q", Some(1)),
+            "queue q: at most 1 job runs at once"
+        );
+    }
 }

@@ -161,6 +161,13 @@ pub(crate) async fn run(args: DemoArgs) -> Result<(), CliError> {
     );
 
     let before = queue_stats(&queue, &args.queue).await?;
+    if before.paused {
+        return Err(CliError::usage(format!(
+            "invalid queue: {:?} is paused in this database, so the demo's jobs would never run; \
+             resume it with `queue resume {}` or choose another --queue",
+            args.queue, args.queue
+        )));
+    }
     let live = before.available + before.scheduled + before.running;
     if live > 0 {
         return Err(CliError::usage(format!(

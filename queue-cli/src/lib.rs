@@ -52,7 +52,7 @@ enum Command {
     Migrate(admin::Target),
     /// Push one job and print its id.
     Push(admin::PushArgs),
-    /// Print job counts per queue and state.
+    /// Print job counts per queue and state, and whether each queue is paused or limited.
     Stats(admin::StatsArgs),
     /// List jobs, newest first.
     List(admin::ListArgs),
@@ -62,10 +62,19 @@ enum Command {
     Cancel(admin::IdArgs),
     /// Delete finished jobs older than a given age.
     Prune(admin::PruneArgs),
+    /// Pause a queue: no job of it is given out (to any worker, in any process) until it is
+    /// resumed; jobs already running finish.
+    Pause(admin::QueueArgs),
+    /// Resume a paused queue.
+    Resume(admin::QueueArgs),
+    /// Set a queue's concurrency limit: at most LIMIT of its jobs run at once, across every
+    /// worker and process; `queue limit QUEUE none` removes it.
+    Limit(admin::LimitArgs),
     /// Run a worker that logs each job's payload, until Ctrl-C.
     Work(work::WorkArgs),
     /// Serve the web dashboard: every queue's counts and throughput, job lists, job pages,
-    /// and actions (retry, cancel, bulk retry, prune), on 127.0.0.1:8787 by default.
+    /// and actions (retry, cancel, bulk retry, prune, pause, resume, concurrency limits), on
+    /// 127.0.0.1:8787 by default.
     Serve(serve::ServeArgs),
     /// Periodic jobs: list the schedules (the default), `add` or `remove` one, or `run` a
     /// scheduler that fires them.
@@ -105,6 +114,9 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Retry(args) => admin::retry(args).await,
         Command::Cancel(args) => admin::cancel(args).await,
         Command::Prune(args) => admin::prune(args).await,
+        Command::Pause(args) => admin::pause(args).await,
+        Command::Resume(args) => admin::resume(args).await,
+        Command::Limit(args) => admin::limit(args).await,
         Command::Work(args) => work::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Schedules(args) => schedules::run(args).await,
@@ -212,6 +224,35 @@ mod tests {
         }
         let err =
             Cli::try_parse_from(["queue", "schedules", "add", "n", "--queue", "q"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn queue_controls_parse() {
+        for args in [
+            &["queue", "pause", "emails"][..],
+            &["queue", "resume", "emails", "--url", "sqlite://x.db"],
+            &["queue", "limit", "emails", "5"],
+            &["queue", "limit", "emails", "none"],
+            &["queue", "limit", "--url", "sqlite://x.db", "emails", "0"],
+        ] {
+            let parsed = Cli::try_parse_from(args).unwrap();
+            assert!(
+                matches!(
+                    parsed.command,
+                    Command::Pause(_) | Command::Resume(_) | Command::Limit(_)
+                ),
+                "{args:?}"
+            );
+        }
+        for bad in ["abc", "-1", "2.5", ""] {
+            let err = Cli::try_parse_from(["queue", "limit", "emails", bad]).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ValueValidation, "{bad:?}");
+            assert!(err.to_string().contains("concurrency_limit"), "{err}");
+        }
+        let err = Cli::try_parse_from(["queue", "limit", "emails"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        let err = Cli::try_parse_from(["queue", "pause"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 }

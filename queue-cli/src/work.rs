@@ -36,7 +36,20 @@ pub(crate) async fn run(args: WorkArgs) -> Result<(), CliError> {
     let queue = args.target.connect().await?;
     // Surfaces a missing schema or an unreachable server now, as one error, rather than as
     // failed pops inside the running worker.
-    queue.stats(Some(&args.queue)).await?;
+    let stats = queue.stats(Some(&args.queue)).await?;
+    let controls = stats.iter().find(|s| s.queue == args.queue);
+    if controls.is_some_and(|s| s.paused) {
+        eprintln!(
+            "note: queue {} is paused: its jobs wait until `queue resume {}`",
+            args.queue, args.queue
+        );
+    }
+    if let Some(n) = controls.and_then(|s| s.concurrency_limit) {
+        eprintln!(
+            "note: queue {} has a concurrency limit of {n} across every worker",
+            args.queue
+        );
+    }
     let worker = Worker::builder(queue.clone(), args.queue.as_str())
         .concurrency(args.concurrency)
         .lease(lease)

@@ -1,6 +1,7 @@
 // The dashboard's only script: it refreshes the parts of a page marked with data-refresh
-// without reloading the page, and asks before the forms marked with data-confirm are sent.
-// Everything it puts into the page was rendered and escaped by the server.
+// without reloading the page (but not while a field in them is being edited), and asks before
+// the forms marked with data-confirm are sent. Everything it puts into the page was rendered
+// and escaped by the server.
 'use strict';
 
 (function () {
@@ -14,8 +15,18 @@
       if (status) status.textContent = text;
     }
 
+    // Whether someone is typing into a field of the part (a queue's limit): replacing it would
+    // throw their input away.
+    function editing() {
+      const active = document.activeElement;
+      if (active && el.contains(active) && active.matches('input, select, textarea')) return true;
+      return [...el.querySelectorAll('input:not([type=hidden])')]
+        .some(function (i) { return i.value !== i.defaultValue; });
+    }
+
     async function tick() {
-      if (document.hidden) {
+      if (document.hidden || editing()) {
+        if (!document.hidden) say('Not refreshed while a field is being edited.');
         setTimeout(tick, every);
         return;
       }

@@ -374,11 +374,124 @@ async fn bulk_retry_from_the_queue_page(c: &Client, fx: &Fixture) -> anyhow::Res
     Ok(())
 }
 
+/// Whether `queue` is paused and its limit, as the library reads them.
+async fn controls_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(bool, Option<u32>)> {
+    let stats = q.stats(Some(queue)).await?;
+    let s = stats
+        .iter()
+        .find(|s| s.queue == queue)
+        .context("a line for the queue")?;
+    Ok((s.paused, s.concurrency_limit))
+}
+
+/// The limit of `queue` as its overview row shows it: the value of its limit field.
+async fn limit_shown(c: &Client, queue: &str) -> anyhow::Result<Option<String>> {
+    let value = c
+        .execute(
+            "const e = document.querySelector(`tr[data-queue='${arguments[0]}'] input[name=limit]`); \
+             return e ? e.value : null;",
+            vec![json!(queue)],
+        )
+        .await?;
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Waits until the limit field of `queue` reads `expected` after a page load.
+async fn see_limit(c: &Client, queue: &str, expected: &str) -> anyhow::Result<()> {
+    until(
+        &format!("the limit of {queue} reads {expected:?}"),
+        || async { Ok(limit_shown(c, queue).await?.as_deref() == Some(expected)) },
+    )
+    .await
+}
+
+/// Replaces the text of the limit field of `queue`'s overview row with `text`.
+async fn type_limit(c: &Client, queue: &str, text: &str) -> anyhow::Result<()> {
+    let field = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(&format!(
+            "tr[data-queue='{queue}'] input[name=limit]"
+        )))
+        .await?;
+    field.clear().await?;
+    field.send_keys(text).await?;
+    Ok(())
+}
+
+/// Pause, a bad limit, a limit, resume and "Remove limit", clicked on the overview: after each,
+/// the page and the database agree. What is typed into the limit field is not thrown away by
+/// the overview's refresh.
+async fn pause_resume_and_limit_from_the_overview(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    push(q, "emails", "{}").await?;
+    push(q, "reports", "{}").await?;
+    let server = serve(fx, &[], None)?;
+    c.goto(&format!("{}/", server.url)).await?;
+    see(c, "tr[data-queue='emails'] span.qstate", "running").await?;
+    see_limit(c, "emails", "").await?;
+
+    click(c, "tr[data-queue='emails'] button.pause").await?;
+    let notice = text_of(c, "#notice").await?;
+    ensure!(notice.starts_with("Paused queue emails"), "{notice}");
+    see(c, "tr[data-queue='emails'] span.qstate", "paused").await?;
+    see(c, "tr[data-queue='reports'] span.qstate", "running").await?;
+    ensure!(controls_of(q, "emails").await? == (true, None));
+    ensure!(q.pop(dbqueue::PopRequest::new("emails")).await?.is_empty());
+
+    // The overview refreshes every second; a field being typed into is left alone.
+    type_limit(c, "emails", "0").await?;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let typed: String = script(
+        c,
+        "return document.querySelector(\"tr[data-queue='emails'] input[name=limit]\").value;",
+    )
+    .await?;
+    ensure!(typed == "0", "the refresh replaced the field: {typed:?}");
+    click(c, "tr[data-queue='emails'] button.set-limit").await?;
+    see(
+        c,
+        "#notice",
+        "Nothing was changed: invalid concurrency_limit: must be at least 1 (pause the queue to \
+         stop it)",
+    )
+    .await?;
+    ensure!(
+        controls_of(q, "emails").await? == (true, None),
+        "0 stored nothing"
+    );
+
+    type_limit(c, "emails", "4").await?;
+    click(c, "tr[data-queue='emails'] button.set-limit").await?;
+    see(c, "#notice", "Queue emails: at most 4 jobs run at once.").await?;
+    see_limit(c, "emails", "4").await?;
+    ensure!(controls_of(q, "emails").await? == (true, Some(4)));
+
+    click(c, "tr[data-queue='emails'] button.resume").await?;
+    see(
+        c,
+        "#notice",
+        "Resumed queue emails: its jobs are given out again.",
+    )
+    .await?;
+    see(c, "tr[data-queue='emails'] span.qstate", "running").await?;
+    ensure!(controls_of(q, "emails").await? == (false, Some(4)));
+
+    click(c, "tr[data-queue='emails'] button.clear-limit").await?;
+    see(c, "#notice", "Queue emails: no concurrency limit.").await?;
+    see_limit(c, "emails", "").await?;
+    ensure!(controls_of(q, "emails").await? == (false, None));
+    ensure!(q.controls().await?.is_empty());
+    Ok(())
+}
+
 /// Read-only: no page has a button that changes anything, and a POST is refused.
 async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let pending = push(q, "emails", "{}").await?;
+    q.pause("emails").await?;
+    q.set_concurrency_limit("emails", Some(3)).await?;
     let server = serve(fx, &["--read-only"], None)?;
     for path in [
         "/".to_owned(),
@@ -408,6 +521,25 @@ async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Resu
     .await?;
     ensure!(status == 403, "{status}");
     ensure!(state_of(q, id).await? == JobState::Dead);
+    // The queue controls are shown, and cannot be changed.
+    c.goto(&format!("{}/", server.url)).await?;
+    see(c, "tr[data-queue='emails'] span.qstate", "paused").await?;
+    see(c, "tr[data-queue='emails'] td.limit", "3").await?;
+    for (path, body) in [
+        ("/actions/resume", "queue=emails"),
+        ("/actions/limit", "queue=emails&clear=1"),
+    ] {
+        let status: u16 = script(
+            c,
+            &format!(
+                "return fetch('{path}', {{method: 'POST', headers: {{'Content-Type': \
+                 'application/x-www-form-urlencoded'}}, body: '{body}'}}).then(r => r.status);"
+            ),
+        )
+        .await?;
+        ensure!(status == 403, "{path}: {status}");
+    }
+    ensure!(controls_of(q, "emails").await? == (true, Some(3)));
     Ok(())
 }
 
@@ -605,6 +737,55 @@ async fn screenshots_of_the_demo(c: &Client, _fx: &Fixture) -> anyhow::Result<()
     Ok(())
 }
 
+/// A screenshot of the overview with a paused queue and a limited one, for a look at the
+/// layout of the controls.
+async fn screenshot_of_the_queue_controls(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for n in 0..6 {
+        completed(q, "emails", &format!("{{\"n\":{n}}}")).await?;
+        push(q, "emails", "{}").await?;
+    }
+    for _ in 0..3 {
+        completed(q, "reports", "{}").await?;
+        running(q, "reports", "{}", "w1").await?;
+    }
+    dead(q, "reports", "{}", "boom").await?;
+    push(q, "webhooks", "{}").await?;
+    q.pause("emails").await?;
+    q.set_concurrency_limit("reports", Some(3)).await?;
+    q.set_concurrency_limit("thumbnails", Some(12)).await?;
+    q.pause("thumbnails").await?;
+    let server = serve(fx, &[], None)?;
+    c.goto(&format!("{}/", server.url)).await?;
+    see(c, "tr[data-queue='emails'] span.qstate", "paused").await?;
+    see_limit(c, "reports", "3").await?;
+    see_limit(c, "thumbnails", "12").await?;
+    let png = c.screenshot().await?;
+    ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    save("dashboard-controls.png", &png)?;
+    // The controls fit the window's width (1280 px): the table stays inside the page's
+    // content, and nothing scrolls sideways.
+    let (scroll, client, table, room): (u32, u32, u32, u32) = script(
+        c,
+        "const d = document.documentElement; const m = document.querySelector('main'); \
+         const t = document.querySelector('table.queues').getBoundingClientRect(); \
+         const right = m.getBoundingClientRect().right - \
+         parseFloat(getComputedStyle(m).paddingRight); \
+         return [d.scrollWidth, d.clientWidth, Math.ceil(t.right), Math.ceil(right)];",
+    )
+    .await?;
+    println!(
+        "page {scroll} px wide in a {client} px window; the table ends at {table} px, the \
+         content at {room} px"
+    );
+    ensure!(
+        scroll <= client,
+        "the page scrolls sideways: {scroll} > {client}"
+    );
+    ensure!(table <= room, "the table is wider than the page's content");
+    Ok(())
+}
+
 fn save(name: &str, png: &[u8]) -> anyhow::Result<()> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     std::fs::create_dir_all(&dir)?;
@@ -671,6 +852,7 @@ fn main() {
         browser_case!(follow_a_queue_to_a_dead_job_and_retry_it),
         browser_case!(the_overview_refreshes_without_a_reload),
         browser_case!(bulk_retry_from_the_queue_page),
+        browser_case!(pause_resume_and_limit_from_the_overview),
         browser_case!(read_only_mode_has_no_buttons),
         browser_case!(a_wrong_or_missing_token_is_refused),
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
@@ -711,6 +893,7 @@ fn main() {
         let mut all: Vec<(&'static str, BrowserCase)> = cases.to_vec();
         if backend == Backend::Sqlite {
             all.push(browser_case!(screenshots_of_the_demo));
+            all.push(browser_case!(screenshot_of_the_queue_controls));
         }
         for (name, case) in all {
             let name = format!("browser::{}::{name}", backend.name());

@@ -1,11 +1,13 @@
 //! The `queue` command through the real binary, checked against what the database stores:
-//! `push` with payloads from a file and from standard input, `list` paging, and `schedules`.
+//! `push` with payloads from a file and from standard input, `list` paging, `schedules`, and
+//! the queue controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`.
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use queue_core::JobId;
+use queue_core::{JobId, PopRequest, QueueStats};
 
 fn queue_cmd(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_queue"))
@@ -288,4 +290,347 @@ async fn schedules_are_added_listed_and_removed() {
     let out = queue_cmd(&["schedules", "remove", "nightly", "--url", &url], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no schedule named \"nightly\""));
+}
+
+fn failed(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a usage error; stdout: {}; stderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+/// The stats of `name`, as the library reads them.
+async fn stats_of(url: &str, name: &str) -> QueueStats {
+    let queue = dbqueue::connect(url).await.expect("connects");
+    let stats = queue.stats(Some(name)).await.expect("stats");
+    stats
+        .into_iter()
+        .find(|s| s.queue == name)
+        .expect("a line for the queue")
+}
+
+/// `queue stats --json`, the entry of `name`.
+fn stats_json(url: &str, name: &str) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&ok(&queue_cmd(&["stats", "--url", url, "--json"], None)))
+            .expect("stats --json prints JSON");
+    rows.into_iter()
+        .find(|r| r["queue"] == name)
+        .unwrap_or_else(|| panic!("no entry for {name}"))
+}
+
+/// The row of `name` in the `queue stats` table, split into its cells.
+fn stats_row(url: &str, name: &str) -> Vec<String> {
+    let table = ok(&queue_cmd(&["stats", "--url", url], None));
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "queue",
+            "available",
+            "scheduled",
+            "running",
+            "completed",
+            "dead",
+            "cancelled",
+            "state",
+            "limit"
+        ],
+        "{table}"
+    );
+    lines
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .find(|cells| cells[0] == name)
+        .unwrap_or_else(|| panic!("no row for {name}: {table}"))
+}
+
+/// A `queue work` process, stopped (SIGTERM, as Ctrl-C would) and reaped when dropped.
+struct Worker(Option<Child>);
+
+impl Worker {
+    fn start(url: &str, queue: &str) -> Worker {
+        let child = Command::new(env!("CARGO_BIN_EXE_queue"))
+            .args(["work", "--url", url, "--queue", queue, "--concurrency", "4"])
+            .env_remove("QUEUE_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("queue work starts");
+        Worker(Some(child))
+    }
+
+    /// Stops the worker gracefully and returns what it printed on stderr.
+    fn stop(mut self) -> String {
+        let child = self.0.take().expect("running");
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().expect("queue work ends");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `check` until it holds; panics after 20 s with `what`.
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `pause` stops `queue work` (and any pop) from getting the queue's jobs, `stats` shows it in
+/// the table and in JSON, and `resume` lets the running worker drain the queue.
+#[tokio::test]
+async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    for n in 0..5 {
+        let payload = format!("{{\"n\":{n}}}");
+        ok(&queue_cmd(
+            &[
+                "push",
+                "--url",
+                &url,
+                "--queue",
+                "emails",
+                "--payload",
+                &payload,
+            ],
+            None,
+        ));
+    }
+    let out = ok(&queue_cmd(&["pause", "emails", "--url", &url], None));
+    assert_eq!(out, "paused queue emails\n");
+    assert!(stats_of(&url, "emails").await.paused);
+    let row = stats_row(&url, "emails");
+    assert_eq!(row[1], "5", "{row:?}");
+    assert_eq!(&row[7..], ["paused", "-"], "{row:?}");
+    let json = stats_json(&url, "emails");
+    assert_eq!(json["paused"], true, "{json}");
+    assert!(json["concurrency_limit"].is_null(), "{json}");
+    // Pausing again is not an error.
+    ok(&queue_cmd(&["pause", "emails", "--url", &url], None));
+
+    // Nothing is given out: not to a pop, not to a worker that runs for a while.
+    let queue = dbqueue::connect(&url).await.expect("connects");
+    let popped = queue
+        .pop(PopRequest::new("emails").limit(10))
+        .await
+        .unwrap();
+    assert!(popped.is_empty(), "a paused queue gave out {popped:?}");
+    let worker = Worker::start(&url, "emails");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let s = stats_of(&url, "emails").await;
+    assert_eq!(
+        (s.available, s.running, s.completed),
+        (5, 0, 0),
+        "the worker claimed from a paused queue: {s:?}"
+    );
+
+    // Resumed: the worker that is already running drains the queue.
+    let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
+    assert_eq!(out, "resumed queue emails\n");
+    wait_until("the worker completed every job", || async {
+        stats_of(&url, "emails").await.completed == 5
+    })
+    .await;
+    let said = worker.stop();
+    assert!(said.contains("queue emails is paused"), "{said}");
+    assert!(said.contains("5 completed"), "{said}");
+    let json = stats_json(&url, "emails");
+    assert_eq!(json["paused"], false, "{json}");
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-"]);
+    // Resuming a running queue is not an error either.
+    ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
+}
+
+/// `limit QUEUE N` and `limit QUEUE none`, on a queue with jobs and on one without, as `stats`
+/// and the library read them.
+#[tokio::test]
+async fn limits_are_set_shown_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    ok(&queue_cmd(
+        &["push", "--url", &url, "--queue", "emails"],
+        None,
+    ));
+    let out = ok(&queue_cmd(&["limit", "emails", "5", "--url", &url], None));
+    assert_eq!(out, "queue emails: at most 5 jobs run at once\n");
+    assert_eq!(stats_of(&url, "emails").await.concurrency_limit, Some(5));
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "5"]);
+    assert_eq!(stats_json(&url, "emails")["concurrency_limit"], 5);
+
+    // A queue without jobs is listed once it has a control.
+    let out = ok(&queue_cmd(&["limit", "reports", "1", "--url", &url], None));
+    assert_eq!(out, "queue reports: at most 1 job runs at once\n");
+    let row = stats_row(&url, "reports");
+    assert_eq!(
+        row,
+        ["reports", "0", "0", "0", "0", "0", "0", "running", "1"]
+    );
+
+    // Paused and limited: the line says both.
+    ok(&queue_cmd(&["pause", "emails", "--url", &url], None));
+    let out = ok(&queue_cmd(&["limit", "emails", "2", "--url", &url], None));
+    assert_eq!(
+        out,
+        "queue emails: at most 2 jobs run at once (paused: nothing runs until `queue resume \
+         emails`)\n"
+    );
+    assert_eq!(&stats_row(&url, "emails")[7..], ["paused", "2"]);
+    let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
+    assert_eq!(
+        out,
+        "resumed queue emails; at most 2 of its jobs run at once\n"
+    );
+
+    let out = ok(&queue_cmd(
+        &["limit", "emails", "none", "--url", &url],
+        None,
+    ));
+    assert_eq!(out, "queue emails: no concurrency limit\n");
+    let s = stats_of(&url, "emails").await;
+    assert_eq!((s.paused, s.concurrency_limit), (false, None));
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-"]);
+    assert!(stats_json(&url, "emails")["concurrency_limit"].is_null());
+    let controls = dbqueue::connect(&url)
+        .await
+        .unwrap()
+        .controls()
+        .await
+        .unwrap();
+    assert_eq!(
+        controls.len(),
+        1,
+        "only reports is still limited: {controls:?}"
+    );
+    assert_eq!(controls[0].queue, "reports");
+}
+
+/// Bad input exits with status 2 and one line that names the field and the rule, and stores
+/// nothing: 0, too large, text that is not a number, a bad queue name.
+#[tokio::test]
+async fn bad_control_input_is_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    ok(&queue_cmd(&["limit", "emails", "3", "--url", &url], None));
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["limit", "emails", "0"],
+            "error: invalid concurrency_limit: must be at least 1",
+        ),
+        (
+            &["limit", "fresh", "0"],
+            "error: invalid concurrency_limit: must be at least 1",
+        ),
+        (
+            &["limit", "emails", "2000000"],
+            "error: invalid concurrency_limit: must be at most 1000000 (got 2000000)",
+        ),
+        (
+            &["limit", "emails", "abc"],
+            "error: invalid value 'abc' for '<LIMIT>': concurrency_limit must be a whole number",
+        ),
+        (
+            &["limit", "emails", "-1"],
+            "error: invalid value '-1' for '<LIMIT>': concurrency_limit must be a whole number",
+        ),
+        (
+            &["limit", "emails", "2.5"],
+            "error: invalid value '2.5' for '<LIMIT>': concurrency_limit must be a whole number",
+        ),
+        (
+            &["limit", "emails", "99999999999"],
+            "concurrency_limit must be at most 1000000",
+        ),
+        (&["limit", "bad queue", "5"], "error: invalid queue:"),
+        (&["pause", "bad queue"], "error: invalid queue:"),
+        (&["resume", ""], "error: invalid queue: must not be empty"),
+    ];
+    for (args, expected) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--url", &url]);
+        let err = failed(&queue_cmd(&all, None));
+        assert!(
+            err.starts_with("error: ") && err.contains(expected),
+            "{all:?}: {err}"
+        );
+    }
+    let out = queue_cmd(&["limit", "emails", "--url", &url], None);
+    assert!(failed(&out).contains("<LIMIT>"), "a missing limit is named");
+    // Nothing was stored: emails keeps its limit, no other queue has a control.
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let controls = queue.controls().await.unwrap();
+    assert_eq!(controls.len(), 1, "{controls:?}");
+    assert_eq!(
+        (
+            controls[0].queue.as_str(),
+            controls[0].paused,
+            controls[0].concurrency_limit
+        ),
+        ("emails", false, Some(3))
+    );
+}
+
+/// The demo refuses a paused queue (its jobs would never run), and on a limited queue it runs
+/// every job and prints the stats table with the limit.
+#[tokio::test]
+async fn the_demo_respects_the_controls() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    ok(&queue_cmd(&["pause", "held", "--url", &url], None));
+    let out = queue_cmd(
+        &["demo", "--url", &url, "--queue", "held", "--jobs", "20"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let err = stderr.lines().last().unwrap_or_default();
+    assert!(err.contains("\"held\" is paused"), "{err}");
+    assert!(err.contains("queue resume held"), "{err}");
+    assert_eq!(
+        stats_of(&url, "held").await.available,
+        0,
+        "nothing was pushed"
+    );
+
+    ok(&queue_cmd(&["limit", "narrow", "2", "--url", &url], None));
+    let out = ok(&queue_cmd(
+        &["demo", "--url", &url, "--queue", "narrow", "--jobs", "60"],
+        None,
+    ));
+    assert!(out.contains("stats for queue narrow:"), "{out}");
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("stats for queue"))
+        .skip(1)
+        .collect();
+    assert!(table[0].ends_with("state    limit"), "{out}");
+    let cells: Vec<&str> = table[1].split_whitespace().collect();
+    assert_eq!(cells[0], "narrow");
+    assert_eq!(&cells[7..], ["running", "2"], "{out}");
+    let s = stats_of(&url, "narrow").await;
+    assert_eq!(s.completed + s.dead, 60, "{s:?}");
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
-use dbqueue::{JobId, JobState, NewJob, Queue};
+use dbqueue::{JobId, JobState, NewJob, PopRequest, Queue};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
 use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
 
@@ -53,6 +53,26 @@ fn cell(page: &Page, queue: &str, column: usize) -> anyhow::Result<String> {
         .and_then(|s| s.split('<').next())
         .context("cell value")?;
     Ok(value.to_owned())
+}
+
+/// The HTML of the overview row of `queue`.
+fn row<'a>(page: &'a Page, queue: &str) -> anyhow::Result<&'a str> {
+    let start = page
+        .body
+        .find(&format!("<tr data-queue=\"{queue}\">"))
+        .with_context(|| format!("no row for {queue}"))?;
+    let row = &page.body[start..];
+    Ok(&row[..row.find("</tr>").context("row end")?])
+}
+
+/// Whether `queue` is paused and its limit, as the library reads them.
+async fn controls_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(bool, Option<u32>)> {
+    let stats = q.stats(Some(queue)).await?;
+    let s = stats
+        .iter()
+        .find(|s| s.queue == queue)
+        .context("a line for the queue")?;
+    Ok((s.paused, s.concurrency_limit))
 }
 
 async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow::Result<()> {
@@ -401,10 +421,152 @@ async fn prune_deletes_only_what_was_asked(fx: Arc<Fixture>) -> anyhow::Result<(
     Ok(())
 }
 
+/// Pause, resume, and set and remove a limit from the overview and from the queue's page; bad
+/// input shows the library's error and stores nothing.
+async fn queue_controls_from_the_overview_and_the_queue_page(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    push(q, "emails", "{}").await?;
+    push(q, "emails", "{}").await?;
+    push(q, "reports", "{}").await?;
+    let mut c = client(&fx);
+    let page = c.get("/").await?.expect(StatusCode::OK)?;
+    let emails = row(&page, "emails")?;
+    ensure!(
+        emails.contains("<span class=\"qstate running\""),
+        "{emails}"
+    );
+    ensure!(emails.contains("<td class=\"limit\""), "{emails}");
+    ensure!(emails.contains("action=\"/actions/pause\""), "{emails}");
+    ensure!(emails.contains("action=\"/actions/limit\""), "{emails}");
+    ensure!(
+        emails.contains("name=\"limit\" value=\"\""),
+        "no limit: {emails}"
+    );
+    ensure!(
+        !emails.contains("clear-limit"),
+        "no limit to remove: {emails}"
+    );
+    // The refreshing part carries the forms too, with this browser's CSRF token.
+    let csrf = c.csrf();
+    c.get("/fragment/overview")
+        .await?
+        .expect(StatusCode::OK)?
+        .has(&format!("name=\"csrf\" value=\"{csrf}\""))?
+        .has("action=\"/actions/pause\"")?;
+
+    // Pause: the overview says so, and nothing of the queue is given out.
+    let page = c
+        .post(
+            "/actions/pause",
+            &[("queue", "emails"), ("back", "overview")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Paused queue emails: no job of it is given out")?;
+    let emails = row(&page, "emails")?;
+    ensure!(emails.contains("<span class=\"qstate paused\""), "{emails}");
+    ensure!(emails.contains("action=\"/actions/resume\""), "{emails}");
+    ensure!(controls_of(q, "emails").await? == (true, None));
+    ensure!(q.pop(PopRequest::new("emails")).await?.is_empty());
+    ensure!(
+        controls_of(q, "reports").await? == (false, None),
+        "another queue is untouched"
+    );
+
+    // A limit, from the queue's page: that page comes back, saying what is now true.
+    let page = c
+        .post(
+            "/actions/limit",
+            &[("queue", "emails"), ("limit", " 4 "), ("back", "queue")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails</h1>")?
+        .has("Queue emails: at most 4 jobs run at once.")?
+        .has("Paused: no job is given out until it is resumed; at most 4 jobs run at once.")?
+        .has("value=\"4\"")?
+        .has("Remove limit")?;
+    ensure!(controls_of(q, "emails").await? == (true, Some(4)));
+
+    // Bad input: the library's words (or, for text that is no number, the same field's), and
+    // nothing stored.
+    for (limit, expected) in [
+        ("0", "invalid concurrency_limit: must be at least 1"),
+        (
+            "2000000",
+            "invalid concurrency_limit: must be at most 1000000 (got 2000000)",
+        ),
+        ("abc", "invalid concurrency_limit: must be a whole number"),
+        ("-3", "invalid concurrency_limit: must be a whole number"),
+        ("", "invalid concurrency_limit: must be a whole number"),
+    ] {
+        c.post(
+            "/actions/limit",
+            &[("queue", "emails"), ("limit", limit), ("back", "overview")],
+        )
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has(&format!("Nothing was changed: {expected}"))?
+        .has("<h1>Queues</h1>")?;
+        ensure!(
+            controls_of(q, "emails").await? == (true, Some(4)),
+            "{limit:?} changed nothing"
+        );
+    }
+    for path in ["/actions/pause", "/actions/resume", "/actions/limit"] {
+        c.post(path, &[("queue", "bad name"), ("limit", "3")])
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has("Nothing was changed: invalid queue")?;
+    }
+    ensure!(q.controls().await?.len() == 1, "{:?}", q.controls().await?);
+
+    // Resume: the queue gives out jobs again, within its limit.
+    c.post("/actions/resume", &[("queue", "emails"), ("back", "queue")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Resumed queue emails: its jobs are given out again.")?
+        .has("Running; at most 4 jobs run at once.")?;
+    ensure!(controls_of(q, "emails").await? == (false, Some(4)));
+    ensure!(q.pop(PopRequest::new("emails")).await?.len() == 1);
+
+    // Remove the limit with its button (whatever the field says), or by typing `none`.
+    let page = c
+        .post(
+            "/actions/limit",
+            &[("queue", "emails"), ("limit", "4"), ("clear", "1")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Queue emails: no concurrency limit.")?;
+    ensure!(controls_of(q, "emails").await? == (false, None));
+    // A queue without jobs gets a row once it has a control.
+    let page = c
+        .post("/actions/limit", &[("queue", "idle"), ("limit", "1")])
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Queue idle: at most 1 job runs at once.")?;
+    let idle = row(&page, "idle")?;
+    ensure!(
+        idle.contains("name=\"limit\" value=\"1\"") && idle.contains("clear-limit"),
+        "{idle}"
+    );
+    c.post("/actions/limit", &[("queue", "idle"), ("limit", "none")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Queue idle: no concurrency limit.")?;
+    ensure!(q.controls().await?.is_empty(), "{:?}", q.controls().await?);
+    Ok(())
+}
+
 async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let pending = push(q, "emails", "{}").await?;
+    q.pause("emails").await?;
+    q.set_concurrency_limit("emails", Some(3)).await?;
     let mut c = client_with(
         &fx,
         DashboardConfig {
@@ -421,6 +583,21 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
         page.lacks("method=\"post\"")?.has("id=\"read-only\"")?;
     }
+    // The controls are shown, without their forms.
+    let page = c.get("/").await?.expect(StatusCode::OK)?;
+    let emails = row(&page, "emails")?;
+    ensure!(emails.contains("<span class=\"qstate paused\""), "{emails}");
+    ensure!(emails.contains(">3</td>"), "{emails}");
+    c.get("/fragment/overview")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("qstate paused")?
+        .lacks("method=\"post\"")?
+        .lacks("<th scope=\"col\">controls</th>")?;
+    c.get("/jobs?queue=emails")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Paused: no job is given out until it is resumed; at most 3 jobs run at once.")?;
     for (path, fields) in [
         (format!("/jobs/{id}/retry"), vec![]),
         (format!("/jobs/{pending}/cancel"), vec![]),
@@ -428,6 +605,16 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         (
             "/actions/prune".to_owned(),
             vec![("older_than", "0s"), ("dead", "on")],
+        ),
+        ("/actions/pause".to_owned(), vec![("queue", "reports")]),
+        ("/actions/resume".to_owned(), vec![("queue", "emails")]),
+        (
+            "/actions/limit".to_owned(),
+            vec![("queue", "emails"), ("limit", "9")],
+        ),
+        (
+            "/actions/limit".to_owned(),
+            vec![("queue", "emails"), ("clear", "1")],
         ),
     ] {
         c.post(&path, &fields)
@@ -437,6 +624,8 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     }
     ensure!(state_of(q, id).await? == JobState::Dead);
     ensure!(state_of(q, pending).await? == JobState::Pending);
+    ensure!(controls_of(q, "emails").await? == (true, Some(3)));
+    ensure!(q.controls().await?.len() == 1, "reports was not paused");
     Ok(())
 }
 
@@ -552,6 +741,21 @@ async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Re
         .await?
         .expect(StatusCode::OK)?;
     ensure!(state_of(q, id).await? == JobState::Pending);
+    // The queue controls are guarded the same way.
+    for (path, fields) in [
+        ("/actions/pause", vec![("queue", "emails")]),
+        ("/actions/limit", vec![("queue", "emails"), ("limit", "2")]),
+    ] {
+        c.post_raw(path, &fields, &same_origin)
+            .await?
+            .expect(StatusCode::FORBIDDEN)?;
+        let mut with_token = fields.clone();
+        with_token.push(("csrf", &csrf));
+        c.post_raw(path, &with_token, &[("sec-fetch-site", "cross-site")])
+            .await?
+            .expect(StatusCode::FORBIDDEN)?;
+    }
+    ensure!(q.controls().await?.is_empty(), "nothing changed");
     Ok(())
 }
 
@@ -720,6 +924,7 @@ fn main() {
         case!(bulk_retry_retries_every_dead_job_of_the_queue),
         case!(bulk_retry_stops_at_its_limit),
         case!(prune_deletes_only_what_was_asked),
+        case!(queue_controls_from_the_overview_and_the_queue_page),
         case!(read_only_shows_no_actions_and_refuses_them),
         case!(a_token_guards_every_page_and_action),
         case!(forged_and_cross_site_posts_are_refused),

@@ -1,6 +1,7 @@
-//! The actions (POST): retry, cancel, bulk retry, prune, login, logout. Each needs the form's
-//! CSRF token (see [`Posted`]), is refused in read-only mode by the guard, and answers with a
-//! page that says what it changed or why it failed.
+//! The actions (POST): retry, cancel, bulk retry, prune, the queue controls (pause, resume,
+//! concurrency limit), login, logout. Each needs the form's CSRF token (see [`Posted`]), is
+//! refused in read-only mode by the guard, and answers with a page that says what it changed
+//! or why it failed.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use super::app::Dashboard;
 use super::jobs;
-use super::pages::{job_page, jobs_page, JobsQuery};
+use super::pages::{job_page, jobs_page, overview_page, JobsQuery};
 use super::security::{cookie, local_path, same_secret, set_cookie, Csrf, CsrfForm, Posted};
 use super::views::{
     self, count, error_page, error_status, error_text, html, jobs_href, Layout, Link, Notice,
@@ -42,7 +43,7 @@ macro_rules! csrf_field {
     };
 }
 
-csrf_field!(Confirm, QueueForm, PruneForm, LoginForm);
+csrf_field!(Confirm, QueueForm, ControlForm, PruneForm, LoginForm);
 
 /// Shows the job page after an action on job `id`, with what happened.
 async fn after_job_action(
@@ -181,6 +182,122 @@ pub(crate) async fn retry_dead(
         Ok(page) => html(status, &page),
         Err(e) => error_page(&app, &csrf, &e),
     }
+}
+
+/// The form of a queue control: pause, resume, or set (`limit`) or remove (`clear`) the
+/// concurrency limit. `back` is the page it was sent from: `queue` (the queue's job list) or
+/// the overview.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ControlForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    queue: String,
+    #[serde(default)]
+    limit: String,
+    clear: Option<String>,
+    #[serde(default)]
+    back: String,
+}
+
+/// Which control a form asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Control {
+    Pause,
+    Resume,
+    Limit,
+}
+
+/// Applies `control` as `form` asks and shows the page the form came from, with what is now
+/// true or why nothing changed.
+async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlForm) -> Response {
+    let name = form.queue.trim().to_owned();
+    let outcome = match control {
+        Control::Pause => app.queue.pause(&name).await.map(|()| {
+            format!(
+                "Paused queue {name}: no job of it is given out until it is resumed; jobs \
+                 already running finish."
+            )
+        }),
+        Control::Resume => app
+            .queue
+            .resume(&name)
+            .await
+            .map(|()| format!("Resumed queue {name}: its jobs are given out again.")),
+        Control::Limit => {
+            let limit = if form.clear.is_some() {
+                Ok(None)
+            } else {
+                crate::admin::parse_limit(&form.limit)
+            };
+            match limit {
+                Ok(limit) => app
+                    .queue
+                    .set_concurrency_limit(&name, limit)
+                    .await
+                    .map(|()| format!("Queue {name}: {}.", crate::admin::limit_words(limit))),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let (status, notice) = match outcome {
+        Ok(text) => {
+            tracing::info!(
+                target: LOG_TARGET,
+                queue = %name,
+                action = ?control,
+                limit = %form.limit.trim(),
+                "dashboard: queue control changed"
+            );
+            (StatusCode::OK, Notice::ok(text))
+        }
+        Err(e) => {
+            let e = in_words("queue control", e);
+            (
+                error_status(&e),
+                Notice::error(format!("Nothing was changed: {}", error_text(&e))),
+            )
+        }
+    };
+    let page = if form.back == "queue" && validate::queue_name(&name).is_ok() {
+        let q = JobsQuery::for_queue(&name, None);
+        jobs_page(app, csrf, &q, Some(notice))
+            .await
+            .map(|p| html(status, &p))
+    } else {
+        overview_page(app, csrf, Some(notice))
+            .await
+            .map(|p| html(status, &p))
+    };
+    page.unwrap_or_else(|e| error_page(app, csrf, &e))
+}
+
+/// `POST /actions/pause`: no job of the queue is given out until it is resumed.
+pub(crate) async fn pause(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<ControlForm>,
+) -> Response {
+    control(&app, &csrf, Control::Pause, form).await
+}
+
+/// `POST /actions/resume`: the queue's jobs are given out again.
+pub(crate) async fn resume(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<ControlForm>,
+) -> Response {
+    control(&app, &csrf, Control::Resume, form).await
+}
+
+/// `POST /actions/limit`: sets (`limit`) or removes (`clear`, or `limit=none`) the queue's
+/// concurrency limit.
+pub(crate) async fn limit(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<ControlForm>,
+) -> Response {
+    control(&app, &csrf, Control::Limit, form).await
 }
 
 /// The form of a prune.

@@ -15,43 +15,55 @@ use super::chart;
 use super::jobs::{self, Filter};
 use super::security::{local_path, Csrf};
 use super::views::{
-    self, count, error_page, html, jobs_href, message_page, query, JobPage, JobRow, JobView,
-    JobsPage, Layout, Notice, OverviewBody, OverviewFragment, OverviewPage, QueueActions,
+    self, count, error_page, html, jobs_href, message_page, query, ControlView, JobPage, JobRow,
+    JobView, JobsPage, Layout, Notice, OverviewBody, OverviewFragment, OverviewPage, QueueActions,
     ScheduleRow, SchedulesPage, SearchPage, Tab,
 };
 
-/// The counts and charts of every queue.
-async fn overview_body(app: &Dashboard) -> Result<OverviewBody, Error> {
+/// The counts, controls and charts of every queue; the rows carry the forms of the queue
+/// controls unless the dashboard is read-only.
+async fn overview_body(app: &Dashboard, csrf: &str) -> Result<OverviewBody, Error> {
     let stats = app.queue.stats(None).await?;
     let throughput = app.throughput().await;
     let throughput = match &throughput {
         Ok(t) => Ok(t.as_ref()),
         Err(e) => Err(views::error_text(e)),
     };
-    Ok(OverviewBody::new(&stats, throughput, Utc::now()))
+    let forms = (!app.config.read_only).then(|| csrf.to_owned());
+    Ok(OverviewBody::new(&stats, throughput, Utc::now(), forms))
 }
 
-/// `/`: every queue with its counts and last hour, refreshing itself.
+/// Builds the overview (also shown after a queue control changed, with its `notice`).
+pub(crate) async fn overview_page(
+    app: &Dashboard,
+    csrf: &str,
+    notice: Option<Notice>,
+) -> Result<OverviewPage, Error> {
+    Ok(OverviewPage {
+        layout: Layout::new(app, "Queues", csrf),
+        body: overview_body(app, csrf).await?,
+        refresh_ms: app.config.refresh.as_millis() as u64,
+        notice,
+    })
+}
+
+/// `/`: every queue with its counts, controls and last hour, refreshing itself.
 pub(crate) async fn overview(
     State(app): State<Arc<Dashboard>>,
     Extension(Csrf(csrf)): Extension<Csrf>,
 ) -> Response {
-    match overview_body(&app).await {
-        Ok(body) => html(
-            StatusCode::OK,
-            &OverviewPage {
-                layout: Layout::new(&app, "Queues", &csrf),
-                body,
-                refresh_ms: app.config.refresh.as_millis() as u64,
-            },
-        ),
+    match overview_page(&app, &csrf, None).await {
+        Ok(page) => html(StatusCode::OK, &page),
         Err(e) => error_page(&app, &csrf, &e),
     }
 }
 
 /// `/fragment/overview`: the part of the overview that refreshes, for the page's script.
-pub(crate) async fn overview_fragment(State(app): State<Arc<Dashboard>>) -> Response {
-    match overview_body(&app).await {
+pub(crate) async fn overview_fragment(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+) -> Response {
+    match overview_body(&app, &csrf).await {
         Ok(body) => html(StatusCode::OK, &OverviewFragment { body }),
         Err(e) => {
             let body = OverviewBody {
@@ -60,6 +72,7 @@ pub(crate) async fn overview_fragment(State(app): State<Arc<Dashboard>>) -> Resp
                 updated: Utc::now().format("%H:%M:%S UTC").to_string(),
                 chart_note: String::new(),
                 error: Some(views::error_text(&e)),
+                csrf: None,
             };
             html(views::error_status(&e), &OverviewFragment { body })
         }
@@ -260,6 +273,8 @@ pub(crate) async fn jobs_page(
         }),
         _ => None,
     };
+    let control =
+        queue.and_then(|name| stats.iter().find(|s| s.queue == name).map(ControlView::new));
     Ok(JobsPage {
         layout: Layout::new(app, heading.clone(), csrf),
         heading,
@@ -273,6 +288,7 @@ pub(crate) async fn jobs_page(
         chart,
         chart_caption,
         actions,
+        control,
         notice,
         empty_text,
     })

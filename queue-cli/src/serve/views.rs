@@ -244,6 +244,47 @@ pub(crate) struct QueueRow {
     pub(crate) cells: Vec<Cell>,
     pub(crate) chart: Chart,
     pub(crate) last_hour: String,
+    pub(crate) control: ControlView,
+}
+
+/// Whether a queue is paused and its concurrency limit, as the overview and the queue's page
+/// show them (and the values of their Pause / Resume and limit forms).
+#[derive(Debug)]
+pub(crate) struct ControlView {
+    pub(crate) queue: String,
+    pub(crate) paused: bool,
+    /// `paused` or `running`.
+    pub(crate) state: &'static str,
+    /// The limit, or `-`.
+    pub(crate) limit: String,
+    /// The limit as the form shows it: the number, or empty.
+    pub(crate) limit_input: String,
+    /// The whole state in words, e.g. `Running; at most 5 jobs run at once.`
+    pub(crate) summary: String,
+}
+
+impl ControlView {
+    pub(crate) fn new(s: &QueueStats) -> Self {
+        let limit = crate::admin::limit_words(s.concurrency_limit);
+        let summary = if s.paused {
+            format!("Paused: no job is given out until it is resumed; {limit}.")
+        } else {
+            format!("Running; {limit}.")
+        };
+        ControlView {
+            queue: s.queue.clone(),
+            paused: s.paused,
+            state: crate::admin::queue_state(s),
+            limit: s
+                .concurrency_limit
+                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            limit_input: s
+                .concurrency_limit
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            summary,
+        }
+    }
 }
 
 fn column_state(i: usize) -> JobState {
@@ -276,6 +317,9 @@ pub(crate) struct OverviewBody {
     pub(crate) updated: String,
     pub(crate) chart_note: String,
     pub(crate) error: Option<String>,
+    /// The CSRF token for the forms of each row; `None` when the dashboard is read-only (no
+    /// forms are shown).
+    pub(crate) csrf: Option<String>,
 }
 
 impl OverviewBody {
@@ -283,6 +327,7 @@ impl OverviewBody {
         stats: &[QueueStats],
         throughput: Result<&Throughput, String>,
         now: DateTime<Utc>,
+        csrf: Option<String>,
     ) -> Self {
         let mut totals = [0u64; 6];
         let mut error = None;
@@ -312,6 +357,7 @@ impl OverviewBody {
                         count(series.dead_total())
                     ),
                     chart: chart::draw(&series, t.start, 180, 32),
+                    control: ControlView::new(s),
                 }
             })
             .collect();
@@ -329,6 +375,7 @@ impl OverviewBody {
             updated: now.format("%H:%M:%S UTC").to_string(),
             chart_note,
             error,
+            csrf,
         }
     }
 }
@@ -339,6 +386,7 @@ pub(crate) struct OverviewPage {
     pub(crate) layout: Layout,
     pub(crate) body: OverviewBody,
     pub(crate) refresh_ms: u64,
+    pub(crate) notice: Option<Notice>,
 }
 
 #[derive(Template)]
@@ -484,6 +532,8 @@ pub(crate) struct JobsPage {
     pub(crate) chart: Option<Chart>,
     pub(crate) chart_caption: String,
     pub(crate) actions: Option<QueueActions>,
+    /// Whether the queue shown is paused and its limit (one queue only).
+    pub(crate) control: Option<ControlView>,
     pub(crate) notice: Option<Notice>,
     pub(crate) empty_text: String,
 }
