@@ -133,6 +133,9 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
         d.launch_claims();
         let waiting_for_slot = !d.buffer.is_empty();
         let idle = d.claims.is_empty() && d.buffer.is_empty();
+        if idle && d.drained {
+            shared.acks.hurry();
+        }
         let pause = d.paused_until;
         tokio::select! {
             biased;

@@ -50,6 +50,9 @@ pub(super) struct AckQueue {
     pending: std::sync::Mutex<Vec<Lease>>,
     arrived: tokio::sync::Notify,
     stopping: std::sync::atomic::AtomicBool,
+    /// The dispatcher has nothing to claim until a place frees up or work arrives: the waiting
+    /// completions are sent at once instead of lingering for more.
+    hurry: std::sync::atomic::AtomicBool,
 }
 
 impl AckQueue {
@@ -78,7 +81,21 @@ impl AckQueue {
     pub(super) fn take(&self, max: usize) -> Vec<Lease> {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let n = pending.len().min(max);
+        self.hurry.store(false, Ordering::SeqCst);
         pending.drain(..n).collect()
+    }
+
+    /// Asks for the waiting completions to be sent now, if there are any: the dispatcher found
+    /// nothing to claim, and on a queue with a concurrency limit these completions are what
+    /// frees the places it waits for.
+    pub(super) fn hurry(&self) {
+        if self.len() > 0 && !self.hurry.swap(true, Ordering::SeqCst) {
+            self.arrived.notify_one();
+        }
+    }
+
+    fn is_hurried(&self) -> bool {
+        self.hurry.load(Ordering::SeqCst)
     }
 
     /// How many leases wait.
@@ -625,10 +642,13 @@ async fn acker(shared: Arc<Shared>) {
             shared.acks.arrived.notified().await;
             continue;
         }
-        if !stopping && shared.acks.len() < full {
+        if !stopping && !shared.acks.is_hurried() && shared.acks.len() < full {
             let linger = tokio::time::sleep(ACK_LINGER);
             tokio::pin!(linger);
-            while shared.acks.len() < full && !shared.acks.is_stopping() {
+            while shared.acks.len() < full
+                && !shared.acks.is_stopping()
+                && !shared.acks.is_hurried()
+            {
                 tokio::select! {
                     _ = &mut linger => break,
                     _ = shared.acks.arrived.notified() => {}
