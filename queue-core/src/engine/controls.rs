@@ -46,17 +46,22 @@ impl<D: Driver> Engine<D> {
         }
     }
 
-    /// After an ordinary claim of `p.queue` gave out nothing: whether the queue is paused or
-    /// limited, in which case the caller claims again on the controlled path.
-    pub(super) async fn refused_by_controls(&self, queue: &str) -> Result<bool> {
+    /// After an ordinary claim of `p.queue` gave out nothing (its statement may have refused
+    /// a paused or limited queue): looks at the queue's row once and, when it is controlled,
+    /// claims on the controlled path; otherwise the queue really had nothing due.
+    pub(super) async fn claim_if_controlled(&self, p: JobClaim<'_>) -> Result<Vec<Leased>> {
         let control = self
             .driver()
-            .queue_control_get(queue)
+            .queue_control_get(p.queue)
             .await
             .map_err(|e| self.error(e))?;
         let controlled = control.as_ref().is_some_and(QueueControl::restricts);
-        self.remember_controls(queue, controlled);
-        Ok(controlled)
+        self.remember_controls(p.queue, controlled);
+        if controlled {
+            self.claim_controlled(p).await
+        } else {
+            Ok(Vec::new())
+        }
     }
 
     /// The controlled claim (see the module's docs), tried again after lock conflicts.

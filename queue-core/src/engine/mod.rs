@@ -488,8 +488,8 @@ impl<D: Driver> Engine<D> {
                 .await
                 .map_err(|e| self.error(e))?,
         };
-        if jobs.is_empty() && self.refused_by_controls(p.queue).await? {
-            return self.claim_controlled(p).await;
+        if jobs.is_empty() {
+            return self.claim_if_controlled(p).await;
         }
         sort_claimed(&mut jobs);
         tracing::trace!(target: LOG_TARGET, queue = %req.queue, claimed = jobs.len(), "pop");
@@ -647,13 +647,7 @@ impl<D: Driver> Engine<D> {
                 .map_err(|e| self.error(e))?;
             if let Some((acked, mut jobs)) = combined {
                 if jobs.is_empty() {
-                    // The claim may have been refused by the queue's controls.
-                    let claimed = match self.refused_by_controls(p.queue).await {
-                        Ok(true) => self.claim_controlled(p).await,
-                        Ok(false) => Ok(jobs),
-                        Err(e) => Err(e),
-                    };
-                    return Ok((acked, claimed));
+                    return Ok((acked, self.claim_if_controlled(p).await));
                 }
                 sort_claimed(&mut jobs);
                 return Ok((acked, Ok(jobs)));
@@ -682,8 +676,10 @@ impl<D: Driver> Engine<D> {
                     .await
                     .map_err(|e| self.error(e))?;
                 self.fenced(changed, lease).await?;
-                if delay.is_zero() || self.known_controlled(&lease.queue) {
+                if delay.is_zero() {
                     self.wake(&lease.queue, 1).await;
+                } else {
+                    self.places_freed(std::slice::from_ref(lease)).await;
                 }
                 Ok(FailOutcome::Retrying { after: delay })
             }
