@@ -512,6 +512,303 @@ async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
     drop_schema(&q).await
 }
 
+/// `url` with `127.0.0.1:1` (where nothing listens) put first in its host list, and `params`
+/// appended to its query.
+fn with_dead_host_first(url: &str, params: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let at = rest.find('/').unwrap_or(rest.len());
+    let userinfo_end = rest[..at].rfind('@').map_or(0, |i| i + 1);
+    let mut out = format!(
+        "{scheme}://{}127.0.0.1:1,{}",
+        &rest[..userinfo_end],
+        &rest[userinfo_end..]
+    );
+    out.push(if out.contains('?') { '&' } else { '?' });
+    out.push_str(params);
+    out
+}
+
+/// `url` with its user and password replaced.
+fn as_user(url: &str, user: &str, password: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let at = rest.find('/').unwrap_or(rest.len());
+    let host = rest[..at].rfind('@').map_or(0, |i| i + 1);
+    format!("{scheme}://{user}:{password}@{}", &rest[host..])
+}
+
+/// A host list is tried in order: a first host where nothing listens is skipped, and with
+/// `target_session_attrs=read-write` the queue lands on the read-write server and works.
+async fn a_host_list_skips_servers_that_do_not_answer(server: Server) -> anyhow::Result<()> {
+    let url = with_dead_host_first(&server.url, "target_session_attrs=read-write");
+    let q = builder(&url, &format!("t_{}", random_suffix()))
+        .connect_timeout(Duration::from_secs(2))
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let id = q.push(job("hl", 1)).await?;
+    let leased = q.pop(queue_core::PopRequest::new("hl")).await?;
+    ensure!(leased.len() == 1 && leased[0].job.id == id);
+    q.ack(&leased[0].lease).await?;
+    let state: String = sqlx::query_scalar(in_schema(
+        "SELECT state FROM {schema}.jobs WHERE id = $1",
+        q.schema(),
+    ))
+    .bind(id.0)
+    .fetch_one(q.pool())
+    .await?;
+    ensure!(state == "completed", "{state}");
+    // Values of target_session_attrs that would pick a read-only server are refused by name.
+    for (value, says) in [("standby", "cannot take writes"), ("rw", "\"rw\"")] {
+        match PostgresQueue::builder(with_dead_host_first(
+            &server.url,
+            &format!("target_session_attrs={value}"),
+        ))
+        .connect()
+        .await
+        {
+            Err(Error::InvalidInput { field, rule }) => ensure!(
+                field == "url" && rule.contains("target_session_attrs") && rule.contains(says),
+                "{field}: {rule}"
+            ),
+            other => anyhow::bail!("target_session_attrs={value}: {other:?}"),
+        }
+    }
+    drop_schema(&q).await
+}
+
+/// A role of its own whose sessions can be made read-only (`ALTER ROLE ... SET
+/// default_transaction_read_only`), the way a primary demoted in place answers: the name and
+/// password are made here and quoted by the server (`format` with `%I` and `%L`).
+struct Role {
+    name: String,
+    password: String,
+}
+
+impl Role {
+    async fn create(admin: &PostgresQueue) -> anyhow::Result<Role> {
+        let role = Role {
+            name: format!("queue_ro_{}", random_suffix()),
+            password: random_suffix(),
+        };
+        for statement in [
+            "SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', $1::text, $2::text)",
+            "SELECT format('GRANT CREATE ON DATABASE %I TO %I', current_database(), $1::text)",
+        ] {
+            let ddl: String = sqlx::query_scalar(statement)
+                .bind(&role.name)
+                .bind(&role.password)
+                .fetch_one(admin.pool())
+                .await?;
+            sqlx::query(AssertSqlSafe(ddl))
+                .execute(admin.pool())
+                .await?;
+        }
+        Ok(role)
+    }
+
+    /// Makes the role's new sessions read-only (`on`) or read-write again.
+    async fn read_only(&self, admin: &PostgresQueue, on: bool) -> anyhow::Result<()> {
+        let statement = if on {
+            "SELECT format('ALTER ROLE %I SET default_transaction_read_only = on', $1::text)"
+        } else {
+            "SELECT format('ALTER ROLE %I RESET default_transaction_read_only', $1::text)"
+        };
+        let ddl: String = sqlx::query_scalar(statement)
+            .bind(&self.name)
+            .fetch_one(admin.pool())
+            .await?;
+        sqlx::query(AssertSqlSafe(ddl))
+            .execute(admin.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn drop(&self, admin: &PostgresQueue) -> anyhow::Result<()> {
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1")
+            .bind(&self.name)
+            .execute(admin.pool())
+            .await?;
+        // DROP OWNED drops what the role made (its schema, even when the test failed midway).
+        for statement in [
+            "SELECT format('DROP OWNED BY %I CASCADE', $1::text)",
+            "SELECT format('REVOKE CREATE ON DATABASE %I FROM %I', current_database(), $1::text)",
+            "SELECT format('DROP ROLE %I', $1::text)",
+        ] {
+            let ddl: String = sqlx::query_scalar(statement)
+                .bind(&self.name)
+                .fetch_one(admin.pool())
+                .await?;
+            sqlx::query(AssertSqlSafe(ddl))
+                .execute(admin.pool())
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// What a job looks like in the table: (state, attempts).
+async fn row_of(admin: &PostgresQueue, schema: &str, id: JobId) -> anyhow::Result<(String, i32)> {
+    Ok(sqlx::query_as(in_schema(
+        "SELECT state, attempts FROM {schema}.jobs WHERE id = $1",
+        schema,
+    ))
+    .bind(id.0)
+    .fetch_one(admin.pool())
+    .await?)
+}
+
+/// A server that answers every write with SQLSTATE 25006 (read-only transaction: a standby, or
+/// a primary demoted in place) is unavailable, not a job error: pushes, acks and failures
+/// return `Unavailable`, no job changes, and once writes are possible again the very next
+/// call succeeds on the same queue value, without a restart (no pooled connection keeps
+/// answering 25006). The LISTEN connection is left for a fresh one as well.
+async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
+    server: Server,
+) -> anyhow::Result<()> {
+    let admin = fresh(&server, |b| b).await?;
+    let role = Role::create(&admin).await?;
+    let outcome = async {
+        // A schema of the role's own (the admin's schema is not the role's to write).
+        let schema = format!("t_{}", random_suffix());
+        let q = builder(&as_user(&server.url, &role.name, &role.password), &schema)
+            .max_connections(4)
+            .connect()
+            .await?;
+        q.migrate().await?;
+        q.push(job("ro", 1)).await?;
+        q.push(job("ro", 2)).await?;
+        let leased = q.pop(queue_core::PopRequest::new("ro").limit(2)).await?;
+        ensure!(leased.len() == 2);
+        q.wait_for_work("ro", Duration::from_millis(10)).await;
+        let listen_sql = format!("LISTEN \"{}\"", q.channel());
+        let listener_pid = || async {
+            let t = Instant::now();
+            loop {
+                let pid: Option<i32> = sqlx::query_scalar(
+                    "SELECT pid FROM pg_stat_activity WHERE query = $1 AND usename = $2",
+                )
+                .bind(&listen_sql)
+                .bind(&role.name)
+                .fetch_optional(admin.pool())
+                .await?;
+                if let Some(pid) = pid {
+                    return Ok::<_, anyhow::Error>(pid);
+                }
+                ensure!(t.elapsed() < Duration::from_secs(10), "no listener backend");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let old_listener = listener_pid().await?;
+
+        // Demote: new sessions are read-only, and the queries' sessions are cut (the LISTEN
+        // session stays: it must leave by itself).
+        role.read_only(&admin, true).await?;
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE usename = $1 AND pid <> $2",
+        )
+        .bind(&role.name)
+        .bind(old_listener)
+        .execute(admin.pool())
+        .await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for n in 0..3 {
+            match q.push(job("ro", 10 + n)).await {
+                Err(e) if e.is_transient() => {}
+                other => anyhow::bail!("a push to a read-only server: {other:?}"),
+            }
+        }
+        let failure = queue_core::Failure::retryable("handler error");
+        match q.ack(&leased[0].lease).await {
+            Err(e) if e.is_transient() => {}
+            other => anyhow::bail!("an ack on a read-only server: {other:?}"),
+        }
+        match q.fail(&leased[1].lease, failure.clone()).await {
+            Err(e) if e.is_transient() => {}
+            other => anyhow::bail!("a failure on a read-only server: {other:?}"),
+        }
+        let pushed: i64 =
+            sqlx::query_scalar(in_schema("SELECT count(*) FROM {schema}.jobs", &schema))
+                .fetch_one(admin.pool())
+                .await?;
+        ensure!(pushed == 2, "nothing was pushed while read-only: {pushed}");
+        for l in &leased {
+            let (state, attempts) = row_of(&admin, &schema, l.job.id).await?;
+            ensure!(state == "running" && attempts == 1, "{state} {attempts}");
+        }
+        // The LISTEN connection left its read-only-era session for a new one.
+        let t = Instant::now();
+        while listener_pid().await? == old_listener {
+            ensure!(
+                t.elapsed() < Duration::from_secs(10),
+                "the listener stayed on its old session"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // Writes are possible again: the very next call succeeds.
+        role.read_only(&admin, false).await?;
+        q.ack(&leased[0].lease).await?;
+        q.fail(&leased[1].lease, failure).await?;
+        let third = q.push(job("ro", 3)).await?;
+        ensure!(row_of(&admin, &schema, leased[0].job.id).await?.0 == "completed");
+        ensure!(row_of(&admin, &schema, leased[1].job.id).await?.0 == "pending");
+        ensure!(row_of(&admin, &schema, third).await?.0 == "pending");
+        q.pool().close().await;
+        Ok(())
+    }
+    .await;
+    let cleaned = role.drop(&admin).await;
+    let dropped = drop_schema(&admin).await;
+    outcome.and(cleaned).and(dropped)
+}
+
+/// Poll-only mode (`.poll_only()` or `wakeups=poll` in the URL): pushes send no NOTIFY,
+/// waiting opens no LISTEN connection, and a push through the same queue value still wakes
+/// its own waiter at once.
+async fn poll_only_mode_neither_notifies_nor_listens(server: Server) -> anyhow::Result<()> {
+    let by_builder = fresh(&server, |b| b.poll_only()).await?;
+    let mut url = server.url.clone();
+    url.push(if url.contains('?') { '&' } else { '?' });
+    url.push_str("wakeups=poll");
+    let by_url = builder(&url, by_builder.schema()).connect().await?;
+    let mut listener = PgListener::connect(&server.url).await?;
+    listener.listen(by_builder.channel()).await?;
+    for q in [&by_builder, &by_url] {
+        ensure!(
+            q.capabilities().wakeups == queue_core::Wakeups::InProcess,
+            "{:?}",
+            q.capabilities().wakeups
+        );
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let t = Instant::now();
+                q.wait_for_work("po", Duration::from_secs(10)).await;
+                t.elapsed()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        q.push(job("po", 1)).await?;
+        q.push_batch(vec![job("po", 2), job("po", 3)]).await?;
+        let waited = waiter.await?;
+        ensure!(
+            waited < Duration::from_secs(5),
+            "woken in process: {waited:?}"
+        );
+        ensure!(!q.is_listening(), "no LISTEN connection");
+    }
+    let got = notifications(&mut listener, Duration::from_millis(300)).await;
+    ensure!(got.is_empty(), "no NOTIFY in poll-only mode: {got:?}");
+    ensure!(count_jobs(&by_builder).await? == 6);
+    let listens: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE query = $1")
+        .bind(format!("LISTEN \"{}\"", by_builder.channel()))
+        .fetch_one(by_builder.pool())
+        .await?;
+    ensure!(listens == 1, "only the test's own LISTEN: {listens}");
+    drop_schema(&by_builder).await
+}
+
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
         one_notification_per_queue_per_transaction,
@@ -523,5 +820,8 @@ fn main() -> std::process::ExitCode {
         an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
         bad_configuration_and_unreachable_servers,
         the_claim_reads_the_claim_index,
+        a_host_list_skips_servers_that_do_not_answer,
+        a_read_only_server_is_unavailable_until_it_takes_writes_again,
+        poll_only_mode_neither_notifies_nor_listens,
     ])
 }

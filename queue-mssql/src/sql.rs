@@ -467,12 +467,18 @@ mod tests {
     #[test]
     fn the_query_files_follow_the_catalogue() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
-        // notify: SQL Server has no notifications; migration_unlock: the application lock is
-        // owned by the migration transaction and ends with it; job_complete_and_claim: atomic
-        // only inside a transaction, which no statement opens (see README).
+        // server_role: the URL names one server; notify: SQL Server has no notifications;
+        // migration_unlock: the application lock is owned by the migration transaction and ends
+        // with it; job_complete_and_claim: atomic only inside a transaction, which no statement
+        // opens (see README).
         queue_core::engine::statements::check_directory(
             &dir,
-            &["notify", "migration_unlock", "job_complete_and_claim"],
+            &[
+                "server_role",
+                "notify",
+                "migration_unlock",
+                "job_complete_and_claim",
+            ],
             &[],
         )
         .unwrap();

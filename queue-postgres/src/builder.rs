@@ -1,18 +1,16 @@
 //! [`PostgresQueueBuilder`]: configuration, validation and connecting.
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, SLOW_STATEMENT};
+use queue_core::engine::{CommonOptions, RemoteWakeups, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::ConnectOptions;
-use sqlx::Connection;
 
 use crate::driver::PgDriver;
 use crate::listen::{channel_name, Listener};
+use crate::nodes::{self, Nodes, Retirement, Target, UrlWakeups};
 use crate::queue::PostgresQueue;
 use crate::sql::Statements;
 
@@ -27,6 +25,8 @@ pub struct PostgresQueueBuilder {
     common: CommonOptions,
     notify: bool,
     notify_window: Duration,
+    listen: bool,
+    listen_url: Option<String>,
 }
 
 impl fmt::Debug for PostgresQueueBuilder {
@@ -37,6 +37,8 @@ impl fmt::Debug for PostgresQueueBuilder {
             .field("common", &self.common)
             .field("notify", &self.notify)
             .field("notify_window", &self.notify_window)
+            .field("listen", &self.listen)
+            .field("listen_url", &self.listen_url.as_deref().map(redact_url))
             .finish()
     }
 }
@@ -49,6 +51,8 @@ impl PostgresQueueBuilder {
             common: CommonOptions::default(),
             notify: true,
             notify_window: Duration::from_millis(5),
+            listen: true,
+            listen_url: None,
         }
     }
 
@@ -80,7 +84,33 @@ impl PostgresQueueBuilder {
         self
     }
 
-    fn check(&self) -> Result<(ClaimStrategy, PgConnectOptions)> {
+    /// Whether `wait_for_work` LISTENs for other processes' pushes (default `true`). With
+    /// `false` no LISTEN connection is made, and workers find other processes' jobs at their
+    /// next poll.
+    pub fn listen(mut self, listen: bool) -> Self {
+        self.listen = listen;
+        self
+    }
+
+    /// Poll-only wake-ups: no NOTIFY in pushes and no LISTEN connection (the same as
+    /// `.notify(false).listen(false)`, or `wakeups=poll` in the URL). For a pooler in
+    /// transaction mode (PgBouncer), where a LISTEN never receives anything, and for engines
+    /// without LISTEN/NOTIFY. Workers find other processes' jobs at their next poll; pushes
+    /// through the same queue value still wake its own workers at once.
+    pub fn poll_only(self) -> Self {
+        self.notify(false).listen(false)
+    }
+
+    /// A separate URL for the LISTEN connection, e.g. a direct connection to the server while
+    /// the queries go through a pooler in transaction mode (which cannot deliver
+    /// notifications). It may list several hosts and carry `target_session_attrs`, as the
+    /// queue's URL may.
+    pub fn listen_url(mut self, url: impl Into<String>) -> Self {
+        self.listen_url = Some(url.into());
+        self
+    }
+
+    fn check(&self) -> Result<(ClaimStrategy, Target, Option<Target>)> {
         validate::identifier("schema", &self.schema)?;
         let claim = self.common.validate(
             "PostgreSQL",
@@ -89,27 +119,16 @@ impl PostgresQueueBuilder {
         if self.notify_window > Duration::from_secs(1) {
             return Err(Error::invalid("notify_window", "must be at most 1 s"));
         }
-        let scheme = self.url.split_once("://").map(|(s, _)| s);
-        if !matches!(scheme, Some("postgres" | "postgresql")) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "must start with postgres:// or postgresql:// (got {})",
-                    redact_url(&self.url)
-                ),
-            ));
-        }
-        let options = PgConnectOptions::from_str(&self.url).map_err(|_| {
-            Error::invalid(
-                "url",
-                format!("is not a valid PostgreSQL URL: {}", redact_url(&self.url)),
-            )
-        })?;
+        let url = nodes::parse("url", &self.url)?;
+        let listen = self
+            .listen_url
+            .as_deref()
+            .map(|u| nodes::parse("listen_url", u))
+            .transpose()?;
         Ok((
             claim,
-            options
-                .application_name("queue")
-                .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT),
+            url.with(own_options),
+            listen.map(|t| t.with(own_options)),
         ))
     }
 
@@ -120,9 +139,15 @@ impl PostgresQueueBuilder {
     /// [`Error::InvalidInput`] for a bad setting; [`Error::Unavailable`] when no connection could
     /// be made within the connect timeout.
     pub async fn connect(self) -> Result<PostgresQueue> {
-        let (claim, options) = self.check()?;
+        let (claim, target, listen_target) = self.check()?;
+        let (notify, listen) = match target.wakeups {
+            Some(UrlWakeups::Poll) => (false, false),
+            Some(UrlWakeups::Notify) => (true, true),
+            None => (self.notify, self.listen),
+        };
         let timeout = self.common.connect_timeout;
-        let pool = PgPoolOptions::new()
+        let retirement = Retirement::new();
+        let pool = nodes::pool_options(&retirement)
             .max_connections(
                 self.common
                     .max_connections
@@ -133,28 +158,46 @@ impl PostgresQueueBuilder {
             // A ping before every checkout would double the round trips of every call; a dead
             // connection surfaces as Error::Unavailable once and is then discarded instead.
             .test_before_acquire(false)
-            .connect_lazy_with(options.clone());
+            .connect_lazy_with(target.hosts[0].options.clone());
         // The LISTEN connection has a pool of its own, so it never takes a connection the
         // queue's calls need; it connects only when the first wait starts the listener.
-        let listen_pool = PgPoolOptions::new()
+        let listen_target = listen_target.unwrap_or_else(|| target.clone());
+        let listen_pool = nodes::pool_options(&retirement)
             .max_connections(1)
             .min_connections(0)
             .acquire_timeout(timeout)
             .acquire_slow_level(log::LevelFilter::Debug)
-            .connect_lazy_with(options.clone());
+            .connect_lazy_with(listen_target.hosts[0].options.clone());
         let sql = Statements::new(&[("{schema}", &self.schema)]);
-        let version = server_version(&options, &sql, timeout).await?;
+        let nodes = Nodes::new(
+            vec![
+                Nodes::route(target, pool.clone()),
+                Nodes::route(listen_target, listen_pool.clone()),
+            ],
+            retirement,
+            nodes::Sql {
+                server_version: sql.server_version.clone(),
+                server_role: sql.server_role.clone(),
+            },
+            timeout,
+        );
+        // The first contact: the first server of each host list that fits.
+        let version = nodes.start().await?;
         tracing::debug!(target: crate::LOG_TARGET, url = %redact_url(&self.url), schema = %self.schema, server_version = %version, "connected");
         let caps = Capabilities {
             dialect: Dialect::Postgres,
             claim,
-            wakeups: Wakeups::ListenNotify,
+            wakeups: if listen {
+                Wakeups::ListenNotify
+            } else {
+                Wakeups::InProcess
+            },
             time_precision: Duration::from_micros(1),
             transactions: true,
             server_version: Some(version),
             limits: self.common.limits.clone(),
         };
-        let remote = if self.notify {
+        let remote = if notify {
             RemoteWakeups::Notify {
                 window: self.notify_window,
             }
@@ -168,6 +211,8 @@ impl PostgresQueueBuilder {
             schema: self.schema,
             sql,
             listener: Listener::default(),
+            listen,
+            nodes,
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),
@@ -175,28 +220,9 @@ impl PostgresQueueBuilder {
     }
 }
 
-/// Connects once, directly, and reads the server version (see
-/// [`queue_core::engine::first_contact`]).
-async fn server_version(
-    options: &PgConnectOptions,
-    sql: &Statements,
-    timeout: Duration,
-) -> Result<String> {
-    let address = format!("{}:{}", options.get_host(), options.get_port());
-    let attempt = async {
-        let mut conn = PgConnection::connect_with(options).await?;
-        let version: String = sqlx::query_scalar(sql.server_version.clone())
-            .fetch_one(&mut conn)
-            .await?;
-        let _ = conn.close().await;
-        Ok::<_, sqlx::Error>(version)
-    };
-    first_contact(
-        "PostgreSQL",
-        address,
-        timeout,
-        attempt,
-        crate::error::classify,
-    )
-    .await
+/// The connect options every connection of the queue gets.
+fn own_options(options: sqlx::postgres::PgConnectOptions) -> sqlx::postgres::PgConnectOptions {
+    options
+        .application_name("queue")
+        .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT)
 }

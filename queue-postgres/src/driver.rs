@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::listen::Listener;
 use crate::migrate::MIGRATIONS;
+use crate::nodes::Nodes;
 use crate::sql::Statements;
 
 /// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
@@ -41,6 +42,10 @@ pub struct PgDriver {
     pub(crate) channel: String,
     pub(crate) sql: Statements,
     pub(crate) listener: Listener,
+    /// Whether `watch` starts the LISTEN task (off in poll-only mode).
+    pub(crate) listen: bool,
+    /// The hosts of the URL and the connections' retirement (see `nodes`).
+    pub(crate) nodes: Nodes,
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -294,8 +299,14 @@ impl Driver for PgDriver {
     type Candidate = (Uuid, i64);
     type Migrator = Transaction<'static, Postgres>;
 
+    /// Also where an outage is noticed: a read-only or departing server retires every pooled
+    /// connection, and a host list is walked again (see `nodes`).
     fn classify(&self, error: &sqlx::Error) -> DriverFault {
-        crate::error::classify(error)
+        let fault = crate::error::classify(error);
+        if fault == DriverFault::Unavailable {
+            self.nodes.unavailable(crate::error::wrong_node(error));
+        }
+        fault
     }
 
     fn migrations(&self) -> &'static [Migration] {
@@ -669,8 +680,15 @@ impl Driver for PgDriver {
     }
 
     fn watch(&self, queue: &str, hub: &Arc<WakeHub>) {
-        self.listener
-            .ensure(queue, &self.listen_pool, &self.channel, hub);
+        if self.listen {
+            self.listener.ensure(
+                queue,
+                &self.listen_pool,
+                &self.channel,
+                hub,
+                self.nodes.moved(),
+            );
+        }
     }
 
     // Periodic jobs (schedules).

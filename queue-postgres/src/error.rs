@@ -11,7 +11,9 @@ const PRIMARY_KEY: &str = "jobs_pkey";
 ///
 /// - the server could not be reached or went away (I/O, TLS, pool timed out or closed, class
 ///   `08` connection exceptions, `57P01`..`57P03` shutdown / cannot connect now, `53300` too
-///   many connections) -> [`DriverFault::Unavailable`];
+///   many connections), or it is the wrong server for writes (`25006` read-only transaction: a
+///   standby, or a primary demoted in place) -> [`DriverFault::Unavailable`]: a claim backs
+///   off and tries again, and no job is failed because of it;
 /// - `40001` serialization failure, `40P01` deadlock, `55P03` lock not available ->
 ///   [`DriverFault::LockConflict`];
 /// - `23505` unique violation -> [`DriverFault::UniqueViolation`], naming the index from the
@@ -29,7 +31,7 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
             let code = db.code().unwrap_or_default();
             match code.as_ref() {
                 c if c.starts_with("08") => DriverFault::Unavailable,
-                "57P01" | "57P02" | "57P03" | "53300" => DriverFault::Unavailable,
+                "57P01" | "57P02" | "57P03" | "53300" | "25006" => DriverFault::Unavailable,
                 "40001" | "40P01" | "55P03" => DriverFault::LockConflict,
                 "23505" => DriverFault::UniqueViolation(match db.constraint() {
                     Some(DEDUP_INDEX) => UniqueIndex::DedupKey,
@@ -40,6 +42,19 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
             }
         }
         _ => DriverFault::Other,
+    }
+}
+
+/// Whether the server answered but is the wrong one to keep using: read-only (`25006`) or
+/// shutting down (`57P01`..`57P03`). Every pooled connection to it is then retired, not only
+/// the one that saw the error.
+pub(crate) fn wrong_node(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            Some("25006" | "57P01" | "57P02" | "57P03")
+        ),
+        _ => false,
     }
 }
 

@@ -7,6 +7,7 @@ mod driver;
 mod error;
 mod listen;
 mod migrate;
+mod nodes;
 mod queue;
 mod sql;
 

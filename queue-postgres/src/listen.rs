@@ -9,6 +9,7 @@ use std::time::Duration;
 use queue_core::WakeHub;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 const LOG: &str = "queue::postgres";
@@ -27,8 +28,17 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    /// Starts the task unless it runs already, and remembers `queue` as watched.
-    pub(crate) fn ensure(&self, queue: &str, pool: &PgPool, channel: &str, hub: &Arc<WakeHub>) {
+    /// Starts the task unless it runs already, and remembers `queue` as watched. `moved`
+    /// changes when the pool's connections were retired (the server is read-only or another
+    /// host took over): the task then leaves its connection and listens on a fresh one.
+    pub(crate) fn ensure(
+        &self,
+        queue: &str,
+        pool: &PgPool,
+        channel: &str,
+        hub: &Arc<WakeHub>,
+        moved: watch::Receiver<u64>,
+    ) {
         {
             let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
             if !watched.contains(queue) {
@@ -43,6 +53,7 @@ impl Listener {
                 hub.clone(),
                 self.watched.clone(),
                 self.connected.clone(),
+                moved,
             )));
         }
     }
@@ -75,21 +86,29 @@ async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error
 }
 
 /// Listens until the task is aborted. While the connection is down, waiters fall back to their
-/// poll timeout; the task reconnects with jittered exponential backoff.
+/// poll timeout; the task reconnects with jittered exponential backoff. An outage is logged
+/// once when it starts and once when it ends, not at every attempt.
 async fn run(
     pool: PgPool,
     channel: String,
     hub: Arc<WakeHub>,
     watched: Arc<Mutex<HashSet<String>>>,
     connected: Arc<AtomicBool>,
+    mut moved: watch::Receiver<u64>,
 ) {
     let mut backoff = MIN_BACKOFF;
+    let mut outage = false;
     loop {
+        moved.mark_unchanged();
         match connect(&pool, &channel).await {
             Ok(mut listener) => {
                 connected.store(true, Ordering::Relaxed);
                 backoff = MIN_BACKOFF;
-                tracing::debug!(target: LOG, channel, "listening");
+                if std::mem::take(&mut outage) {
+                    tracing::info!(target: LOG, channel, "listening again");
+                } else {
+                    tracing::debug!(target: LOG, channel, "listening");
+                }
                 // Anything pushed before this LISTEN was active sent its notification to no one:
                 // let every waiter look once.
                 let queues: Vec<String> = watched
@@ -101,23 +120,33 @@ async fn run(
                 for q in &queues {
                     hub.notify(q, 1);
                 }
-                loop {
-                    match listener.try_recv().await {
-                        Ok(Some(n)) => hub.notify(n.payload(), 1),
-                        Ok(None) => {
-                            tracing::warn!(target: LOG, channel, "listener connection lost; polling until it is back");
-                            break;
-                        }
-                        Err(error) => {
-                            tracing::warn!(target: LOG, channel, %error, "listener failed; polling until it is back");
-                            break;
-                        }
+                let why = loop {
+                    tokio::select! {
+                        got = listener.try_recv() => match got {
+                            Ok(Some(n)) => hub.notify(n.payload(), 1),
+                            Ok(None) => break "listener connection lost".to_owned(),
+                            Err(error) => break format!("listener failed: {error}"),
+                        },
+                        // The pool's connections were retired: this one may be on a read-only
+                        // or former server, where no push will ever notify.
+                        _ = moved.changed() => break String::new(),
                     }
-                }
+                };
                 connected.store(false, Ordering::Relaxed);
+                if why.is_empty() {
+                    tracing::debug!(target: LOG, channel, "the server changed; listening on a new connection");
+                    continue;
+                }
+                outage = true;
+                tracing::warn!(target: LOG, channel, reason = %why, "polling until the listener is back");
             }
             Err(error) => {
-                tracing::warn!(target: LOG, channel, %error, retry_in = ?backoff, "cannot listen");
+                if outage {
+                    tracing::debug!(target: LOG, channel, %error, retry_in = ?backoff, "cannot listen");
+                } else {
+                    outage = true;
+                    tracing::warn!(target: LOG, channel, %error, "cannot listen; polling until the listener is back");
+                }
             }
         }
         let jitter = backoff.mul_f64(fastrand::f64() * 0.5);

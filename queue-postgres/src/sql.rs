@@ -2,6 +2,7 @@
 
 queue_core::statements!(sqlx = sqlx, dir = "../queries";
     server_version,
+    server_role,
     now,
     notify,
     migration_lock,

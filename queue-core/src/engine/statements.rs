@@ -12,6 +12,7 @@ use std::path::Path;
 /// Every statement name of the catalogue.
 pub const CATALOGUE: &[&str] = &[
     "server_version",
+    "server_role",
     "now",
     "notify",
     "migration_lock",
