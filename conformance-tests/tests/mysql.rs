@@ -343,6 +343,134 @@ async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
     Ok(())
 }
 
+/// `url` with its user and password replaced.
+fn as_user(url: &str, user: &str, password: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let at = rest.find('/').unwrap_or(rest.len());
+    let host = rest[..at].rfind('@').map_or(0, |i| i + 1);
+    format!("{scheme}://{user}:{password}@{}", &rest[host..])
+}
+
+/// Runs `template` with `{user}` replaced by the account `'name'@'%'`, quoted by the server
+/// (`QUOTE`), and `{password}` likewise.
+async fn account_ddl(
+    admin: &MySqlQueue,
+    template: &str,
+    name: &str,
+    password: &str,
+) -> anyhow::Result<()> {
+    let quoted: (String, String) = sqlx::query_as("SELECT QUOTE(?), QUOTE(?)")
+        .bind(name)
+        .bind(password)
+        .fetch_one(admin.pool())
+        .await?;
+    let ddl = template
+        .replace("{user}", &format!("{}@'%'", quoted.0))
+        .replace("{password}", &quoted.1);
+    sqlx::raw_sql(AssertSqlSafe(ddl))
+        .execute(admin.pool())
+        .await?;
+    Ok(())
+}
+
+/// A server switched to read-only (`SET GLOBAL read_only = 1`: a replica, or a primary demoted
+/// in place) answers writes with error 1290: an outage, not a job error. Pushes, acks and
+/// failures return `Unavailable` and change nothing; once it takes writes again the very next
+/// call succeeds, on a fresh connection (the read-only era's connections were retired).
+/// The account has no privilege to write past `read_only`, as an application's should not.
+async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
+    server: Server,
+) -> anyhow::Result<()> {
+    let admin = fresh(&server, |b| b).await?;
+    let name = format!("qro_{}", &random_suffix()[..8]);
+    let password = random_suffix();
+    account_ddl(
+        &admin,
+        "CREATE USER {user} IDENTIFIED BY {password}",
+        &name,
+        &password,
+    )
+    .await?;
+    account_ddl(
+        &admin,
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON *.* TO {user}",
+        &name,
+        &password,
+    )
+    .await?;
+    let outcome = async {
+        let q = builder(
+            &as_user(&server.url, &name, &password),
+            admin.table_prefix(),
+        )
+        .max_connections(1)
+        .connect()
+        .await?;
+        q.push(job("ro", 1)).await?;
+        q.push(job("ro", 2)).await?;
+        let leased = q.pop(PopRequest::new("ro").limit(2)).await?;
+        ensure!(leased.len() == 2);
+        let before: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(q.pool())
+            .await?;
+        sqlx::query("SET GLOBAL read_only = 1")
+            .execute(admin.pool())
+            .await?;
+        let read_only = async {
+            for n in 0..3 {
+                match q.push(job("ro", 10 + n)).await {
+                    Err(e) if e.is_transient() => {}
+                    other => bail!("a push to a read-only server: {other:?}"),
+                }
+            }
+            match q.ack(&leased[0].lease).await {
+                Err(e) if e.is_transient() => {}
+                other => bail!("an ack on a read-only server: {other:?}"),
+            }
+            match q
+                .fail(&leased[1].lease, queue_core::Failure::retryable("boom"))
+                .await
+            {
+                Err(e) if e.is_transient() => {}
+                other => bail!("a failure on a read-only server: {other:?}"),
+            }
+            Ok(())
+        }
+        .await;
+        sqlx::query("SET GLOBAL read_only = 0")
+            .execute(admin.pool())
+            .await?;
+        read_only?;
+        ensure!(
+            count(&admin, "1 = 1").await? == 2,
+            "nothing pushed while read-only"
+        );
+        ensure!(count(&admin, "state = 'running' AND attempts = 1").await? == 2);
+        q.ack(&leased[0].lease).await?;
+        q.fail(&leased[1].lease, queue_core::Failure::retryable("boom"))
+            .await?;
+        q.push(job("ro", 3)).await?;
+        ensure!(count(&admin, "state = 'completed'").await? == 1);
+        ensure!(count(&admin, "state = 'pending'").await? == 2);
+        let after: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(q.pool())
+            .await?;
+        ensure!(
+            after != before,
+            "the read-only era's connection was retired"
+        );
+        q.pool().close().await;
+        Ok(())
+    }
+    .await;
+    let _ = sqlx::query("SET GLOBAL read_only = 0")
+        .execute(admin.pool())
+        .await;
+    let dropped = account_ddl(&admin, "DROP USER {user}", &name, &password).await;
+    admin.drop_tables().await?;
+    outcome.and(dropped)
+}
+
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
         capabilities_and_detection,
@@ -350,5 +478,6 @@ fn main() -> std::process::ExitCode {
         push_batch_is_chunked_and_atomic,
         the_claim_reads_the_claim_index,
         an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
+        a_read_only_server_is_unavailable_until_it_takes_writes_again,
     ])
 }

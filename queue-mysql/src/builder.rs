@@ -3,7 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, SLOW_STATEMENT};
+use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Engine, Error, Result, Wakeups};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
@@ -146,7 +146,14 @@ impl MySqlQueueBuilder {
             None if server.skip_locked => ClaimStrategy::SkipLocked,
             None => ClaimStrategy::Optimistic,
         };
+        let retirement = Retirement::new();
+        let retired = retirement.clone();
         let pool = MySqlPoolOptions::new()
+            // Connections made before the server was found read-only are closed, not reused.
+            .before_acquire(move |_conn, meta| {
+                let keep = !retired.is_retired(meta.age);
+                Box::pin(async move { Ok(keep) })
+            })
             .max_connections(
                 self.common
                     .max_connections
@@ -185,6 +192,7 @@ impl MySqlQueueBuilder {
             prefix: self.table_prefix,
             sql,
             server,
+            retirement,
         };
         Ok(MySqlQueue {
             engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),

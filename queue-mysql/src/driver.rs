@@ -1,13 +1,14 @@
 //! [`MySqlDriver`]: the MySQL and MariaDB statements behind the engine.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    JobRescue, Migration, Retirement, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
@@ -37,6 +38,8 @@ pub struct MySqlDriver {
     pub(crate) prefix: String,
     pub(crate) sql: Statements,
     pub(crate) server: ServerInfo,
+    /// Connections made before the server was last found read-only (see `classify`).
+    pub(crate) retirement: Arc<Retirement>,
 }
 
 fn decode(msg: String) -> sqlx::Error {
@@ -342,8 +345,15 @@ impl Driver for MySqlDriver {
     type Candidate = Candidate;
     type Migrator = PoolConnection<MySql>;
 
+    /// A read-only server (`--read-only`, a replica, a primary switched to read-only in place)
+    /// answers every write on every connection: all pooled connections made until now are
+    /// retired, so the next call reconnects (wherever the server's name now leads).
     fn classify(&self, error: &sqlx::Error) -> DriverFault {
-        crate::error::classify(error)
+        let fault = crate::error::classify(error);
+        if crate::error::read_only(error) {
+            self.retirement.retire();
+        }
+        fault
     }
 
     fn migrations(&self) -> &'static [Migration] {

@@ -12,8 +12,12 @@ const LOCK_DEADLOCK: u16 = 1213;
 const LOCK_WAIT_TIMEOUT: u16 = 1205;
 /// Server-side codes that mean "the server cannot take work now": too many connections (1040),
 /// shutdown in progress (1053), connection killed (1927, MariaDB), server gone away (2006),
-/// lost connection during query (2013).
+/// lost connection during query (2013), and the read-only codes below.
 const UNAVAILABLE: [u16; 5] = [1040, 1053, 1927, 2006, 2013];
+/// The server takes no writes: `ER_OPTION_PREVENTS_STATEMENT` (1290: `--read-only` or
+/// `super_read_only`, a replica, a primary switched to read-only in place) and
+/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (1792). An outage of the primary, not a job error.
+const READ_ONLY: [u16; 2] = [1290, 1792];
 
 /// The MySQL error number of a database error, if it is one.
 fn number(err: &sqlx::Error) -> Option<u16> {
@@ -39,10 +43,17 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
         _ => match number(err) {
             Some(LOCK_DEADLOCK | LOCK_WAIT_TIMEOUT) => DriverFault::LockConflict,
             Some(DUP_ENTRY) => DriverFault::UniqueViolation(UniqueIndex::Unknown),
-            Some(n) if UNAVAILABLE.contains(&n) => DriverFault::Unavailable,
+            Some(n) if UNAVAILABLE.contains(&n) || READ_ONLY.contains(&n) => {
+                DriverFault::Unavailable
+            }
             _ => DriverFault::Other,
         },
     }
+}
+
+/// Whether the server refused a write because it is read-only (see [`READ_ONLY`]).
+pub(crate) fn read_only(err: &sqlx::Error) -> bool {
+    number(err).is_some_and(|n| READ_ONLY.contains(&n))
 }
 
 #[cfg(test)]

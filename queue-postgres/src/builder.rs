@@ -3,14 +3,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use queue_core::engine::{CommonOptions, RemoteWakeups, SLOW_STATEMENT};
+use queue_core::engine::{CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
 use sqlx::ConnectOptions;
 
 use crate::driver::PgDriver;
 use crate::listen::{channel_name, Listener};
-use crate::nodes::{self, Nodes, Retirement, Target, UrlWakeups};
+use crate::nodes::{self, Nodes, Target, UrlWakeups};
 use crate::queue::PostgresQueue;
 use crate::sql::Statements;
 

@@ -14,10 +14,11 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use queue_core::engine::Retirement;
 use queue_core::validate::redact_url;
 use queue_core::{Error, Result};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
@@ -383,44 +384,6 @@ fn describe(misses: &[Miss], attrs: SessionAttrs) -> String {
     format!("no server of the URL {wanted}: {}", each.join("; "))
 }
 
-/// When connections were retired, shared by the pools' `before_acquire` hooks.
-#[derive(Debug)]
-pub(crate) struct Retirement {
-    base: Instant,
-    /// Microseconds after `base` of the last retirement, plus one; 0 when none.
-    at: AtomicU64,
-}
-
-impl Retirement {
-    pub(crate) fn new() -> Arc<Retirement> {
-        Arc::new(Retirement {
-            base: Instant::now(),
-            at: AtomicU64::new(0),
-        })
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX) + 1
-    }
-
-    /// Every connection made until now is closed at its next checkout.
-    pub(crate) fn retire(&self) {
-        self.at.fetch_max(self.now(), Ordering::Relaxed);
-    }
-
-    /// Whether a connection of this age was made before the last retirement.
-    pub(crate) fn is_retired(&self, age: Duration) -> bool {
-        let at = self.at.load(Ordering::Relaxed);
-        if at == 0 {
-            return false;
-        }
-        let born = self
-            .now()
-            .saturating_sub(u64::try_from(age.as_micros()).unwrap_or(u64::MAX));
-        born <= at
-    }
-}
-
 /// Pool options with the hook that closes retired connections at checkout.
 pub(crate) fn pool_options(retirement: &Arc<Retirement>) -> PgPoolOptions {
     let retirement = retirement.clone();
@@ -667,16 +630,5 @@ mod tests {
         assert_eq!(ReadWrite.refuses(false, false), None);
         assert!(Primary.refuses(true, true).unwrap().contains("standby"));
         assert_eq!(Primary.refuses(false, true), None);
-    }
-
-    #[test]
-    fn retirement_closes_only_older_connections() {
-        let r = Retirement::new();
-        assert!(!r.is_retired(Duration::from_secs(3600)));
-        std::thread::sleep(Duration::from_millis(5));
-        r.retire();
-        assert!(r.is_retired(Duration::from_millis(2)), "made before");
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(!r.is_retired(Duration::from_millis(1)), "made after");
     }
 }

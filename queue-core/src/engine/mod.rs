@@ -18,6 +18,7 @@ mod controls;
 pub mod driver;
 mod options;
 mod periodic;
+mod retire;
 pub mod statements;
 
 use std::collections::{HashMap, HashSet};
@@ -47,6 +48,7 @@ pub use driver::{
     UniqueIndex,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
+pub use retire::Retirement;
 
 /// The log target of the engine.
 pub const LOG_TARGET: &str = "queue::engine";
