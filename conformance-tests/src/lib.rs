@@ -14,4 +14,4 @@ pub use harness::{
     expect_refused_connection, required, run_on, Ctx, Discovery, Fixture, Harness, Server, Skipped,
     TestConfig, Transactions,
 };
-pub use runner::{main, run_suite, DialectTest, TestFuture};
+pub use runner::{main, main_with, run_suite, test_profile, DialectTest, TestFuture};

@@ -40,11 +40,34 @@ macro_rules! dialect_tests {
 
 /// Runs the whole catalogue on every claim strategy of the backend `B`, and `dialect`.
 pub fn main<B: SqlBackend>(dialect: Vec<DialectTest>) -> ExitCode {
-    let harnesses: Vec<Arc<dyn Harness>> = B::CLAIMS
+    main_with::<B>(B::CLAIMS, dialect)
+}
+
+/// Runs the whole catalogue on the claim strategies `claims` of the backend `B` (what a
+/// profile that lacks some of them has), and `dialect`.
+pub fn main_with<B: SqlBackend>(
+    claims: &[queue_core::ClaimStrategy],
+    dialect: Vec<DialectTest>,
+) -> ExitCode {
+    let harnesses: Vec<Arc<dyn Harness>> = claims
         .iter()
         .map(|c| Arc::new(SqlHarness::<B>::new(*c)) as Arc<dyn Harness>)
         .collect();
     run_suite(B::NAME, harnesses, dialect)
+}
+
+/// The engine profile the suite forces, from `QUEUE_TEST_PROFILE` (`distributed`, or an
+/// engine's name such as `cockroachdb`); `None` when unset or `detect`.
+///
+/// # Panics
+/// When the variable names no profile: a misspelt profile must not quietly test the default.
+pub fn test_profile() -> Option<queue_core::Profile> {
+    let value = std::env::var("QUEUE_TEST_PROFILE").ok()?;
+    match value.parse::<queue_core::Profile>() {
+        Ok(queue_core::Profile::Detect) => None,
+        Ok(p) => Some(p),
+        Err(e) => panic!("QUEUE_TEST_PROFILE: {e}"),
+    }
 }
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {

@@ -48,12 +48,14 @@ impl SqlBackend for Backend {
         ns: &str,
         config: &TestConfig,
     ) -> queue_core::Result<PostgresQueue> {
-        builder(&server.url, ns)
+        let b = builder(&server.url, ns)
             .claim_strategy(config.claim)
             .retry_policy(config.retry.clone())
-            .limits(config.limits.clone())
-            .connect()
-            .await
+            .limits(config.limits.clone());
+        match conformance_tests::test_profile() {
+            Some(profile) => b.profile(profile).connect().await,
+            None => b.connect().await,
+        }
     }
 
     async fn unreachable(config: &TestConfig) -> queue_core::Result<PostgresQueue> {
@@ -809,19 +811,157 @@ async fn poll_only_mode_neither_notifies_nor_listens(server: Server) -> anyhow::
     drop_schema(&by_builder).await
 }
 
+/// A tenth of the claims fail with SQLSTATE 40001 (serialization failure, what CockroachDB and
+/// YugabyteDB raise under contention), injected by a trigger on the claim's UPDATE: eight
+/// concurrent claimers drain 400 jobs with the native and with the distributed profile, and
+/// every job is claimed exactly once (attempts 1: a failed claim left no trace) and completed.
+/// Inside the caller's transaction the failure is `Error::Conflict`, not retried.
+async fn claims_that_fail_with_40001_are_retried_and_lose_nothing(
+    server: Server,
+) -> anyhow::Result<()> {
+    for profile in [
+        queue_core::Profile::Detect,
+        queue_core::Profile::Distributed,
+    ] {
+        let q = fresh(&server, |b| b.profile(profile)).await?;
+        let s = q.schema().to_owned();
+        for ddl in [
+            "CREATE SEQUENCE {schema}.injected",
+            "CREATE FUNCTION {schema}.inject() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN \
+               IF random() < 0.1 THEN \
+                 PERFORM nextval('{schema}.injected'); \
+                 RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'injected serialization failure'; \
+               END IF; \
+               RETURN NEW; \
+             END $$",
+            "CREATE TRIGGER inject BEFORE UPDATE ON {schema}.jobs FOR EACH ROW \
+             WHEN (OLD.state = 'pending' AND NEW.state = 'running') \
+             EXECUTE FUNCTION {schema}.inject()",
+        ] {
+            sqlx::raw_sql(in_schema(ddl, &s)).execute(q.pool()).await?;
+        }
+        let ids: Vec<JobId> = q
+            .push_batch((0..400).map(|n| job("f40", n)).collect())
+            .await?;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let mut claimers = Vec::new();
+        for _ in 0..8 {
+            let (q, seen) = (q.clone(), seen.clone());
+            claimers.push(tokio::spawn(async move {
+                let mut idle = 0;
+                while idle < 20 {
+                    let got = q.pop(queue_core::PopRequest::new("f40")).await?;
+                    if got.is_empty() {
+                        idle += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    idle = 0;
+                    for l in got {
+                        ensure!(
+                            seen.lock().unwrap().insert(l.job.id),
+                            "job {} claimed twice",
+                            l.job.id
+                        );
+                        q.ack(&l.lease).await?;
+                    }
+                }
+                Ok::<_, anyhow::Error>(())
+            }));
+        }
+        for c in claimers {
+            c.await??;
+        }
+        let injected: i64 = sqlx::query_scalar(in_schema(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {schema}.injected",
+            &s,
+        ))
+        .fetch_one(q.pool())
+        .await?;
+        let (done, first_try): (i64, i64) = sqlx::query_as(in_schema(
+            "SELECT count(*) FILTER (WHERE state = 'completed'), \
+                    count(*) FILTER (WHERE attempts = 1) FROM {schema}.jobs",
+            &s,
+        ))
+        .fetch_one(q.pool())
+        .await?;
+        ensure!(
+            seen.lock().unwrap().len() == ids.len(),
+            "{profile:?}: claimed {} of {}",
+            seen.lock().unwrap().len(),
+            ids.len()
+        );
+        ensure!(
+            done == 400 && first_try == 400,
+            "{profile:?}: {done} completed, {first_try} on their first attempt"
+        );
+        ensure!(
+            injected >= 10,
+            "{profile:?}: only {injected} failures injected"
+        );
+
+        // Inside the caller's transaction nothing is retried: the typed error says to roll
+        // back and run it again, and nothing was stored.
+        for ddl in [
+            "CREATE FUNCTION {schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'injected'; END $$",
+            "CREATE TRIGGER refuse BEFORE INSERT ON {schema}.jobs FOR EACH ROW \
+             EXECUTE FUNCTION {schema}.refuse()",
+        ] {
+            sqlx::raw_sql(in_schema(ddl, &s)).execute(q.pool()).await?;
+        }
+        let mut tx = q.pool().begin().await?;
+        let r = q.push_in_tx(&mut tx, job("f40", 1)).await;
+        ensure!(
+            matches!(&r, Err(e @ Error::Conflict { .. }) if e.is_retryable()),
+            "{r:?}"
+        );
+        tx.rollback().await?;
+        let r = q.push(job("f40", 2)).await;
+        ensure!(
+            matches!(r, Err(Error::Conflict { .. })),
+            "after retries: {r:?}"
+        );
+        ensure!(count_jobs(&q).await? == 400);
+        drop_schema(&q).await?;
+    }
+    Ok(())
+}
+
+/// The claim strategies the forced profile (`QUEUE_TEST_PROFILE`) has: all of them, or only the
+/// optimistic claim where it lacks SKIP LOCKED or per-row volatile functions.
+fn claims() -> &'static [ClaimStrategy] {
+    match conformance_tests::test_profile() {
+        Some(p) => {
+            let flags = p.settle(queue_core::ServerKind::Postgres);
+            if flags.skip_locked && flags.volatile_in_update {
+                Backend::CLAIMS
+            } else {
+                &[ClaimStrategy::Optimistic]
+            }
+        }
+        None => Backend::CLAIMS,
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
-        one_notification_per_queue_per_transaction,
-        single_push_notifications_are_coalesced_but_never_lost,
-        the_listener_reconnects_after_its_backend_is_killed,
-        a_killed_connection_is_unavailable_once_then_replaced,
-        batches_span_chunks_atomically,
-        large_batches_are_copied_atomically,
-        an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
-        bad_configuration_and_unreachable_servers,
-        the_claim_reads_the_claim_index,
-        a_host_list_skips_servers_that_do_not_answer,
-        a_read_only_server_is_unavailable_until_it_takes_writes_again,
-        poll_only_mode_neither_notifies_nor_listens,
-    ])
+    conformance_tests::main_with::<Backend>(
+        claims(),
+        conformance_tests::dialect_tests![
+            one_notification_per_queue_per_transaction,
+            single_push_notifications_are_coalesced_but_never_lost,
+            the_listener_reconnects_after_its_backend_is_killed,
+            a_killed_connection_is_unavailable_once_then_replaced,
+            batches_span_chunks_atomically,
+            large_batches_are_copied_atomically,
+            an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
+            bad_configuration_and_unreachable_servers,
+            the_claim_reads_the_claim_index,
+            a_host_list_skips_servers_that_do_not_answer,
+            a_read_only_server_is_unavailable_until_it_takes_writes_again,
+            poll_only_mode_neither_notifies_nor_listens,
+            claims_that_fail_with_40001_are_retried_and_lose_nothing,
+        ],
+    )
 }

@@ -71,6 +71,19 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A deadlock, lock wait timeout or serialization failure (PostgreSQL `40001`, `40P01`,
+    /// `55P03`; MySQL 1213, 1205; SQL Server 1205, 1222) rolled the work back. What the queue
+    /// runs on its own was already tried again (`lock_retries`, with jittered backoff) before
+    /// this surfaced. Inside the caller's own transaction (`push_in_tx`, `complete_in_tx`)
+    /// nothing is retried by the queue, since the transaction is the caller's: it is aborted;
+    /// roll it back and run the whole transaction again.
+    #[error("conflict with a concurrent transaction: {source}")]
+    Conflict {
+        /// What the driver reported.
+        #[source]
+        source: BoxError,
+    },
+
     /// No schedule has this name.
     #[error("no schedule named {name:?}")]
     UnknownSchedule {
@@ -109,6 +122,20 @@ impl Error {
         Error::Database {
             source: source.into(),
         }
+    }
+
+    /// Wraps a driver error as [`Error::Conflict`].
+    pub fn conflict(source: impl Into<BoxError>) -> Self {
+        Error::Conflict {
+            source: source.into(),
+        }
+    }
+
+    /// Whether running the whole operation again may succeed: the database was unreachable
+    /// ([`Error::Unavailable`]) or a concurrent transaction won ([`Error::Conflict`]; inside
+    /// your own transaction, roll it back first).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Unavailable { .. } | Error::Conflict { .. })
     }
 
     /// Wraps a driver error as [`Error::Unavailable`].

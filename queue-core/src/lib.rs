@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod job;
 pub mod periodic;
+pub mod profile;
 pub mod queue;
 pub mod retry;
 pub mod validate;
@@ -31,6 +32,7 @@ pub use job::{
 pub use periodic::{
     ManualClock, Misfire, PeriodicJob, Registration, ScheduleInfo, Scheduler, SchedulerHandle,
 };
+pub use profile::{take_profile, EngineProfile, Profile, ServerKind};
 pub use queue::{
     Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,
     QueueControl, QueueStats, Wakeups, MAX_CONCURRENCY_LIMIT,

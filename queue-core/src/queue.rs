@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
+use crate::profile::EngineProfile;
 use crate::validate::{self, Limits};
 
 /// Which SQL dialect a backend speaks.
@@ -78,6 +79,8 @@ pub struct Capabilities {
     pub transactions: bool,
     /// The server's version string, when there is a server.
     pub server_version: Option<String>,
+    /// The engine behind the dialect and what it can do (detected at connect, or overridden).
+    pub profile: EngineProfile,
     /// The size limits in force.
     pub limits: Limits,
 }

@@ -157,6 +157,7 @@ impl MsSqlQueueBuilder {
             time_precision: Duration::from_micros(1),
             transactions: true,
             server_version: Some(info.banner()),
+            profile: queue_core::EngineProfile::of(queue_core::ServerKind::MsSql),
             limits: self.common.limits.clone(),
         };
         let driver = MsSqlDriver {

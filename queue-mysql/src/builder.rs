@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
-use queue_core::{Capabilities, ClaimStrategy, Engine, Error, Result, Wakeups};
+use queue_core::{
+    take_profile, Capabilities, ClaimStrategy, Engine, Error, Profile, Result, Wakeups,
+};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
 use sqlx::ConnectOptions;
 use sqlx::{Connection, Executor};
@@ -43,6 +45,7 @@ pub struct MySqlQueueBuilder {
     url: String,
     table_prefix: String,
     common: CommonOptions,
+    profile: Profile,
 }
 
 impl MySqlQueueBuilder {
@@ -51,6 +54,7 @@ impl MySqlQueueBuilder {
             url: url.into(),
             table_prefix: "queue_".into(),
             common: CommonOptions::default(),
+            profile: Profile::Detect,
         }
     }
 
@@ -63,9 +67,20 @@ impl MySqlQueueBuilder {
         self
     }
 
-    fn options(&self) -> Result<MySqlConnectOptions> {
-        let url = match self.url.split_once("://") {
-            Some(("mysql", _)) => self.url.clone(),
+    /// Which engine to treat the server as (default: detected from its version banner; TiDB
+    /// and Vitess are told apart from MySQL there). `profile=...` in the URL does the same and
+    /// wins. Without `skip_locked` in the profile (TiDB takes no lock for `SKIP LOCKED`, Vitess
+    /// rejects it, and [`Profile::Distributed`] turns it off) the claim is optimistic and
+    /// `ClaimStrategy::SkipLocked` is refused.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    fn options(&self) -> Result<(MySqlConnectOptions, Profile)> {
+        let (url, from_url) = take_profile(&self.url)?;
+        let url = match url.split_once("://") {
+            Some(("mysql", _)) => url.clone(),
             Some(("mariadb", rest)) => format!("mysql://{rest}"),
             _ => {
                 return Err(Error::invalid(
@@ -84,7 +99,10 @@ impl MySqlQueueBuilder {
                 format!("is not a valid MySQL URL: {}", redact_url(&self.url)),
             )
         })?;
-        Ok(opts.timezone(Some("+00:00".to_owned())))
+        Ok((
+            opts.timezone(Some("+00:00".to_owned())),
+            from_url.unwrap_or(self.profile),
+        ))
     }
 
     /// Validates the settings, connects, and detects the server; does not migrate.
@@ -114,7 +132,7 @@ impl MySqlQueueBuilder {
                 ),
             ));
         }
-        let options = self.options()?;
+        let (options, profile) = self.options()?;
         let timeout = self.common.connect_timeout;
         let sql = Statements::new(&[("{prefix}", &self.table_prefix)]);
         let server = detect(&options, &sql, timeout).await?;
@@ -132,6 +150,7 @@ impl MySqlQueueBuilder {
                 ),
             ));
         }
+        let profile = profile.settle(server.kind);
         let claim = match self.common.claim_strategy {
             Some(ClaimStrategy::SkipLocked) if !server.skip_locked => {
                 return Err(Error::invalid(
@@ -142,8 +161,17 @@ impl MySqlQueueBuilder {
                     ),
                 ))
             }
+            Some(ClaimStrategy::SkipLocked) if !profile.skip_locked => {
+                return Err(Error::invalid(
+                    "claim_strategy",
+                    format!(
+                        "skip_locked is off in the {} profile of this server ({})",
+                        profile.server, server.version
+                    ),
+                ))
+            }
             Some(c) => c,
-            None if server.skip_locked => ClaimStrategy::SkipLocked,
+            None if server.skip_locked && profile.skip_locked => ClaimStrategy::SkipLocked,
             None => ClaimStrategy::Optimistic,
         };
         let retirement = Retirement::new();
@@ -185,6 +213,7 @@ impl MySqlQueueBuilder {
             time_precision: Duration::from_micros(1),
             transactions: true,
             server_version: Some(server.version.clone()),
+            profile,
             limits: self.common.limits.clone(),
         };
         let driver = MySqlDriver {

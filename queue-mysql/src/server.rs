@@ -1,7 +1,7 @@
-//! What the server is, detected at connect: MySQL or MariaDB, its version, whether it has
-//! `SKIP LOCKED`, and the largest packet it accepts.
+//! What the server is, detected at connect: MySQL, MariaDB, TiDB or Vitess, its version,
+//! whether its version has `SKIP LOCKED`, and the largest packet it accepts.
 
-use queue_core::Dialect;
+use queue_core::{Dialect, ServerKind};
 use sqlx::mysql::MySqlRow;
 use sqlx::Row;
 
@@ -10,6 +10,8 @@ use sqlx::Row;
 pub(crate) struct ServerInfo {
     pub(crate) version: String,
     pub(crate) dialect: Dialect,
+    /// The engine, from the version and its comment (TiDB and Vitess speak MySQL).
+    pub(crate) kind: ServerKind,
     pub(crate) skip_locked: bool,
     pub(crate) max_packet: u64,
 }
@@ -22,7 +24,10 @@ impl ServerInfo {
             .try_get_unchecked::<i64, _>(1)
             .map(|v| v.max(0) as u64)
             .or_else(|_| row.try_get_unchecked::<u64, _>(1))?;
-        Ok(Self::parse(version, max_packet))
+        let comment: String = row.try_get_unchecked(2).unwrap_or_default();
+        let mut info = Self::parse(version, max_packet);
+        info.kind = ServerKind::from_mysql_banner(&info.version, &comment);
+        Ok(info)
     }
 
     /// `8.0.36` is MySQL, `10.11.6-MariaDB-...` is MariaDB. SKIP LOCKED arrived in MySQL 8.0.1
@@ -41,6 +46,7 @@ impl ServerInfo {
             (major, minor, patch) >= (8, 0, 1)
         };
         ServerInfo {
+            kind: ServerKind::from_mysql_banner(&version, ""),
             dialect: if mariadb {
                 Dialect::MariaDb
             } else {
@@ -71,5 +77,8 @@ mod tests {
         assert_eq!((m.dialect, m.skip_locked), (Dialect::MySql, false));
         let m = ServerInfo::parse("9.1.0".into(), 0);
         assert!(m.skip_locked);
+        // TiDB reports a MySQL version it does not behave as: its kind says so.
+        let m = ServerInfo::parse("8.0.11-TiDB-v8.5.6".into(), 0);
+        assert_eq!((m.dialect, m.kind), (Dialect::MySql, ServerKind::TiDb));
     }
 }

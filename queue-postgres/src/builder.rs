@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use queue_core::engine::{CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
-use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
+use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Profile, Result, Wakeups};
 use sqlx::ConnectOptions;
 
 use crate::driver::PgDriver;
@@ -27,6 +27,7 @@ pub struct PostgresQueueBuilder {
     notify_window: Duration,
     listen: bool,
     listen_url: Option<String>,
+    profile: Profile,
 }
 
 impl fmt::Debug for PostgresQueueBuilder {
@@ -39,6 +40,7 @@ impl fmt::Debug for PostgresQueueBuilder {
             .field("notify_window", &self.notify_window)
             .field("listen", &self.listen)
             .field("listen_url", &self.listen_url.as_deref().map(redact_url))
+            .field("profile", &self.profile)
             .finish()
     }
 }
@@ -53,6 +55,7 @@ impl PostgresQueueBuilder {
             notify_window: Duration::from_millis(5),
             listen: true,
             listen_url: None,
+            profile: Profile::Detect,
         }
     }
 
@@ -110,6 +113,18 @@ impl PostgresQueueBuilder {
         self
     }
 
+    /// Which engine to treat the server as (default: detected at connect from `version()` and
+    /// the installed extensions: PostgreSQL, CockroachDB, YugabyteDB, Citus). `profile=...` in
+    /// the URL does the same and wins. The profile's flags choose the statements: without
+    /// `skip_locked` or `volatile_in_update` the claim is optimistic with lease tokens made by
+    /// the client (and `ClaimStrategy::SkipLocked` is refused), without `listen_notify` the
+    /// queue is poll-only, without `advisory_locks` migrations are serialized by a lock row.
+    /// [`Profile::Distributed`] turns every one of them off.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
     fn check(&self) -> Result<(ClaimStrategy, Target, Option<Target>)> {
         validate::identifier("schema", &self.schema)?;
         let claim = self.common.validate(
@@ -140,11 +155,12 @@ impl PostgresQueueBuilder {
     /// be made within the connect timeout.
     pub async fn connect(self) -> Result<PostgresQueue> {
         let (claim, target, listen_target) = self.check()?;
-        let (notify, listen) = match target.wakeups {
+        let (mut notify, mut listen) = match target.wakeups {
             Some(UrlWakeups::Poll) => (false, false),
             Some(UrlWakeups::Notify) => (true, true),
             None => (self.notify, self.listen),
         };
+        let choice = target.profile.unwrap_or(self.profile);
         let timeout = self.common.connect_timeout;
         let retirement = Retirement::new();
         let pool = nodes::pool_options(&retirement)
@@ -182,8 +198,33 @@ impl PostgresQueueBuilder {
             timeout,
         );
         // The first contact: the first server of each host list that fits.
-        let version = nodes.start().await?;
-        tracing::debug!(target: crate::LOG_TARGET, url = %redact_url(&self.url), schema = %self.schema, server_version = %version, "connected");
+        let server = nodes.start().await?;
+        let profile = choice.settle(server.kind);
+        let native_claim = profile.skip_locked && profile.volatile_in_update;
+        let claim = match (self.common.claim_strategy, claim) {
+            (Some(ClaimStrategy::SkipLocked), _) if !native_claim => {
+                return Err(Error::invalid(
+                    "claim_strategy",
+                    format!(
+                        "skip_locked needs SKIP LOCKED and gen_random_uuid() in an UPDATE, \
+                         which the {} profile of this server does not have{}",
+                        profile.server,
+                        if choice == Profile::Distributed {
+                            " (profile distributed)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ))
+            }
+            (None, _) if !native_claim => ClaimStrategy::Optimistic,
+            (_, claim) => claim,
+        };
+        if !profile.listen_notify {
+            notify = false;
+            listen = false;
+        }
+        tracing::debug!(target: crate::LOG_TARGET, url = %redact_url(&self.url), schema = %self.schema, server_version = %server.version, profile = ?profile, "connected");
         let caps = Capabilities {
             dialect: Dialect::Postgres,
             claim,
@@ -194,7 +235,8 @@ impl PostgresQueueBuilder {
             },
             time_precision: Duration::from_micros(1),
             transactions: true,
-            server_version: Some(version),
+            server_version: Some(server.version),
+            profile,
             limits: self.common.limits.clone(),
         };
         let remote = if notify {
@@ -213,6 +255,7 @@ impl PostgresQueueBuilder {
             listener: Listener::default(),
             listen,
             nodes,
+            profile,
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),

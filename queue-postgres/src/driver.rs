@@ -11,7 +11,8 @@ use queue_core::engine::{
     JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{
-    Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats, WakeHub,
+    EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
+    WakeHub,
 };
 use serde_json::value::RawValue;
 use sqlx::postgres::{PgConnection, PgRow};
@@ -46,6 +47,9 @@ pub struct PgDriver {
     pub(crate) listen: bool,
     /// The hosts of the URL and the connections' retirement (see `nodes`).
     pub(crate) nodes: Nodes,
+    /// What the engine can do: chooses the claim inside a controlled transaction, the
+    /// migration lock (see `builder`).
+    pub(crate) profile: EngineProfile,
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -66,6 +70,12 @@ fn signed(n: u32) -> i32 {
 
 fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `n` lease tokens made here (random, 122 bits), for the claims that do not make them in the
+/// statement.
+fn tokens(n: usize) -> Vec<Uuid> {
+    (0..n).map(|_| Uuid::new_v4()).collect()
 }
 
 fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
@@ -192,6 +202,37 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
 }
 
 impl PgDriver {
+    /// The migration lock of engines without advisory locks: the migrations table is created
+    /// (a concurrent creator that wins makes this one fail with a duplicate: then it looks
+    /// again, after a pause), and its lock row, written inside the migration transaction, holds
+    /// every other migrator of the schema until that transaction ends.
+    async fn migration_lock_row(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        let mut tries = 0;
+        loop {
+            let mut tx = self.pool.begin().await?;
+            let created = sqlx::raw_sql(self.sql.migration_table.clone())
+                .execute(&mut *tx)
+                .await;
+            match created {
+                Ok(_) => {}
+                Err(sqlx::Error::Database(db))
+                    if tries < 10
+                        && matches!(db.code().as_deref(), Some("23505" | "42P06" | "42P07")) =>
+                {
+                    tries += 1;
+                    let _ = tx.rollback().await;
+                    tokio::time::sleep(Duration::from_millis(20 + fastrand::u64(..30))).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            sqlx::query(self.sql.migration_lock_row.clone())
+                .execute(&mut *tx)
+                .await?;
+            return Ok(tx);
+        }
+    }
+
     /// `job_claim` with its values bound.
     fn claim_query(
         &self,
@@ -252,18 +293,25 @@ impl PgDriver {
                 delays_us.push(micros(*delay));
                 dedup_keys.push(job.dedup_key_value());
             }
-            sqlx::query(self.sql.job_insert.clone())
+            // Without wake-ups to send, the statement has no pg_notify at all (poll-only mode and
+            // engines without NOTIFY have none to call).
+            let statement = if notify.is_empty() {
+                self.sql.job_insert_plain.clone()
+            } else {
+                self.sql.job_insert.clone()
+            };
+            let mut query = sqlx::query(statement)
                 .bind(&ids)
                 .bind(&queues)
                 .bind(&payloads)
                 .bind(&priorities)
                 .bind(&max_attempts)
                 .bind(&delays_us)
-                .bind(&dedup_keys)
-                .bind(&self.channel)
-                .bind(notify)
-                .execute(&mut *conn)
-                .await?;
+                .bind(&dedup_keys);
+            if !notify.is_empty() {
+                query = query.bind(&self.channel).bind(notify);
+            }
+            query.execute(&mut *conn).await?;
         }
         Ok(())
     }
@@ -314,6 +362,9 @@ impl Driver for PgDriver {
     }
 
     async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
+        if !self.profile.advisory_locks {
+            return self.migration_lock_row().await;
+        }
         let mut tx = self.pool.begin().await?;
         sqlx::query(self.sql.migration_lock.clone())
             .bind(format!("queue-migrate:{}", self.schema))
@@ -426,7 +477,19 @@ impl Driver for PgDriver {
         conn: &mut PgConnection,
         p: JobClaim<'_>,
     ) -> Result<Vec<Leased>, sqlx::Error> {
-        let rows = self.claim_query(p).fetch_all(conn).await?;
+        let rows = if self.profile.skip_locked && self.profile.volatile_in_update {
+            self.claim_query(p).fetch_all(conn).await?
+        } else {
+            sqlx::query(self.sql.job_claim_versioned.clone())
+                .bind(p.queue)
+                .bind(limit(p.limit))
+                .bind(micros(p.lease))
+                .bind(p.worker)
+                .bind(p.controls_checked)
+                .bind(tokens(p.limit))
+                .fetch_all(conn)
+                .await?
+        };
         leased(&rows)
     }
 
@@ -450,6 +513,7 @@ impl Driver for PgDriver {
             .bind(micros(p.lease))
             .bind(p.worker)
             .bind(p.queue)
+            .bind(tokens(ids.len()))
             .fetch_all(&self.pool)
             .await?;
         leased(&rows)

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use queue_core::engine::Retirement;
 use queue_core::validate::redact_url;
-use queue_core::{Error, Result};
+use queue_core::{Error, Profile, Result, ServerKind};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::{Connection, PgPool, Row, SqlStr};
 use tokio::sync::{watch, Notify};
@@ -32,6 +32,7 @@ use crate::LOG_TARGET;
 /// rest, which would ignore them with a warning).
 const SESSION_ATTRS: &str = "target_session_attrs";
 const WAKEUPS: &str = "wakeups";
+const PROFILE: &str = "profile";
 
 /// Least pause between two walks of the host list, and the most between tries while no host
 /// fits.
@@ -115,6 +116,8 @@ pub(crate) struct Target {
     pub(crate) hosts: Vec<Host>,
     pub(crate) attrs: SessionAttrs,
     pub(crate) wakeups: Option<UrlWakeups>,
+    /// `profile=...`: the engine profile to use instead of the detected one.
+    pub(crate) profile: Option<Profile>,
 }
 
 impl Target {
@@ -170,6 +173,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
 
     let mut attrs = SessionAttrs::Any;
     let mut wakeups = None;
+    let mut profile = None;
     let mut kept = Vec::new();
     for pair in query
         .unwrap_or_default()
@@ -190,6 +194,14 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
                         ))
                     }
                 })
+            }
+            PROFILE => {
+                profile = Some(value.parse::<Profile>().map_err(|e| match e {
+                    Error::InvalidInput { rule, .. } => {
+                        Error::invalid(field, format!("parameter {PROFILE} {rule}"))
+                    }
+                    other => other,
+                })?)
             }
             _ => kept.push(pair),
         }
@@ -217,6 +229,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
         hosts,
         attrs,
         wakeups,
+        profile,
     })
 }
 
@@ -251,7 +264,7 @@ impl Route {
         &self,
         sql: &Sql,
         timeout: Duration,
-    ) -> std::result::Result<(usize, String), Vec<Miss>> {
+    ) -> std::result::Result<(usize, Server), Vec<Miss>> {
         let mut misses = Vec::new();
         for (i, host) in self.target.hosts.iter().enumerate() {
             let why = match tokio::time::timeout(timeout, probe(host, self.target.attrs, sql)).await
@@ -315,24 +328,38 @@ pub(crate) struct Sql {
     pub(crate) server_role: SqlStr,
 }
 
-/// Connects to one host and checks its role: `Ok(Ok(version))` when it fits, `Ok(Err(why))`
+/// What a server said about itself.
+#[derive(Clone, Debug)]
+pub(crate) struct Server {
+    /// `server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`.
+    pub(crate) version: String,
+    /// The engine, from `version()` and the installed extensions.
+    pub(crate) kind: ServerKind,
+}
+
+/// Connects to one host and checks its role: `Ok(Ok(server))` when it fits, `Ok(Err(why))`
 /// when it answers but has the wrong role.
 async fn probe(
     host: &Host,
     attrs: SessionAttrs,
     sql: &Sql,
-) -> std::result::Result<std::result::Result<String, &'static str>, sqlx::Error> {
+) -> std::result::Result<std::result::Result<Server, &'static str>, sqlx::Error> {
     let mut conn = PgConnection::connect_with(&host.options).await?;
-    let version: String = sqlx::query_scalar(sql.server_version.clone())
+    let row = sqlx::query(sql.server_version.clone())
         .fetch_one(&mut conn)
         .await?;
+    let banner: String = row.try_get("banner")?;
+    let server = Server {
+        version: row.try_get("version")?,
+        kind: ServerKind::from_postgres_banner(&banner, row.try_get("citus")?),
+    };
     let fits = if attrs == SessionAttrs::Any {
-        Ok(version)
+        Ok(server)
     } else {
         let (in_recovery, read_only) = role(&mut conn, &sql.server_role).await?;
         attrs
             .refuses(in_recovery, read_only)
-            .map_or(Ok(version), Err)
+            .map_or(Ok(server), Err)
     };
     let _ = conn.close().await;
     Ok(fits)
@@ -437,24 +464,22 @@ impl Nodes {
         }
     }
 
-    /// Finds a fitting server for every route, points each pool at it, and returns the
-    /// server version of the first route's server.
+    /// Finds a fitting server for every route, points each pool at it, and returns what the
+    /// first route's (the queries') server is.
     ///
     /// # Errors
     /// [`Error::Unavailable`] naming each host and why it did not fit (see [`no_host`]).
-    pub(crate) async fn start(&self) -> Result<String> {
-        let mut version = String::new();
-        for (r, route) in self.routes.iter().enumerate() {
-            let (i, v) = route
+    pub(crate) async fn start(&self) -> Result<Server> {
+        let mut first = None;
+        for route in self.routes.iter() {
+            let (i, server) = route
                 .find(&self.sql, self.timeout)
                 .await
                 .map_err(|misses| no_host(misses, route.target.attrs))?;
             route.point_at(i);
-            if r == 0 {
-                version = v;
-            }
+            first.get_or_insert(server);
         }
-        Ok(version)
+        first.ok_or_else(|| Error::invalid("url", "names no host"))
     }
 
     /// A receiver that changes whenever connections were retired.

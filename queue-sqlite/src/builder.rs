@@ -184,6 +184,7 @@ impl SqliteQueueBuilder {
             time_precision: Duration::from_micros(1),
             transactions: true,
             server_version: Some(version),
+            profile: queue_core::EngineProfile::of(queue_core::ServerKind::Sqlite),
             limits: self.common.limits.clone(),
         };
         let driver = SqliteDriver {

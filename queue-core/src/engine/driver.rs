@@ -57,11 +57,13 @@ pub enum DriverFault {
 
 impl DriverFault {
     /// The queue's error for a driver error `e` of this kind: [`Error::Unavailable`] for an
-    /// unavailable database, [`Error::Database`] otherwise (callers that can say more, such as
-    /// naming a duplicate dedup key, do so before falling back to this).
+    /// unavailable database, [`Error::Conflict`] for a lock conflict, [`Error::Database`]
+    /// otherwise (callers that can say more, such as naming a duplicate dedup key, do so
+    /// before falling back to this).
     pub fn error(self, e: impl Into<BoxError>) -> Error {
         match self {
             DriverFault::Unavailable => Error::unavailable(e),
+            DriverFault::LockConflict => Error::conflict(e),
             _ => Error::database(e),
         }
     }

@@ -91,6 +91,7 @@ impl FakeQueue {
                 time_precision: Duration::from_micros(1),
                 transactions: false,
                 server_version: None,
+                profile: crate::EngineProfile::of(crate::ServerKind::Sqlite),
                 limits,
             },
             policy: RetryPolicy::default(),
