@@ -34,6 +34,19 @@ pub(crate) enum Scenario {
     Restart,
     /// Every connection of the workers is closed by the server mid-drain.
     Disconnect,
+    /// The server turns read-only for seconds without closing a connection (a primary demoted
+    /// in place): no job may fail because of it, and the workers must go on without a restart.
+    Demote,
+    /// The primary of a PostgreSQL pair with asynchronous streaming replication is killed
+    /// mid-drain and its standby promoted; the workers, on a host-list URL, must follow without
+    /// a restart. Acknowledged pushes lost and claims lost are counted, not failed: they are
+    /// what asynchronous replication loses.
+    Promote,
+    /// The same with a synchronous standby and `synchronous_commit = on`: nothing acknowledged
+    /// may be lost.
+    PromoteSync,
+    /// The same with `synchronous_commit = remote_apply`.
+    PromoteApply,
     /// Another transaction holds locks on the queue's rows (SQLite: the write lock) for seconds.
     Slow,
     /// Each worker has two pooled connections for eight handlers that hold theirs.
@@ -44,12 +57,16 @@ pub(crate) enum Scenario {
 }
 
 impl Scenario {
-    pub(crate) const ALL: [Scenario; 8] = [
+    pub(crate) const ALL: [Scenario; 12] = [
         Scenario::Drain,
         Scenario::Kill,
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Disconnect,
+        Scenario::Demote,
+        Scenario::Promote,
+        Scenario::PromoteSync,
+        Scenario::PromoteApply,
         Scenario::Slow,
         Scenario::Pool,
         Scenario::LockHolder,
@@ -62,6 +79,10 @@ impl Scenario {
             Scenario::Pause => "pause",
             Scenario::Restart => "restart",
             Scenario::Disconnect => "disconnect",
+            Scenario::Demote => "demote",
+            Scenario::Promote => "promote",
+            Scenario::PromoteSync => "promote-sync",
+            Scenario::PromoteApply => "promote-apply",
             Scenario::Slow => "slow",
             Scenario::Pool => "pool",
             Scenario::LockHolder => "lock-holder",
@@ -168,6 +189,19 @@ pub(crate) struct Row {
     pub(crate) db_restarts: u64,
     /// Connections closed by the server.
     pub(crate) disconnects: u64,
+    /// Times the server turned read-only (and back).
+    pub(crate) demotions: u64,
+    /// The longest time from the server taking writes again to the next finished job.
+    pub(crate) max_recovery_ms: u64,
+    /// Promotions of a standby (the promote scenarios).
+    pub(crate) promotions: u64,
+    /// How long killing the primary and promoting the standby took.
+    pub(crate) promoted_in_ms: u64,
+    /// Pushes acknowledged by the old primary and missing on the new one.
+    pub(crate) pushes_lost: u64,
+    /// Claims acknowledged by the old primary that the new one gave out again while their
+    /// first holder still ran (seen as two executions with live leases).
+    pub(crate) claims_lost: u64,
     /// Lock-holding transactions run against the queue's rows.
     pub(crate) lock_holds: u64,
     /// Stale transitions attempted by paused holders (each must be refused).
@@ -202,6 +236,12 @@ impl Row {
             paused: 0,
             db_restarts: 0,
             disconnects: 0,
+            demotions: 0,
+            max_recovery_ms: 0,
+            promotions: 0,
+            promoted_in_ms: 0,
+            pushes_lost: 0,
+            claims_lost: 0,
             lock_holds: 0,
             stale_attempts: 0,
             max_overdue_ms: 0,
@@ -255,6 +295,24 @@ impl Row {
             self.max_log_lines_per_s,
             self.seconds
         );
+        if self.promotions > 0 {
+            s.push_str(&format!(
+                "\n        promotions={} kill and promotion={} ms from the kill to the next job \
+                 finished on the new primary={} ms acknowledged pushes lost={} acknowledged \
+                 claims lost={} (re-runs: redeliveries)",
+                self.promotions,
+                self.promoted_in_ms,
+                self.max_recovery_ms,
+                self.pushes_lost,
+                self.claims_lost
+            ));
+        }
+        if self.demotions > 0 {
+            s.push_str(&format!(
+                "\n        read-only periods={} longest recovery after writes returned={} ms",
+                self.demotions, self.max_recovery_ms
+            ));
+        }
         if let Some(r) = &self.reason {
             s.push_str(&format!("\n        {r}"));
         }
@@ -271,10 +329,32 @@ pub(crate) async fn run(scenario: Scenario, env: &Env, strategy: ClaimStrategy) 
     let mut row = Row::new(scenario, env, strategy);
     let result = match scenario {
         Scenario::Pause => pause(env, strategy, &mut row).await,
-        Scenario::Restart | Scenario::Disconnect if env.kind == Kind::Sqlite => {
+        Scenario::Restart | Scenario::Disconnect | Scenario::Demote if env.kind == Kind::Sqlite => {
             row.status = "skipped";
             row.reason = Some("SQLite has no server to restart or connections to close".into());
             Ok(())
+        }
+        Scenario::Promote | Scenario::PromoteSync | Scenario::PromoteApply
+            if env.kind != Kind::Postgres =>
+        {
+            row.status = "skipped";
+            row.reason = Some(format!(
+                "{}: this program sets up replication for PostgreSQL only",
+                env.kind.as_str()
+            ));
+            Ok(())
+        }
+        Scenario::Promote | Scenario::PromoteSync | Scenario::PromoteApply
+            if env.bins.pg_basebackup().is_none() =>
+        {
+            row.status = "skipped";
+            row.reason = Some(
+                "the PostgreSQL binaries have no pg_basebackup to make the standby with".into(),
+            );
+            Ok(())
+        }
+        Scenario::Promote | Scenario::PromoteSync | Scenario::PromoteApply => {
+            promote(scenario, env, strategy, &mut row).await
         }
         _ => drain(scenario, env, strategy, &mut row).await,
     };
@@ -586,15 +666,20 @@ async fn drain(
     let sizes = &env.sizes;
     // The restart and disconnect scenarios share one private instance per backend.
     let mut private_slot = env.private.lock().await;
-    if matches!(scenario, Scenario::Restart | Scenario::Disconnect) && private_slot.is_none() {
+    let private_scenario = matches!(
+        scenario,
+        Scenario::Restart | Scenario::Disconnect | Scenario::Demote
+    );
+    if private_scenario && private_slot.is_none() {
         let p = Private::start(env.kind, &env.bins)
             .await
             .context("starting a private server instance")?;
         *private_slot = Some(p);
     }
-    let mut private = match scenario {
-        Scenario::Restart | Scenario::Disconnect => private_slot.as_mut(),
-        _ => None,
+    let mut private = if private_scenario {
+        private_slot.as_mut()
+    } else {
+        None
     };
     if let Some(p) = &private {
         row.server = format!("{} (private instance)", short_version(&p.version));
@@ -638,6 +723,11 @@ async fn drain(
             hold_ms = if env.kind == Kind::Sqlite { 20 } else { 100 };
         }
         Scenario::LockHolder => hold_ms = if env.kind == Kind::Sqlite { 60 } else { 150 },
+        Scenario::Demote => {
+            if let Some(p) = &private {
+                child_target.url = p.app_url().await?;
+            }
+        }
         _ => {}
     }
     let mut fleet = Fleet::new(&child_target, name, slots, sizes, hold_ms, &dir)?;
@@ -706,6 +796,30 @@ async fn drain(
                 row.disconnects += kill_connections(env.kind, &url).await?;
                 faults_done += 1;
             }
+            Scenario::Demote if due => {
+                if let Some(p) = private.as_ref() {
+                    let t0 = Instant::now();
+                    p.read_only(true).await?;
+                    tokio::time::sleep(DEMOTED_FOR).await;
+                    let before = finished(&queue, name).await?;
+                    p.read_only(false).await?;
+                    let back = Instant::now();
+                    // The next job that finishes shows the workers took up writing again.
+                    while finished(&queue, name).await? <= before && before < pushed.len() as u64 {
+                        if back.elapsed() > RECOVERY_BOUND {
+                            bail!(
+                                "no job finished within {RECOVERY_BOUND:?} after the server took writes again"
+                            );
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    row.max_recovery_ms =
+                        row.max_recovery_ms.max(back.elapsed().as_millis() as u64);
+                    allowance = allowance.max(t0.elapsed() * 2);
+                    row.demotions += 1;
+                }
+                faults_done += 1;
+            }
             Scenario::Slow if due => {
                 let t0 = Instant::now();
                 db.hold_locks(&t, sizes.lock_hold).await?;
@@ -752,6 +866,13 @@ async fn drain(
             )
         }
         Scenario::Slow if row.lock_holds == 0 => bail!("the queue drained before a lock was held"),
+        Scenario::Demote if row.demotions < u64::from(sizes.faults) => {
+            bail!(
+                "the queue drained before every planned read-only period ran ({} of {})",
+                row.demotions,
+                sizes.faults
+            )
+        }
         Scenario::Kill | Scenario::LockHolder if row.killed == 0 => {
             bail!("the queue drained before a process was killed; use more jobs")
         }
@@ -762,6 +883,223 @@ async fn drain(
     }
     drop(private_slot);
     Ok(())
+}
+
+/// The most time from killing the primary to the next finished job on the promoted standby:
+/// a call's connect to the dead host fails within the workers' connect timeout (2 s here), the
+/// host list is walked again, and the workers back off at most 5 s between claims.
+const FAILOVER_BOUND: Duration = Duration::from_secs(30);
+
+/// The promote scenarios: a primary and a hot standby of this program's own, workers on the
+/// URL `primary,standby?target_session_attrs=read-write`, and a pusher that keeps pushing
+/// through the same URL. At 40 % of the drain the primary is killed (`pg_ctl stop -m
+/// immediate`) and the standby promoted; the workers must finish the drain on it without a
+/// restart, within [`FAILOVER_BOUND`].
+async fn promote(
+    scenario: Scenario,
+    env: &Env,
+    strategy: ClaimStrategy,
+    row: &mut Row,
+) -> anyhow::Result<()> {
+    let sizes = &env.sizes;
+    let mut primary = Private::start(env.kind, &env.bins)
+        .await
+        .context("starting the primary")?;
+    let standby = Private::start_standby(&primary).await?;
+    primary.wait_streaming().await?;
+    let commit = match scenario {
+        Scenario::PromoteSync => Some("on"),
+        Scenario::PromoteApply => Some("remote_apply"),
+        _ => None,
+    };
+    if let Some(level) = commit {
+        let set = format!("ALTER SYSTEM SET synchronous_commit = '{level}'");
+        primary
+            .admin(&[
+                "ALTER SYSTEM SET synchronous_standby_names = '*'",
+                &set,
+                "SELECT pg_reload_conf()",
+            ])
+            .await?;
+    }
+    row.server = format!(
+        "{} (private primary and standby, {})",
+        short_version(&primary.version),
+        commit.map_or("asynchronous".to_owned(), |c| format!(
+            "synchronous_commit = {c}"
+        ))
+    );
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/test?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    );
+    let ns = namespace(scenario);
+    let dir = env.work.join(&ns);
+    std::fs::create_dir_all(&dir)?;
+    let mut t = target(env, &url, &ns, strategy);
+    t.connect_timeout_ms = 2_000;
+    let (db, queue) = crate::child::open(&t).await?;
+    queue.migrate().await?;
+    db.create_effects_table().await?;
+    let name = "chaos";
+    let slots = (sizes.procs * sizes.slots) as u64;
+    let mean = (3 * 1200 * slots / u64::from(sizes.jobs.max(1))).clamp(2, 1000) as u32;
+    let mut pushed = push_all(
+        &queue,
+        name,
+        &plans(sizes.jobs, (mean / 2, mean * 3 / 2), false),
+        25,
+    )
+    .await?;
+
+    // Pushes go on through the failover: the acknowledged ones must exist at the end (or are
+    // counted lost, with asynchronous replication); the unacknowledged ones may or may not.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pusher = {
+        let (queue, stop) = (queue.clone(), stop.clone());
+        let first = sizes.jobs;
+        tokio::spawn(async move {
+            let mut acked = Vec::new();
+            let mut unsure = Vec::new();
+            let mut seq = first;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let plan = Plan {
+                    seq,
+                    fail: 0,
+                    permanent: false,
+                    work_ms: mean,
+                };
+                seq += 1;
+                let job = NewJob::new(name, &plan)?.max_attempts(25);
+                let id = job.id();
+                let p = Pushed {
+                    id,
+                    plan,
+                    max_attempts: 25,
+                };
+                match queue.push(job).await {
+                    Ok(_) => acked.push(p),
+                    Err(_) => unsure.push(p),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok::<_, anyhow::Error>((acked, unsure))
+        })
+    };
+
+    let mut fleet = Fleet::new(&t, name, sizes.slots, sizes, 0, &dir)?;
+    fleet.start(sizes.procs).await?;
+    let mut monitor = Monitor {
+        bound: stuck_bound(env.kind, sizes),
+        overdue: HashSet::new(),
+        worst: Duration::ZERO,
+    };
+    let mut allowance = Duration::ZERO;
+    let began = Instant::now();
+    let total = pushed.len() as f64;
+    let mut promoted_at: Option<Instant> = None;
+    let mut drained = false;
+    while began.elapsed() < sizes.deadline {
+        let done = finished(&queue, name).await.unwrap_or(0);
+        if promoted_at.is_none() && done as f64 >= total * 0.4 {
+            let kill = Instant::now();
+            primary.down(true).await?;
+            standby.promote().await?;
+            row.promoted_in_ms = kill.elapsed().as_millis() as u64;
+            row.promotions += 1;
+            // What the promoted standby holds first (jobs finished just before the kill are
+            // there too), then the next job the workers finish on it.
+            let mut base = None;
+            loop {
+                if let Ok(n) = finished(&queue, name).await {
+                    match base {
+                        None => base = Some(n),
+                        Some(b) if n > b => break,
+                        Some(_) => {}
+                    }
+                }
+                if kill.elapsed() > FAILOVER_BOUND {
+                    bail!("no job finished within {FAILOVER_BOUND:?} of the primary's death");
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            row.max_recovery_ms = kill.elapsed().as_millis() as u64;
+            allowance = kill.elapsed() * 2 + sizes.lease;
+            promoted_at = Some(Instant::now());
+        }
+        if promoted_at.is_some_and(|p| p.elapsed() > Duration::from_secs(2)) {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(true) = monitor.sample(&queue, name, allowance).await {
+                drained = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (acked, unsure) = pusher.await??;
+    fleet.stop_all().await?;
+    row.processes = fleet.started;
+    row.workers = fleet.totals();
+    row.max_log_lines_per_s = log_storm(&dir);
+    if row.promotions == 0 {
+        bail!("the queue drained before the primary was killed; use more jobs");
+    }
+    if !drained {
+        row.reason = Some(format!(
+            "the queue did not drain within {:?}",
+            sizes.deadline
+        ));
+    }
+    pushed.extend(acked);
+    // A push whose answer was lost in the failover may have committed: it counts if it is there.
+    for p in unsure {
+        if queue.get(p.id).await?.is_some() {
+            pushed.push(p);
+        }
+    }
+    let events = runlog::read_all(&dir)?;
+    row.max_overdue_ms = monitor.worst.as_millis() as u64;
+    let mut verdict = verify(
+        &db,
+        &queue,
+        &ns,
+        &pushed,
+        &events,
+        monitor.overdue.len() as u64,
+    )
+    .await?;
+    if commit.is_none() {
+        // What asynchronous replication loses is reported, not failed.
+        row.pushes_lost = std::mem::take(&mut verdict.lost);
+        row.claims_lost = std::mem::take(&mut verdict.overlaps);
+    }
+    row.verdict = verdict;
+    if !keep_files(env, row) {
+        cleanup(&db, &t, &dir).await?;
+    }
+    drop(standby);
+    drop(primary);
+    Ok(())
+}
+
+/// How long each read-only period of the demote scenario lasts.
+const DEMOTED_FOR: Duration = Duration::from_secs(2);
+/// The most time from the server taking writes again to the next finished job: the workers'
+/// backoff after failed claims (at most 5 s) plus a claim and a completion.
+const RECOVERY_BOUND: Duration = Duration::from_secs(10);
+
+/// Jobs of queue `name` completed or dead.
+async fn finished(queue: &Arc<dyn Queue>, name: &str) -> anyhow::Result<u64> {
+    Ok(queue
+        .stats(Some(name))
+        .await?
+        .iter()
+        .map(|s| s.completed + s.dead)
+        .sum())
 }
 
 /// Removes a run's tables, logs and SQLite files.

@@ -56,6 +56,14 @@ impl Binaries {
             .context("no PostgreSQL server binaries (initdb, pg_ctl) found; pass --pg-bin DIR")
     }
 
+    /// Where `pg_basebackup` is (the standby of the promote scenarios needs it), if the
+    /// PostgreSQL binaries have it: the embedded-postgres package ships only initdb, pg_ctl
+    /// and postgres.
+    pub(crate) fn pg_basebackup(&self) -> Option<PathBuf> {
+        let path = self.postgres_dir().ok()?.join("pg_basebackup");
+        path.exists().then_some(path)
+    }
+
     /// `mariadbd` and `mariadb-install-db`: in the given directory, else the usual places.
     fn mariadb_programs(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
         let dirs: Vec<PathBuf> = match &self.mariadb {
@@ -378,6 +386,151 @@ impl Private {
                     child.wait().await?;
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// A hot standby of this PostgreSQL instance (`pg_basebackup -R`, streaming replication),
+    /// started on a spare port of its own. Its `test` database is the primary's.
+    pub(crate) async fn start_standby(primary: &Private) -> anyhow::Result<Private> {
+        if primary.kind != Kind::Postgres {
+            bail!("only PostgreSQL standbys are set up by this program");
+        }
+        let dir = tempfile::Builder::new().prefix("queue-chaos-").tempdir()?;
+        if running_as_root() {
+            let (uid, gid) = user_ids("postgres")?;
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+        }
+        let data = dir.path().join("data");
+        let port = spare_port()?;
+        run(
+            &primary.bin.join("pg_basebackup"),
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &primary.port.to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                &data.to_string_lossy(),
+                "-R",
+                "-X",
+                "stream",
+                // An immediate checkpoint: a spread one makes the copy wait a minute and more.
+                "-c",
+                "fast",
+            ],
+            Some("postgres"),
+        )
+        .await
+        .context("pg_basebackup of the primary")?;
+        let mut s = Private {
+            kind: Kind::Postgres,
+            dir,
+            port,
+            bin: primary.bin.clone(),
+            mariadbd: None,
+            url: format!("postgres://postgres@127.0.0.1:{port}/test"),
+            version: primary.version.clone(),
+        };
+        s.up().await?;
+        Ok(s)
+    }
+
+    /// The port the server listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Promotes this standby to a primary (`pg_ctl promote`, waiting until it takes writes).
+    pub(crate) async fn promote(&self) -> anyhow::Result<()> {
+        run(
+            &self.bin.join("pg_ctl"),
+            &["-D", &self.data().to_string_lossy(), "-w", "promote"],
+            Some("postgres"),
+        )
+        .await
+    }
+
+    /// Runs `statements` on the administrative database, in order.
+    pub(crate) async fn admin(&self, statements: &[&str]) -> anyhow::Result<()> {
+        let mut c = sqlx::PgConnection::connect(&self.admin_url()).await?;
+        for s in statements {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(*s))
+                .execute(&mut c)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until a standby streams from this primary.
+    pub(crate) async fn wait_streaming(&self) -> anyhow::Result<()> {
+        let mut c = sqlx::PgConnection::connect(&self.admin_url()).await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'",
+            )
+            .fetch_one(&mut c)
+            .await?;
+            if n > 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("no standby streams from the primary after 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Makes the server read-only for applications, or writable again, without closing a
+    /// connection: what a primary demoted in place does (its sockets stay open and every write
+    /// on them fails). PostgreSQL: `default_transaction_read_only` set by `ALTER SYSTEM` and a
+    /// reload (which every session picks up). MariaDB: `read_only`, which binds accounts
+    /// without the `READ_ONLY ADMIN` privilege, such as the one of [`Private::app_url`].
+    pub(crate) async fn read_only(&self, on: bool) -> anyhow::Result<()> {
+        let admin = self.admin_url();
+        match self.kind {
+            Kind::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&admin).await?;
+                let set = if on {
+                    "ALTER SYSTEM SET default_transaction_read_only = on"
+                } else {
+                    "ALTER SYSTEM RESET default_transaction_read_only"
+                };
+                sqlx::query(set).execute(&mut c).await?;
+                sqlx::query("SELECT pg_reload_conf()")
+                    .execute(&mut c)
+                    .await?;
+            }
+            _ => {
+                let mut c = sqlx::MySqlConnection::connect(&admin).await?;
+                sqlx::query("SET GLOBAL read_only = ?")
+                    .bind(i32::from(on))
+                    .execute(&mut c)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The URL of an application account of the `test` database: on MariaDB one made here
+    /// with the rights to read and write rows only (so `read_only` binds it, as it binds an
+    /// application's account); on PostgreSQL the superuser URL, since
+    /// `default_transaction_read_only` binds every role.
+    pub(crate) async fn app_url(&self) -> anyhow::Result<String> {
+        match self.kind {
+            Kind::Postgres => Ok(self.url.clone()),
+            _ => {
+                let mut c = sqlx::MySqlConnection::connect(&self.admin_url()).await?;
+                for statement in [
+                    "CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY 'app'",
+                    "GRANT SELECT, INSERT, UPDATE, DELETE ON test.* TO 'app'@'%'",
+                ] {
+                    sqlx::query(statement).execute(&mut c).await?;
+                }
+                Ok(format!("mysql://app:app@127.0.0.1:{}/test", self.port))
             }
         }
     }
