@@ -273,31 +273,25 @@ struct MyBaseline {
     admin: MySqlPool,
 }
 
-#[async_trait]
-impl BaselineNs for MyBaseline {
-    async fn insert_one(&self, payload: &str) -> Result<()> {
-        sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO {} (payload) VALUES (?)",
-            self.table
-        )))
-        .bind(payload)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
+/// How many times a baseline transaction that InnoDB chose as a deadlock victim (or whose lock
+/// wait timed out) is run again, as the MySQL manual asks of every application.
+const DEADLOCK_TRIES: u32 = 10;
 
-    async fn insert_many(&self, payloads: &[String]) -> Result<()> {
-        let values = vec!["(?)"; payloads.len()].join(",");
-        let sql = format!("INSERT INTO {} (payload) VALUES {values}", self.table);
-        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
-        for p in payloads {
-            q = q.bind(p);
-        }
-        q.execute(&self.pool).await?;
-        Ok(())
-    }
+/// Whether `e` is a deadlock (1213) or a lock wait timeout (1205).
+fn is_deadlock(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<sqlx::Error>()
+        .and_then(|e| match e {
+            sqlx::Error::Database(db) => db
+                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .map(|m| matches!(m.number(), 1213 | 1205)),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
 
-    async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
+impl MyBaseline {
+    /// One claim transaction: the locking read of up to `limit` rows, then their UPDATE.
+    async fn claim_once(&self, limit: usize) -> Result<Vec<i64>> {
         let mut tx = self.pool.begin().await?;
         let rows = sqlx::query(AssertSqlSafe(self.select.to_string()))
             .bind(limit as i64)
@@ -326,7 +320,8 @@ impl BaselineNs for MyBaseline {
         Ok(ids)
     }
 
-    async fn complete(&self, ids: &[i64]) -> Result<()> {
+    /// One completion statement.
+    async fn complete_once(&self, ids: &[i64]) -> Result<()> {
         let sql = format!(
             "UPDATE {} SET state = 'done' WHERE id IN ({})",
             self.table,
@@ -338,6 +333,51 @@ impl BaselineNs for MyBaseline {
         }
         q.execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl BaselineNs for MyBaseline {
+    async fn insert_one(&self, payload: &str) -> Result<()> {
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {} (payload) VALUES (?)",
+            self.table
+        )))
+        .bind(payload)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn insert_many(&self, payloads: &[String]) -> Result<()> {
+        let values = vec!["(?)"; payloads.len()].join(",");
+        let sql = format!("INSERT INTO {} (payload) VALUES {values}", self.table);
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+        for p in payloads {
+            q = q.bind(p);
+        }
+        q.execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
+        let mut tries = 0;
+        loop {
+            match self.claim_once(limit).await {
+                Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
+    async fn complete(&self, ids: &[i64]) -> Result<()> {
+        let mut tries = 0;
+        loop {
+            match self.complete_once(ids).await {
+                Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => tries += 1,
+                other => return other,
+            }
+        }
     }
 
     async fn check(&self) -> Result<DrainCheck> {

@@ -340,10 +340,13 @@ async fn run(args: RunArgs) -> anyhow::Result<bool> {
     ok &= !rows.iter().any(Row::failed);
     report.rows = rows;
     report.machine.load_after = load_average();
+    let count = |status: &str| report.rows.iter().filter(|r| r.status == status).count();
     println!(
-        "{} scenario runs, {} failed; load average {} at the end",
+        "{} scenario runs: {} passed, {} failed, {} skipped; load average {} at the end",
         report.rows.len(),
-        report.rows.iter().filter(|r| r.failed()).count(),
+        count("pass"),
+        count("FAIL"),
+        count("skipped"),
         report.machine.load_after
     );
     if let Some(path) = &args.json {

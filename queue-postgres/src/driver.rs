@@ -20,7 +20,7 @@ use sqlx::types::Json;
 use sqlx::{Acquire, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use crate::listen::Listener;
+use crate::listen::{Listener, Probe};
 use crate::migrate::MIGRATIONS;
 use crate::nodes::Nodes;
 use crate::sql::Statements;
@@ -751,6 +751,10 @@ impl Driver for PgDriver {
                 &self.channel,
                 hub,
                 self.nodes.moved(),
+                Probe {
+                    pool: self.pool.clone(),
+                    notify: self.sql.notify.clone(),
+                },
             );
         }
     }

@@ -8,13 +8,17 @@ use std::time::Duration;
 
 use queue_core::WakeHub;
 use sqlx::postgres::PgListener;
-use sqlx::PgPool;
+use sqlx::{PgPool, SqlStr};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 const LOG: &str = "queue::postgres";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// The payload prefix of the probe a new LISTEN sends itself (on its probe channel).
+const PROBE: &str = "queue-listen-probe:";
+/// How long a new LISTEN waits for its probe before it counts as deaf.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
 
 /// The listener task of one queue value: started on the first `wait_for_work`, aborted when the
 /// last clone of the queue value is dropped.
@@ -25,6 +29,16 @@ pub(crate) struct Listener {
     /// while no LISTEN was active are lost.
     watched: Arc<Mutex<HashSet<String>>>,
     connected: Arc<AtomicBool>,
+    /// The LISTEN connection did not hear its own probe (see [`run`]).
+    deaf: Arc<AtomicBool>,
+}
+
+/// Where the listener sends the probe that proves its LISTEN hears the queue's NOTIFYs: the
+/// queue's own pool and its `notify` statement.
+#[derive(Clone, Debug)]
+pub(crate) struct Probe {
+    pub(crate) pool: PgPool,
+    pub(crate) notify: SqlStr,
 }
 
 impl Listener {
@@ -38,6 +52,7 @@ impl Listener {
         channel: &str,
         hub: &Arc<WakeHub>,
         moved: watch::Receiver<u64>,
+        probe: Probe,
     ) {
         {
             let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
@@ -53,14 +68,16 @@ impl Listener {
                 hub.clone(),
                 self.watched.clone(),
                 self.connected.clone(),
+                self.deaf.clone(),
                 moved,
+                probe,
             )));
         }
     }
 
-    /// Whether a LISTEN connection is up right now.
+    /// Whether a LISTEN connection is up right now and has not been found deaf.
     pub(crate) fn is_connected(&self) -> bool {
-        self.connected.load(Ordering::Relaxed)
+        self.connected.load(Ordering::Relaxed) && !self.deaf.load(Ordering::Relaxed)
     }
 }
 
@@ -81,20 +98,43 @@ async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error
     let mut listener = PgListener::connect_with(pool).await?;
     // Reconnecting is this task's job (with backoff and a wake-up of every watched queue).
     listener.eager_reconnect(false);
-    listener.listen(channel).await?;
+    listener
+        .listen_all([channel, probe_channel(channel).as_str()])
+        .await?;
     Ok(listener)
+}
+
+/// The channel of the listener's probes: beside the wake-up channel, so that other listeners of
+/// that channel never see a probe. Truncated names may be shared by schemas; the probe's payload
+/// is unique, so a probe is only ever taken for its own.
+fn probe_channel(channel: &str) -> String {
+    let keep = channel.len().min(63 - "_probe".len());
+    let mut end = keep;
+    while !channel.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}_probe", &channel[..end])
 }
 
 /// Listens until the task is aborted. While the connection is down, waiters fall back to their
 /// poll timeout; the task reconnects with jittered exponential backoff. An outage is logged
 /// once when it starts and once when it ends, not at every attempt.
+///
+/// Every new LISTEN sends itself a probe through the queue's own pool. A LISTEN that does not
+/// hear it within [`PROBE_WAIT`] is deaf: behind a pooler in transaction mode (PgBouncer) the
+/// LISTEN ran on a server connection that went back to the pooler, and a `listen_url` may name
+/// another database than the queue's. That is logged as a warning (once per connection, with
+/// what to do), `is_listening` turns false, and waiting falls back to polling: never silent.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     pool: PgPool,
     channel: String,
     hub: Arc<WakeHub>,
     watched: Arc<Mutex<HashSet<String>>>,
     connected: Arc<AtomicBool>,
+    deaf: Arc<AtomicBool>,
     mut moved: watch::Receiver<u64>,
+    probe: Probe,
 ) {
     let mut backoff = MIN_BACKOFF;
     let mut outage = false;
@@ -120,13 +160,45 @@ async fn run(
                 for q in &queues {
                     hub.notify(q, 1);
                 }
+                let marker = format!("{PROBE}{}", uuid::Uuid::new_v4());
+                let sent = sqlx::query(probe.notify.clone())
+                    .bind(probe_channel(&channel))
+                    .bind(vec![marker.clone()])
+                    .execute(&probe.pool)
+                    .await;
+                if let Err(error) = &sent {
+                    tracing::debug!(target: LOG, channel, %error, "could not send the listener's probe");
+                }
+                let mut heard = sent.is_err();
+                let probe_deadline = tokio::time::sleep(PROBE_WAIT);
+                tokio::pin!(probe_deadline);
                 let why = loop {
                     tokio::select! {
                         got = listener.try_recv() => match got {
+                            Ok(Some(n)) if n.channel() != channel => {
+                                if n.payload() == marker {
+                                    heard = true;
+                                    deaf.store(false, Ordering::Relaxed);
+                                }
+                            }
                             Ok(Some(n)) => hub.notify(n.payload(), 1),
                             Ok(None) => break "listener connection lost".to_owned(),
                             Err(error) => break format!("listener failed: {error}"),
                         },
+                        () = &mut probe_deadline, if !heard => {
+                            heard = true;
+                            deaf.store(true, Ordering::Relaxed);
+                            tracing::warn!(
+                                target: LOG,
+                                channel,
+                                "the LISTEN connection did not hear a NOTIFY sent through the \
+                                 queue's connections within {PROBE_WAIT:?}: behind a pooler in \
+                                 transaction mode (PgBouncer) LISTEN receives nothing, and a \
+                                 listen_url may name another database; waiting falls back to \
+                                 polling. Use wakeups=poll in the URL (or .poll_only()), or a \
+                                 listen_url that connects to the server directly"
+                            );
+                        }
                         // The pool's connections were retired: this one may be on a read-only
                         // or former server, where no push will ever notify.
                         _ = moved.changed() => break String::new(),
@@ -172,6 +244,13 @@ pub(crate) fn channel_name(schema: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_channels_fit() {
+        assert_eq!(probe_channel("queue_queue_jobs"), "queue_queue_jobs_probe");
+        let long = channel_name(&"a".repeat(63));
+        assert!(probe_channel(&long).len() <= 63);
+    }
 
     #[test]
     fn channel_names_fit_and_differ() {

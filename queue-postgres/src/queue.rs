@@ -46,7 +46,10 @@ impl PostgresQueue {
     }
 
     /// Whether this value's LISTEN connection is up (it starts with the first
-    /// [`queue_core::Queue::wait_for_work`]); while it is down, waiting falls back to polling.
+    /// [`queue_core::Queue::wait_for_work`]) and hears the queue's NOTIFYs (each new LISTEN
+    /// sends itself a probe; one that is not heard within 5 s, as behind a pooler in
+    /// transaction mode, is logged as a warning); while it is not, waiting falls back to
+    /// polling.
     pub fn is_listening(&self) -> bool {
         self.engine.driver().listener.is_connected()
     }
