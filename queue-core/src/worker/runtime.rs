@@ -422,6 +422,44 @@ where
     }
 }
 
+/// The longest pause between tries of a batch of acknowledgements during an outage.
+const ACK_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Runs a batch acknowledgement again while the database is unreachable (or read-only): like
+/// [`retry_transient`], and beyond its tries for up to half of what is left of a lease at worst
+/// when its handler ends (the lease less one heartbeat interval: the heartbeat extended it until
+/// then); an acknowledgement that arrives within it finishes the jobs, where giving up makes
+/// every one of them run again after its lease expires. A late acknowledgement is
+/// harmless: it is fenced by the lease token. While the worker is stopping it gives up after the
+/// usual tries, so an outage does not hold up the shutdown.
+async fn retry_through_outage<T, F, Fut>(shared: &Shared, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let started = Instant::now();
+    let cfg = &shared.config;
+    let patience = cfg.lease.saturating_sub(cfg.heartbeat) / 2;
+    let mut pause = TRANSITION_BACKOFF;
+    let mut tries = 1;
+    loop {
+        match op().await {
+            Err(e)
+                if e.is_transient()
+                    && (tries < TRANSITION_TRIES
+                        || (!shared.acks.is_stopping()
+                            && started.elapsed() + pause < patience)) =>
+            {
+                tracing::debug!(target: LOG_TARGET, error = %e, tries, "acknowledgements wait for the database");
+                tokio::time::sleep(jitter(pause)).await;
+                pause = (pause * 2).min(ACK_BACKOFF_MAX);
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// How a handler run ended.
 enum Outcome {
     Finished(Result<(), JobError>),
@@ -691,7 +729,7 @@ async fn acker(shared: Arc<Shared>) {
 /// for another reason than an outage, each lease is acknowledged on its own so that one bad
 /// lease cannot hold back the others.
 pub(super) async fn flush(shared: &Shared, batch: &[Lease]) {
-    match retry_transient(|| shared.queue.ack_batch(batch)).await {
+    match retry_through_outage(shared, || shared.queue.ack_batch(batch)).await {
         Ok(acked) => {
             let acked = acked.min(batch.len() as u64);
             shared.counters.add_completed(acked);

@@ -1620,3 +1620,45 @@ async fn prefetch_one_keeps_a_claim_in_flight_per_free_slot() {
     assert!(q.pop_limits.lock().unwrap().iter().all(|&l| l == 1));
     assert_eq!(q.count(JobState::Completed), 400);
 }
+
+/// An outage shorter than the leases' remaining time costs no re-run: the batch of
+/// acknowledgements is tried again through it and lands once the database is back, so every
+/// job completes on its first attempt and nothing is abandoned or rescued.
+#[tokio::test(start_paused = true)]
+async fn acknowledgements_wait_out_a_short_outage() {
+    let q = FakeQueue::new();
+    push_n(&q, 10, json!({})).await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = gate.clone();
+    let handle = builder(&q)
+        .concurrency(10)
+        .prefetch(1)
+        .lease(Duration::from_secs(30))
+        .rescue_interval(Some(Duration::from_millis(500)))
+        .handler_fn(move |_ctx| {
+            let g = g.clone();
+            async move {
+                g.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(1), || counters.claimed() == 10).await;
+    q.down.store(true, Ordering::SeqCst);
+    gate.notify_waiters();
+    // Three seconds down: longer than the usual tries (0.7 s), well within the leases.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(counters.abandoned(), 0);
+    q.down.store(false, Ordering::SeqCst);
+    until(Duration::from_secs(10), || {
+        q.count(JobState::Completed) == 10
+    })
+    .await;
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    let c = report.counters;
+    assert_eq!((c.completed, c.abandoned, c.rescued), (10, 0, 0), "{c:?}");
+    assert!(q.rows.lock().unwrap().values().all(|r| r.job.attempts == 1));
+}
