@@ -258,24 +258,40 @@ pub fn error_text(message: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Removes the password (and any user info) from a database URL, for logs and errors.
+/// Removes the password from a database URL, for logs and errors: the user info ends at the
+/// last `@` before the query (so a password holding an unencoded `/` or `@` is still hidden),
+/// and a `password=` parameter of the query is hidden too.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    match authority.rsplit_once('@') {
+    let query_at = rest.find('?').unwrap_or(rest.len());
+    let (before_query, query) = rest.split_at(query_at);
+    let before_query = match before_query.rsplit_once('@') {
         Some((userinfo, host)) => {
             let user = userinfo.split(':').next().unwrap_or_default();
             if userinfo.contains(':') {
-                format!("{scheme}://{user}:***@{host}{tail}")
+                format!("{user}:***@{host}")
             } else {
-                format!("{scheme}://{user}@{host}{tail}")
+                format!("{userinfo}@{host}")
             }
         }
-        None => url.to_owned(),
-    }
+        None => before_query.to_owned(),
+    };
+    let query = match query.strip_prefix('?') {
+        Some(q) => {
+            let pairs: Vec<String> = q
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("?{}", pairs.join("&"))
+        }
+        None => String::new(),
+    };
+    format!("{scheme}://{before_query}{query}")
 }
 
 #[cfg(test)]
@@ -337,6 +353,14 @@ mod tests {
         assert_eq!(
             redact_url("mysql://u:p@ss@h/db?x=a@b"),
             "mysql://u:***@h/db?x=a@b"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pa/ss@h1,h2/db"),
+            "postgres://u:***@h1,h2/db"
+        );
+        assert_eq!(
+            redact_url("postgres://h/db?user=u&password=secret&x=1"),
+            "postgres://h/db?user=u&password=***&x=1"
         );
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{
-    take_profile, Capabilities, ClaimStrategy, Engine, Error, Profile, Result, Wakeups,
+    take_profile, Capabilities, ClaimStrategy, Engine, Error, Profile, Result, ServerKind, Wakeups,
 };
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
 use sqlx::ConnectOptions;
@@ -133,6 +133,20 @@ impl MySqlQueueBuilder {
             ));
         }
         let (options, profile) = self.options()?;
+        if let Profile::As(kind) = profile {
+            if !matches!(
+                kind,
+                ServerKind::MySql | ServerKind::MariaDb | ServerKind::TiDb | ServerKind::Vitess
+            ) {
+                return Err(Error::invalid(
+                    "profile",
+                    format!(
+                        "{kind} does not speak MySQL's protocol: use mysql, mariadb, tidb, \
+                         vitess, distributed or detect"
+                    ),
+                ));
+            }
+        }
         let timeout = self.common.connect_timeout;
         let sql = Statements::new(&[("{prefix}", &self.table_prefix)]);
         let server = detect(&options, &sql, timeout).await?;

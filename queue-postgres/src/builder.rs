@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use queue_core::engine::{CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
-use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Profile, Result, Wakeups};
+use queue_core::{
+    Capabilities, ClaimStrategy, Dialect, Engine, Error, Profile, Result, ServerKind, Wakeups,
+};
 use sqlx::ConnectOptions;
 
 use crate::driver::PgDriver;
@@ -161,6 +163,7 @@ impl PostgresQueueBuilder {
             None => (self.notify, self.listen),
         };
         let choice = target.profile.unwrap_or(self.profile);
+        check_protocol(choice)?;
         let timeout = self.common.connect_timeout;
         let retirement = Retirement::new();
         let pool = nodes::pool_options(&retirement)
@@ -185,11 +188,14 @@ impl PostgresQueueBuilder {
             .acquire_slow_level(log::LevelFilter::Debug)
             .connect_lazy_with(listen_target.hosts[0].options.clone());
         let sql = Statements::new(&[("{schema}", &self.schema)]);
+        // The LISTEN pool gets a route of its own only when something will listen: a poll-only
+        // queue neither probes nor follows its hosts.
+        let mut routes = vec![Nodes::route(target, pool.clone())];
+        if listen {
+            routes.push(Nodes::route(listen_target, listen_pool.clone()));
+        }
         let nodes = Nodes::new(
-            vec![
-                Nodes::route(target, pool.clone()),
-                Nodes::route(listen_target, listen_pool.clone()),
-            ],
+            routes,
             retirement,
             nodes::Sql {
                 server_version: sql.server_version.clone(),
@@ -260,6 +266,30 @@ impl PostgresQueueBuilder {
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),
         })
+    }
+}
+
+/// Refuses a profile of an engine that does not speak PostgreSQL's protocol.
+fn check_protocol(choice: Profile) -> Result<()> {
+    match choice {
+        Profile::As(kind)
+            if !matches!(
+                kind,
+                ServerKind::Postgres
+                    | ServerKind::CockroachDb
+                    | ServerKind::YugabyteDb
+                    | ServerKind::Citus
+            ) =>
+        {
+            Err(Error::invalid(
+                "profile",
+                format!(
+                    "{kind} does not speak PostgreSQL's protocol: use postgres, cockroachdb, \
+                     yugabytedb, citus, distributed or detect"
+                ),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -504,8 +504,11 @@ impl Driver for PgDriver {
     async fn job_claim_candidates(
         &self,
         p: JobClaim<'_>,
-        candidates: Vec<(Uuid, i64)>,
+        mut candidates: Vec<(Uuid, i64)>,
     ) -> Result<Vec<Leased>, sqlx::Error> {
+        // Rows are updated (and locked) in the array's order: in id order, two claimers with
+        // overlapping candidates take their locks in the same order and cannot deadlock.
+        candidates.sort_unstable_by_key(|c| c.0);
         let (ids, versions): (Vec<Uuid>, Vec<i64>) = candidates.into_iter().unzip();
         let rows = sqlx::query(self.sql.job_claim_candidates.clone())
             .bind(&ids)

@@ -134,10 +134,12 @@ impl Target {
 /// the same user, database and parameters; `target_session_attrs` and `wakeups` are read here.
 /// `field` names the setting in errors (`url`, `listen_url`).
 pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
+    // The URL is not echoed: one that does not parse may hold its password anywhere.
     let bad = || {
         Error::invalid(
             field,
-            format!("is not a valid PostgreSQL URL: {}", redact_url(url)),
+            "is not a valid PostgreSQL URL (check the host list, the ports, and that special \
+             characters of the password are percent-encoded)",
         )
     };
     let (scheme, rest) = url.split_once("://").ok_or_else(|| {
@@ -171,7 +173,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
         None => ("", authority),
     };
 
-    let mut attrs = SessionAttrs::Any;
+    let mut attrs = None;
     let mut wakeups = None;
     let mut profile = None;
     let mut kept = Vec::new();
@@ -182,7 +184,9 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
     {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
-            SESSION_ATTRS => attrs = SessionAttrs::parse(value).map_err(|e| in_field(e, field))?,
+            SESSION_ATTRS => {
+                attrs = Some(SessionAttrs::parse(value).map_err(|e| in_field(e, field))?)
+            }
             WAKEUPS => {
                 wakeups = Some(match value {
                     "notify" => UrlWakeups::Notify,
@@ -225,6 +229,14 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
         let label = format!("{}:{}", options.get_host(), options.get_port());
         hosts.push(Host { label, options });
     }
+    // A host list without the parameter asks for a read-write server, unlike libpq's `any`:
+    // with `any`, a former primary that came back as a standby first in the list would be taken
+    // again at every walk, and every write would fail.
+    let attrs = attrs.unwrap_or(if hosts.len() > 1 {
+        SessionAttrs::ReadWrite
+    } else {
+        SessionAttrs::Any
+    });
     Ok(Target {
         hosts,
         attrs,
@@ -616,6 +628,17 @@ mod tests {
         let t = parse("url", "postgres://h1,h2/db?target_session_attrs=primary").unwrap();
         assert_eq!(t.hosts[1].label, "h2:5432");
         assert_eq!(t.attrs, SessionAttrs::Primary);
+        // A host list asks for a read-write server unless told otherwise; one host, any.
+        assert_eq!(
+            parse("url", "postgres://h1,h2/db").unwrap().attrs,
+            SessionAttrs::ReadWrite
+        );
+        assert_eq!(
+            parse("url", "postgres://h1,h2/db?target_session_attrs=any")
+                .unwrap()
+                .attrs,
+            SessionAttrs::Any
+        );
     }
 
     #[test]
