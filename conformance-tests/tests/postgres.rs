@@ -251,28 +251,39 @@ async fn single_push_notifications_are_coalesced_but_never_lost(
     drop_schema(&q).await
 }
 
+/// The backend pid of `q`'s LISTEN connection (of `user`'s sessions, when given), as `observer`
+/// sees it in `pg_stat_activity`; waits up to 10 s for it to appear.
+async fn listener_pid(
+    observer: &PostgresQueue,
+    q: &PostgresQueue,
+    user: Option<&str>,
+) -> anyhow::Result<i32> {
+    let listen_sql = format!("LISTEN \"{}\"", q.channel());
+    let t = Instant::now();
+    loop {
+        let pid: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE starts_with(query, $1) AND ($2::text IS NULL OR usename = $2)",
+        )
+        .bind(&listen_sql)
+        .bind(user)
+        .fetch_optional(observer.pool())
+        .await?;
+        if let Some(pid) = pid {
+            return Ok(pid);
+        }
+        ensure!(t.elapsed() < Duration::from_secs(10), "no listener backend");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The LISTEN task notices its backend was terminated, listens again on a new one, and pushes
 /// from elsewhere wake through it.
 async fn the_listener_reconnects_after_its_backend_is_killed(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b).await?;
     let producer = builder(&server.url, q.schema()).connect().await?;
     q.wait_for_work("rc", Duration::from_millis(10)).await;
-    let listen_sql = format!("LISTEN \"{}\"", q.channel());
-    let pid_of_listener = || async {
-        let t = Instant::now();
-        loop {
-            let pid: Option<i32> =
-                sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE starts_with(query, $1)")
-                    .bind(&listen_sql)
-                    .fetch_optional(producer.pool())
-                    .await?;
-            if let Some(pid) = pid {
-                return Ok::<_, anyhow::Error>(pid);
-            }
-            ensure!(t.elapsed() < Duration::from_secs(10), "no listener backend");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let pid_of_listener = || listener_pid(&producer, &q, None);
     let old = pid_of_listener().await?;
     let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
         .bind(old)
@@ -682,24 +693,7 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
         let leased = q.pop(queue_core::PopRequest::new("ro").limit(2)).await?;
         ensure!(leased.len() == 2);
         q.wait_for_work("ro", Duration::from_millis(10)).await;
-        let listen_sql = format!("LISTEN \"{}\"", q.channel());
-        let listener_pid = || async {
-            let t = Instant::now();
-            loop {
-                let pid: Option<i32> = sqlx::query_scalar(
-                    "SELECT pid FROM pg_stat_activity WHERE starts_with(query, $1) AND usename = $2",
-                )
-                .bind(&listen_sql)
-                .bind(&role.name)
-                .fetch_optional(admin.pool())
-                .await?;
-                if let Some(pid) = pid {
-                    return Ok::<_, anyhow::Error>(pid);
-                }
-                ensure!(t.elapsed() < Duration::from_secs(10), "no listener backend");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
+        let listener_pid = || listener_pid(&admin, &q, Some(&role.name));
         let old_listener = listener_pid().await?;
 
         // Demote: new sessions are read-only, and the queries' sessions are cut (the LISTEN
@@ -762,7 +756,9 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
                     failed += 1;
                     Ok(false)
                 }
-                Err(e) => Err(anyhow::anyhow!("after recovery ({failed} failed before): {e:?}")),
+                Err(e) => Err(anyhow::anyhow!(
+                    "after recovery ({failed} failed before): {e:?}"
+                )),
             }
         };
         while !once(q.ack(&leased[0].lease).await)? {}

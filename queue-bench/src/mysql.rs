@@ -336,6 +336,21 @@ impl MyBaseline {
     }
 }
 
+/// Runs `op` again while InnoDB picks it as a deadlock victim, at most [`DEADLOCK_TRIES`] times.
+async fn again_after_deadlock<T, F, Fut>(mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match op().await {
+            Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => tries += 1,
+            other => return other,
+        }
+    }
+}
+
 #[async_trait]
 impl BaselineNs for MyBaseline {
     async fn insert_one(&self, payload: &str) -> Result<()> {
@@ -361,23 +376,11 @@ impl BaselineNs for MyBaseline {
     }
 
     async fn claim(&self, limit: usize) -> Result<Vec<i64>> {
-        let mut tries = 0;
-        loop {
-            match self.claim_once(limit).await {
-                Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => tries += 1,
-                other => return other,
-            }
-        }
+        again_after_deadlock(|| self.claim_once(limit)).await
     }
 
     async fn complete(&self, ids: &[i64]) -> Result<()> {
-        let mut tries = 0;
-        loop {
-            match self.complete_once(ids).await {
-                Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => tries += 1,
-                other => return other,
-            }
-        }
+        again_after_deadlock(|| self.complete_once(ids)).await
     }
 
     async fn check(&self) -> Result<DrainCheck> {

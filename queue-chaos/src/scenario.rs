@@ -589,6 +589,15 @@ pub(crate) fn stuck_bound(kind: Kind, sizes: &Sizes) -> Duration {
 
 impl Monitor {
     /// Returns whether every job finished (`None` when the database did not answer).
+    /// A monitor with the stuck bound of `kind` and `sizes`, nothing seen yet.
+    fn new(kind: Kind, sizes: &Sizes) -> Monitor {
+        Monitor {
+            bound: stuck_bound(kind, sizes),
+            overdue: HashSet::new(),
+            worst: Duration::ZERO,
+        }
+    }
+
     async fn sample(
         &mut self,
         queue: &Arc<dyn Queue>,
@@ -733,11 +742,7 @@ async fn drain(
     let mut fleet = Fleet::new(&child_target, name, slots, sizes, hold_ms, &dir)?;
     fleet.start(sizes.procs).await?;
 
-    let mut monitor = Monitor {
-        bound: stuck_bound(env.kind, sizes),
-        overdue: HashSet::new(),
-        worst: Duration::ZERO,
-    };
+    let mut monitor = Monitor::new(env.kind, sizes);
     let mut allowance = Duration::ZERO;
     let began = Instant::now();
     let total = pushed.len() as f64;
@@ -990,11 +995,7 @@ async fn promote(
 
     let mut fleet = Fleet::new(&t, name, sizes.slots, sizes, 0, &dir)?;
     fleet.start(sizes.procs).await?;
-    let mut monitor = Monitor {
-        bound: stuck_bound(env.kind, sizes),
-        overdue: HashSet::new(),
-        worst: Duration::ZERO,
-    };
+    let mut monitor = Monitor::new(env.kind, sizes);
     let mut allowance = Duration::ZERO;
     let began = Instant::now();
     let total = pushed.len() as f64;

@@ -20,11 +20,35 @@ const PROBE: &str = "queue-listen-probe:";
 /// How long a new LISTEN waits for its probe before it counts as deaf.
 const PROBE_WAIT: Duration = Duration::from_secs(5);
 
+/// A background task of a queue value: started at most once, aborted when the value (the last
+/// clone of the queue) is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Background(Mutex<Option<JoinHandle<()>>>);
+
+impl Background {
+    /// Starts the task with `spawn` unless it runs already (`spawn` may decline with `None`,
+    /// and is then asked again next time).
+    pub(crate) fn start_once(&self, spawn: impl FnOnce() -> Option<JoinHandle<()>>) {
+        let mut task = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if task.is_none() {
+            *task = spawn();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
 /// The listener task of one queue value: started on the first `wait_for_work`, aborted when the
 /// last clone of the queue value is dropped.
 #[derive(Debug, Default)]
 pub(crate) struct Listener {
-    task: Mutex<Option<JoinHandle<()>>>,
+    task: Background,
     /// Queues someone has waited on; woken after every (re)connect, because notifications sent
     /// while no LISTEN was active are lost.
     watched: Arc<Mutex<HashSet<String>>>,
@@ -60,9 +84,8 @@ impl Listener {
                 watched.insert(queue.to_owned());
             }
         }
-        let mut task = self.task.lock().unwrap_or_else(|e| e.into_inner());
-        if task.is_none() {
-            *task = Some(tokio::spawn(run(
+        self.task.start_once(|| {
+            Some(tokio::spawn(run(
                 pool.clone(),
                 channel.to_owned(),
                 hub.clone(),
@@ -71,26 +94,13 @@ impl Listener {
                 self.deaf.clone(),
                 moved,
                 probe,
-            )));
-        }
+            )))
+        });
     }
 
     /// Whether a LISTEN connection is up right now and has not been found deaf.
     pub(crate) fn is_connected(&self) -> bool {
         self.connected.load(Ordering::Relaxed) && !self.deaf.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        if let Some(task) = self
-            .task
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            task.abort();
-        }
     }
 }
 

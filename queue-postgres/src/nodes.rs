@@ -14,8 +14,8 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::engine::Retirement;
@@ -24,8 +24,8 @@ use queue_core::{Error, Profile, Result, ServerKind};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::{Connection, PgPool, Row, SqlStr};
 use tokio::sync::{watch, Notify};
-use tokio::task::JoinHandle;
 
+use crate::listen::Background;
 use crate::LOG_TARGET;
 
 /// Parameters of the URL that this crate reads itself (they are removed before sqlx parses the
@@ -442,8 +442,7 @@ pub(crate) struct Nodes {
     kick: Arc<Notify>,
     /// Bumped at every retirement, so the LISTEN task leaves its connection too.
     moved: watch::Sender<u64>,
-    task: Mutex<Option<JoinHandle<()>>>,
-    started: AtomicBool,
+    task: Background,
     sql: Sql,
     timeout: Duration,
 }
@@ -460,8 +459,7 @@ impl Nodes {
             retirement,
             kick: Arc::new(Notify::new()),
             moved: watch::channel(0).0,
-            task: Mutex::new(None),
-            started: AtomicBool::new(false),
+            task: Background::default(),
             sql,
             timeout,
         }
@@ -514,35 +512,18 @@ impl Nodes {
     }
 
     fn ensure_task(&self) {
-        if self.started.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            self.started.store(false, Ordering::Release);
-            return;
-        };
-        let task = handle.spawn(resolve(
-            self.routes.clone(),
-            self.retirement.clone(),
-            self.kick.clone(),
-            self.moved.clone(),
-            self.sql.clone(),
-            self.timeout,
-        ));
-        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        if let Some(task) = self
-            .task
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            task.abort();
-        }
+        // Outside a Tokio runtime there is nothing to run it on; the next outage asks again.
+        self.task.start_once(|| {
+            let handle = tokio::runtime::Handle::try_current().ok()?;
+            Some(handle.spawn(resolve(
+                self.routes.clone(),
+                self.retirement.clone(),
+                self.kick.clone(),
+                self.moved.clone(),
+                self.sql.clone(),
+                self.timeout,
+            )))
+        });
     }
 }
 
