@@ -83,7 +83,7 @@ pub fn catalogue() -> Vec<Case> {
         transactions::tx_complete_exactly_once,
         transactions::tx_push_duplicate_is_named,
         wakeups::push_wakes_waiter_in_process,
-        wakeups::listen_notify_wakes_other_value,
+        wakeups::a_push_reaches_a_waiter_in_another_process,
         wakeups::every_transition_to_due_wakes_waiters,
         // Queue controls.
         controls::controls_pause_and_resume,
