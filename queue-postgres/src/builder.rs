@@ -30,6 +30,7 @@ pub struct PostgresQueueBuilder {
     listen: bool,
     listen_url: Option<String>,
     profile: Profile,
+    transaction_pooler: bool,
 }
 
 impl fmt::Debug for PostgresQueueBuilder {
@@ -43,6 +44,7 @@ impl fmt::Debug for PostgresQueueBuilder {
             .field("listen", &self.listen)
             .field("listen_url", &self.listen_url.as_deref().map(redact_url))
             .field("profile", &self.profile)
+            .field("transaction_pooler", &self.transaction_pooler)
             .finish()
     }
 }
@@ -58,6 +60,7 @@ impl PostgresQueueBuilder {
             listen: true,
             listen_url: None,
             profile: Profile::Detect,
+            transaction_pooler: false,
         }
     }
 
@@ -115,6 +118,20 @@ impl PostgresQueueBuilder {
         self
     }
 
+    /// Whether the URL reaches PostgreSQL through a pooler in transaction mode (PgBouncer's
+    /// `pool_mode = transaction`; default `false`; `pooler=transaction` in the URL does the
+    /// same and wins, `pooler=none` turns it off). Such a pooler may give each transaction, and
+    /// each statement outside one, a different server connection, which breaks prepared
+    /// statements and LISTEN. The queue then keeps no prepared statements, runs every statement
+    /// outside a transaction in one of its own (two more round trips each), and does not
+    /// LISTEN through the pooler: give [`listen_url`](Self::listen_url) a direct connection to
+    /// have cross-process wake-ups, or workers find other processes' jobs at their next poll.
+    /// Session mode needs none of this.
+    pub fn transaction_pooler(mut self, behind: bool) -> Self {
+        self.transaction_pooler = behind;
+        self
+    }
+
     /// Which engine to treat the server as (default: detected at connect from `version()` and
     /// the installed extensions: PostgreSQL, CockroachDB, YugabyteDB, Citus). `profile=...` in
     /// the URL does the same and wins. The profile's flags choose the statements: without
@@ -142,6 +159,13 @@ impl PostgresQueueBuilder {
             .as_deref()
             .map(|u| nodes::parse("listen_url", u))
             .transpose()?;
+        if listen.as_ref().and_then(|t| t.transaction_pooler) == Some(true) {
+            return Err(Error::invalid(
+                "listen_url",
+                "must be a direct connection: a pooler in transaction mode cannot keep a LISTEN \
+                 (remove pooler=transaction)",
+            ));
+        }
         Ok((
             claim,
             url.with(own_options),
@@ -157,10 +181,30 @@ impl PostgresQueueBuilder {
     /// be made within the connect timeout.
     pub async fn connect(self) -> Result<PostgresQueue> {
         let (claim, target, listen_target) = self.check()?;
+        let pinned = target.transaction_pooler.unwrap_or(self.transaction_pooler);
         let (mut notify, mut listen) = match target.wakeups {
             Some(UrlWakeups::Poll) => (false, false),
             Some(UrlWakeups::Notify) => (true, true),
             None => (self.notify, self.listen),
+        };
+        if pinned && listen_target.is_none() {
+            // A LISTEN through the pooler would sit on a server connection that the pooler
+            // hands to others and hear nothing: refused when asked for by name, otherwise off.
+            if target.wakeups == Some(UrlWakeups::Notify) {
+                return Err(Error::invalid(
+                    "url",
+                    "wakeups=notify cannot LISTEN through a pooler in transaction mode \
+                     (pooler=transaction): give a listen_url with a direct connection, or use \
+                     wakeups=poll",
+                ));
+            }
+            listen = false;
+        }
+        let target = if pinned {
+            // Named prepared statements live on one server connection of the pooler's.
+            target.with(|o| o.statement_cache_capacity(0))
+        } else {
+            target
         };
         let choice = target.profile.unwrap_or(self.profile);
         check_protocol(choice)?;
@@ -262,6 +306,8 @@ impl PostgresQueueBuilder {
             listen,
             nodes,
             profile,
+            pinned,
+            pooler_hint: std::sync::Once::new(),
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),

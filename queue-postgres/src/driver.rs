@@ -23,6 +23,7 @@ use uuid::Uuid;
 use crate::listen::{Listener, Probe};
 use crate::migrate::MIGRATIONS;
 use crate::nodes::Nodes;
+use crate::pinned::Exec;
 use crate::sql::Statements;
 
 /// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
@@ -50,6 +51,11 @@ pub struct PgDriver {
     /// What the engine can do: chooses the claim inside a controlled transaction, the
     /// migration lock (see `builder`).
     pub(crate) profile: EngineProfile,
+    /// Behind a pooler in transaction mode: each statement outside a transaction gets one of
+    /// its own (see `pinned`).
+    pub(crate) pinned: bool,
+    /// Whether the hint that a pooler in transaction mode seems to be in the way was logged.
+    pub(crate) pooler_hint: std::sync::Once,
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -202,6 +208,33 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
 }
 
 impl PgDriver {
+    /// Whether statements are prepared by name and kept on the connection (not behind a pooler
+    /// in transaction mode, whose server connections other clients share: see `pinned`).
+    fn named(&self) -> bool {
+        !self.pinned
+    }
+
+    /// The queues a write should NOTIFY: `queues`, or none once this process's LISTEN was
+    /// found deaf. A deaf LISTEN means a pooler in transaction mode is in the way; the LISTEN
+    /// then stays on one of the pooler's server connections, and every NOTIFY would reach
+    /// whichever client holds that connection in the middle of its statement (which sqlx
+    /// fails), while waking no one.
+    fn wakes<'a>(&self, queues: &'a [&'a str]) -> &'a [&'a str] {
+        if self.listener.is_deaf() {
+            &[]
+        } else {
+            queues
+        }
+    }
+
+    /// The executor of one statement on the pool (see [`Exec`]).
+    fn exec(&self) -> Exec<'_> {
+        Exec {
+            pool: &self.pool,
+            pinned: self.pinned,
+        }
+    }
+
     /// The migration lock of engines without advisory locks: the migrations table is created
     /// (a concurrent creator that wins makes this one fail with a duplicate: then it looks
     /// again, after a pause), and its lock row, written inside the migration transaction, holds
@@ -227,6 +260,7 @@ impl PgDriver {
                 Err(e) => return Err(e),
             }
             sqlx::query(self.sql.migration_lock_row.clone())
+                .persistent(self.named())
                 .execute(&mut *tx)
                 .await?;
             return Ok(tx);
@@ -239,6 +273,7 @@ impl PgDriver {
         p: JobClaim<'_>,
     ) -> sqlx::query::Query<'_, Postgres, sqlx::postgres::PgArguments> {
         sqlx::query(self.sql.job_claim.clone())
+            .persistent(self.named())
             .bind(p.queue)
             .bind(limit(p.limit))
             .bind(micros(p.lease))
@@ -257,10 +292,12 @@ impl PgDriver {
         let mut copy = conn.copy_in_raw(self.sql.job_insert_copy.as_str()).await?;
         copy.send(copy_rows(p.jobs)).await?;
         copy.finish().await?;
-        if !p.notify.is_empty() {
+        let notify = self.wakes(p.notify);
+        if !notify.is_empty() {
             sqlx::query(self.sql.notify.clone())
+                .persistent(self.named())
                 .bind(&self.channel)
-                .bind(p.notify)
+                .bind(notify)
                 .execute(&mut *conn)
                 .await?;
         }
@@ -276,7 +313,7 @@ impl PgDriver {
         for (i, chunk) in p.jobs.chunks(INSERT_CHUNK).enumerate() {
             let start = i * INSERT_CHUNK;
             let delays = &p.delays[start..start + chunk.len()];
-            let notify: &[&str] = if i == 0 { p.notify } else { &[] };
+            let notify: &[&str] = if i == 0 { self.wakes(p.notify) } else { &[] };
             let mut ids = Vec::with_capacity(chunk.len());
             let mut queues = Vec::with_capacity(chunk.len());
             let mut payloads = Vec::with_capacity(chunk.len());
@@ -301,6 +338,7 @@ impl PgDriver {
                 self.sql.job_insert.clone()
             };
             let mut query = sqlx::query(statement)
+                .persistent(self.named())
                 .bind(&ids)
                 .bind(&queues)
                 .bind(&payloads)
@@ -322,6 +360,7 @@ impl PgDriver {
         lease: &Lease,
     ) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_complete.clone())
+            .persistent(self.named())
             .bind(lease.job_id.0)
             .bind(lease.token)
             .execute(conn)
@@ -354,6 +393,17 @@ impl Driver for PgDriver {
         if fault == DriverFault::Unavailable {
             self.nodes.unavailable(crate::error::wrong_node(error));
         }
+        if !self.pinned && crate::error::lost_prepared_statement(error) {
+            self.pooler_hint.call_once(|| {
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    %error,
+                    "a prepared statement was missing or already there: a pooler in transaction \
+                     mode (PgBouncer) seems to sit between the queue and PostgreSQL; add \
+                     pooler=transaction to the URL (or use session mode)"
+                );
+            });
+        }
         fault
     }
 
@@ -367,6 +417,7 @@ impl Driver for PgDriver {
         }
         let mut tx = self.pool.begin().await?;
         sqlx::query(self.sql.migration_lock.clone())
+            .persistent(self.named())
             .bind(format!("queue-migrate:{}", self.schema))
             .execute(&mut *tx)
             .await?;
@@ -378,6 +429,7 @@ impl Driver for PgDriver {
 
     async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, sqlx::Error> {
         sqlx::query_scalar(self.sql.migration_applied.clone())
+            .persistent(self.named())
             .fetch_all(&mut **m)
             .await
     }
@@ -394,6 +446,7 @@ impl Driver for PgDriver {
             .execute(&mut **m)
             .await?;
         sqlx::query(self.sql.migration_record.clone())
+            .persistent(self.named())
             .bind(migration.version)
             .bind(migration.name)
             .execute(&mut **m)
@@ -411,7 +464,8 @@ impl Driver for PgDriver {
 
     async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
         sqlx::query_scalar(self.sql.now.clone())
-            .fetch_one(&self.pool)
+            .persistent(self.named())
+            .fetch_one(self.exec())
             .await
     }
 
@@ -422,6 +476,11 @@ impl Driver for PgDriver {
     ) -> Result<(), sqlx::Error> {
         if p.jobs.len() >= COPY_FROM && p.delays.iter().all(Duration::is_zero) {
             return match target {
+                Target::Pool if self.pinned => {
+                    let mut tx = self.pool.begin().await?;
+                    self.copy_jobs(&mut tx, p).await?;
+                    tx.commit().await
+                }
                 Target::Pool => {
                     let mut conn = self.pool.acquire().await?;
                     self.copy_jobs(&mut conn, p).await
@@ -431,8 +490,9 @@ impl Driver for PgDriver {
         }
         let single = p.jobs.len() <= INSERT_CHUNK;
         match target {
-            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
-            Target::Pool if single => {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips (except behind a
+            // pooler in transaction mode, which needs them to keep the statement on one server).
+            Target::Pool if single && !self.pinned => {
                 let mut conn = self.pool.acquire().await?;
                 self.insert_chunks(&mut conn, p).await
             }
@@ -459,16 +519,17 @@ impl Driver for PgDriver {
         keys: &[&str],
     ) -> Result<Vec<(String, String)>, sqlx::Error> {
         let q = sqlx::query_as(self.sql.job_dedup_live.clone())
+            .persistent(self.named())
             .bind(queues)
             .bind(keys);
         match target {
-            Target::Pool => q.fetch_all(&self.pool).await,
+            Target::Pool => q.fetch_all(self.exec()).await,
             Target::Tx(conn) => q.fetch_all(conn).await,
         }
     }
 
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
-        let rows = self.claim_query(p).fetch_all(&self.pool).await?;
+        let rows = self.claim_query(p).fetch_all(self.exec()).await?;
         leased(&rows)
     }
 
@@ -481,6 +542,7 @@ impl Driver for PgDriver {
             self.claim_query(p).fetch_all(conn).await?
         } else {
             sqlx::query(self.sql.job_claim_versioned.clone())
+                .persistent(self.named())
                 .bind(p.queue)
                 .bind(limit(p.limit))
                 .bind(micros(p.lease))
@@ -495,9 +557,10 @@ impl Driver for PgDriver {
 
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
         sqlx::query_as(self.sql.job_candidates.clone())
+            .persistent(self.named())
             .bind(p.queue)
             .bind(limit(p.limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.exec())
             .await
     }
 
@@ -511,13 +574,14 @@ impl Driver for PgDriver {
         candidates.sort_unstable_by_key(|c| c.0);
         let (ids, versions): (Vec<Uuid>, Vec<i64>) = candidates.into_iter().unzip();
         let rows = sqlx::query(self.sql.job_claim_candidates.clone())
+            .persistent(self.named())
             .bind(&ids)
             .bind(&versions)
             .bind(micros(p.lease))
             .bind(p.worker)
             .bind(p.queue)
             .bind(tokens(ids.len()))
-            .fetch_all(&self.pool)
+            .fetch_all(self.exec())
             .await?;
         leased(&rows)
     }
@@ -528,6 +592,12 @@ impl Driver for PgDriver {
         lease: &Lease,
     ) -> Result<u64, sqlx::Error> {
         match target {
+            Target::Pool if self.pinned => {
+                let mut tx = self.pool.begin().await?;
+                let done = self.complete_on(&mut tx, lease).await?;
+                tx.commit().await?;
+                Ok(done)
+            }
             Target::Pool => {
                 let mut conn = self.pool.acquire().await?;
                 self.complete_on(&mut conn, lease).await
@@ -540,9 +610,10 @@ impl Driver for PgDriver {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
         let done = sqlx::query(self.sql.job_complete_many.clone())
+            .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
@@ -555,13 +626,14 @@ impl Driver for PgDriver {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
         let rows = sqlx::query(self.sql.job_complete_and_claim.clone())
+            .persistent(self.named())
             .bind(p.queue)
             .bind(limit(p.limit))
             .bind(micros(p.lease))
             .bind(p.worker)
             .bind(&ids)
             .bind(&tokens)
-            .fetch_all(&self.pool)
+            .fetch_all(self.exec())
             .await?;
         let completed = match rows.first() {
             Some(row) => count(row.try_get("completed")?),
@@ -578,30 +650,33 @@ impl Driver for PgDriver {
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_fail_retry.clone())
+            .persistent(self.named())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(micros(p.delay))
             .bind(p.error)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_fail_dead.clone())
+            .persistent(self.named())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(p.error)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn job_release(&self, lease: &Lease) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_release.clone())
+            .persistent(self.named())
             .bind(lease.job_id.0)
             .bind(lease.token)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
@@ -612,10 +687,11 @@ impl Driver for PgDriver {
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
         sqlx::query_scalar(self.sql.job_extend.clone())
+            .persistent(self.named())
             .bind(lease.job_id.0)
             .bind(lease.token)
             .bind(micros(by))
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.exec())
             .await
     }
 
@@ -624,9 +700,11 @@ impl Driver for PgDriver {
         target: Target<'_, PgConnection>,
         id: JobId,
     ) -> Result<Option<JobState>, sqlx::Error> {
-        let q = sqlx::query_scalar::<_, String>(self.sql.job_state.clone()).bind(id.0);
+        let q = sqlx::query_scalar::<_, String>(self.sql.job_state.clone())
+            .persistent(self.named())
+            .bind(id.0);
         let state = match target {
-            Target::Pool => q.fetch_optional(&self.pool).await?,
+            Target::Pool => q.fetch_optional(self.exec()).await?,
             Target::Tx(conn) => q.fetch_optional(conn).await?,
         };
         state.map(|s| parse_state(&s)).transpose()
@@ -635,8 +713,9 @@ impl Driver for PgDriver {
     async fn job_expired(&self, n: usize) -> Result<Vec<Expired>, sqlx::Error> {
         let rows: Vec<(Uuid, Option<Uuid>, String, i32, i32)> =
             sqlx::query_as(self.sql.job_expired.clone())
+                .persistent(self.named())
                 .bind(limit(n))
-                .fetch_all(&self.pool)
+                .fetch_all(self.exec())
                 .await?;
         Ok(rows
             .into_iter()
@@ -656,34 +735,38 @@ impl Driver for PgDriver {
         let ids: Vec<Uuid> = p.jobs.iter().map(|(id, _)| id.0).collect();
         let tokens: Vec<Uuid> = p.jobs.iter().map(|(_, t)| *t).collect();
         let done = sqlx::query(self.sql.job_rescue.clone())
+            .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
             .bind(p.dead)
             .bind(p.error)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_cancel.clone())
+            .persistent(self.named())
             .bind(id.0)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
         sqlx::query_scalar(self.sql.job_retry.clone())
+            .persistent(self.named())
             .bind(id.0)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.exec())
             .await
     }
 
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
         let row = sqlx::query(self.sql.job_get.clone())
+            .persistent(self.named())
             .bind(id.0)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.exec())
             .await?;
         row.map(|r| job_from_row(&r).map(|(job, _)| job))
             .transpose()
@@ -691,11 +774,12 @@ impl Driver for PgDriver {
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
         let rows = sqlx::query(self.sql.job_list.clone())
+            .persistent(self.named())
             .bind(req.queue.as_deref())
             .bind(req.state.map(|s| s.as_str()))
             .bind(req.before.map(|id| id.0))
             .bind(limit(req.limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.exec())
             .await?;
         rows.iter()
             .map(|r| job_from_row(r).map(|(job, _)| job))
@@ -705,8 +789,9 @@ impl Driver for PgDriver {
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
         let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
             sqlx::query_as(self.sql.job_stats.clone())
+                .persistent(self.named())
                 .bind(queue)
-                .fetch_all(&self.pool)
+                .fetch_all(self.exec())
                 .await?;
         Ok(rows
             .into_iter()
@@ -728,20 +813,25 @@ impl Driver for PgDriver {
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
         let states: Vec<&str> = p.states.iter().map(|s| s.as_str()).collect();
         let done = sqlx::query(self.sql.job_prune.clone())
+            .persistent(self.named())
             .bind(&states)
             .bind(micros(p.older_than))
             .bind(p.queue)
             .bind(limit(p.limit))
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn notify(&self, queues: &[&str]) -> Result<(), sqlx::Error> {
+        if self.wakes(queues).is_empty() {
+            return Ok(());
+        }
         sqlx::query(self.sql.notify.clone())
+            .persistent(self.named())
             .bind(&self.channel)
             .bind(queues)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(())
     }
@@ -756,6 +846,7 @@ impl Driver for PgDriver {
                 self.nodes.moved(),
                 Probe {
                     pool: self.pool.clone(),
+                    pinned: self.pinned,
                     notify: self.sql.notify.clone(),
                 },
             );
@@ -768,8 +859,9 @@ impl Driver for PgDriver {
 
     async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, sqlx::Error> {
         let row = sqlx::query(self.sql.queue_control_get.clone())
+            .persistent(self.named())
             .bind(queue)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.exec())
             .await?;
         row.as_ref().map(control).transpose()
     }
@@ -780,6 +872,7 @@ impl Driver for PgDriver {
         queue: &str,
     ) -> Result<Option<QueueControl>, sqlx::Error> {
         let row = sqlx::query(self.sql.queue_control_lock.clone())
+            .persistent(self.named())
             .bind(queue)
             .fetch_optional(conn)
             .await?;
@@ -788,25 +881,28 @@ impl Driver for PgDriver {
 
     async fn queue_control_list(&self) -> Result<Vec<QueueControl>, sqlx::Error> {
         let rows = sqlx::query(self.sql.queue_control_list.clone())
-            .fetch_all(&self.pool)
+            .persistent(self.named())
+            .fetch_all(self.exec())
             .await?;
         rows.iter().map(control).collect()
     }
 
     async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), sqlx::Error> {
         sqlx::query(self.sql.queue_set_paused.clone())
+            .persistent(self.named())
             .bind(queue)
             .bind(paused)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(())
     }
 
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), sqlx::Error> {
         sqlx::query(self.sql.queue_set_limit.clone())
+            .persistent(self.named())
             .bind(queue)
             .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(())
     }
@@ -817,6 +913,7 @@ impl Driver for PgDriver {
         queue: &str,
     ) -> Result<u64, sqlx::Error> {
         let n: i64 = sqlx::query_scalar(self.sql.job_live_leases.clone())
+            .persistent(self.named())
             .bind(queue)
             .fetch_one(conn)
             .await?;
@@ -841,34 +938,42 @@ impl Driver for PgDriver {
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {
         let row = sqlx::query(self.sql.schedule_get.clone())
+            .persistent(self.named())
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.exec())
             .await?;
         row.as_ref().map(schedule_from_row).transpose()
     }
 
     async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, sqlx::Error> {
         let rows = sqlx::query(self.sql.schedule_list.clone())
-            .fetch_all(&self.pool)
+            .persistent(self.named())
+            .fetch_all(self.exec())
             .await?;
         rows.iter().map(schedule_from_row).collect()
     }
 
     async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), sqlx::Error> {
-        bind_schedule(sqlx::query(self.sql.schedule_insert.clone()), s)
-            .bind(s.created_at)
-            .bind(s.updated_at)
-            .execute(&self.pool)
-            .await?;
+        bind_schedule(
+            sqlx::query(self.sql.schedule_insert.clone()).persistent(self.named()),
+            s,
+        )
+        .bind(s.created_at)
+        .bind(s.updated_at)
+        .execute(self.exec())
+        .await?;
         Ok(())
     }
 
     async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, sqlx::Error> {
-        let done = bind_schedule(sqlx::query(self.sql.schedule_update.clone()), s)
-            .bind(s.updated_at)
-            .bind(version)
-            .execute(&self.pool)
-            .await?;
+        let done = bind_schedule(
+            sqlx::query(self.sql.schedule_update.clone()).persistent(self.named()),
+            s,
+        )
+        .bind(s.updated_at)
+        .bind(version)
+        .execute(self.exec())
+        .await?;
         Ok(done.rows_affected())
     }
 
@@ -878,9 +983,10 @@ impl Driver for PgDriver {
         expires_at: DateTime<Utc>,
     ) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.schedule_touch.clone())
+            .persistent(self.named())
             .bind(name)
             .bind(expires_at)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }
@@ -891,13 +997,14 @@ impl Driver for PgDriver {
         p: ScheduleAdvance<'_>,
     ) -> Result<u64, sqlx::Error> {
         let q = sqlx::query(self.sql.schedule_advance.clone())
+            .persistent(self.named())
             .bind(p.name)
             .bind(p.version)
             .bind(p.last_slot)
             .bind(p.last_job.0)
             .bind(p.now);
         let done = match target {
-            Target::Pool => q.execute(&self.pool).await?,
+            Target::Pool => q.execute(self.exec()).await?,
             Target::Tx(conn) => q.execute(conn).await?,
         };
         Ok(done.rows_affected())
@@ -905,9 +1012,10 @@ impl Driver for PgDriver {
 
     async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.schedule_delete.clone())
+            .persistent(self.named())
             .bind(name)
             .bind(version)
-            .execute(&self.pool)
+            .execute(self.exec())
             .await?;
         Ok(done.rows_affected())
     }

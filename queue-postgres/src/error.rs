@@ -58,6 +58,16 @@ pub(crate) fn wrong_node(err: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether a prepared statement the connection counted on was missing (`26000`) or one it
+/// was making was already there (`42P05`): the mark of a pooler in transaction mode that moved
+/// the client to another server connection between statements.
+pub(crate) fn lost_prepared_statement(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("26000" | "42P05")),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ mod error;
 mod listen;
 mod migrate;
 mod nodes;
+mod pinned;
 mod queue;
 mod sql;
 

@@ -62,6 +62,8 @@ pub(crate) struct Listener {
 #[derive(Clone, Debug)]
 pub(crate) struct Probe {
     pub(crate) pool: PgPool,
+    /// Behind a pooler in transaction mode (see `pinned`).
+    pub(crate) pinned: bool,
     pub(crate) notify: SqlStr,
 }
 
@@ -96,6 +98,11 @@ impl Listener {
                 probe,
             )))
         });
+    }
+
+    /// Whether this process's LISTEN was found deaf (it did not hear its own probe).
+    pub(crate) fn is_deaf(&self) -> bool {
+        self.deaf.load(Ordering::Relaxed)
     }
 
     /// Whether a LISTEN connection is up right now and has not been found deaf.
@@ -172,14 +179,22 @@ async fn run(
                 }
                 let marker = format!("{PROBE}{}", uuid::Uuid::new_v4());
                 let sent = sqlx::query(probe.notify.clone())
+                    .persistent(!probe.pinned)
                     .bind(probe_channel(&channel))
                     .bind(vec![marker.clone()])
-                    .execute(&probe.pool)
+                    .execute(crate::pinned::Exec {
+                        pool: &probe.pool,
+                        pinned: probe.pinned,
+                    })
                     .await;
-                if let Err(error) = &sent {
-                    tracing::debug!(target: LOG, channel, %error, "could not send the listener's probe");
-                }
-                let mut heard = sent.is_err();
+                // A probe that could not be sent is not taken as heard: behind a pooler in
+                // transaction mode the sender may land on the very server connection that ran the
+                // LISTEN and get the notification itself (sqlx then fails the statement with an
+                // unexpected NotificationResponse).
+                let unsent = sent
+                    .err()
+                    .map(|e| format!(" (sending the probe failed: {e})"));
+                let mut heard = false;
                 let probe_deadline = tokio::time::sleep(PROBE_WAIT);
                 tokio::pin!(probe_deadline);
                 let why = loop {
@@ -202,11 +217,12 @@ async fn run(
                                 target: LOG,
                                 channel,
                                 "the LISTEN connection did not hear a NOTIFY sent through the \
-                                 queue's connections within {PROBE_WAIT:?}: behind a pooler in \
-                                 transaction mode (PgBouncer) LISTEN receives nothing, and a \
+                                 queue's connections within {PROBE_WAIT:?}{}: behind a pooler \
+                                 in transaction mode (PgBouncer) LISTEN receives nothing, and a \
                                  listen_url may name another database; waiting falls back to \
-                                 polling. Use wakeups=poll in the URL (or .poll_only()), or a \
-                                 listen_url that connects to the server directly"
+                                 polling. Use pooler=transaction or wakeups=poll in the URL, or a \
+                                 listen_url that connects to the server directly",
+                                unsent.as_deref().unwrap_or_default()
                             );
                         }
                         // The pool's connections were retired: this one may be on a read-only

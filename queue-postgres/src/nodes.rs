@@ -33,6 +33,7 @@ use crate::LOG_TARGET;
 const SESSION_ATTRS: &str = "target_session_attrs";
 const WAKEUPS: &str = "wakeups";
 const PROFILE: &str = "profile";
+const POOLER: &str = "pooler";
 
 /// Least pause between two walks of the host list, and the most between tries while no host
 /// fits.
@@ -118,6 +119,9 @@ pub(crate) struct Target {
     pub(crate) wakeups: Option<UrlWakeups>,
     /// `profile=...`: the engine profile to use instead of the detected one.
     pub(crate) profile: Option<Profile>,
+    /// `pooler=transaction` (true) or `pooler=none` (false): whether a pooler in transaction
+    /// mode sits between the queue and the server.
+    pub(crate) transaction_pooler: Option<bool>,
 }
 
 impl Target {
@@ -176,6 +180,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
     let mut attrs = None;
     let mut wakeups = None;
     let mut profile = None;
+    let mut transaction_pooler = None;
     let mut kept = Vec::new();
     for pair in query
         .unwrap_or_default()
@@ -206,6 +211,20 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
                     }
                     other => other,
                 })?)
+            }
+            POOLER => {
+                transaction_pooler = Some(match value {
+                    "transaction" => true,
+                    "none" | "session" => false,
+                    other => {
+                        return Err(Error::invalid(
+                            field,
+                            format!(
+                                "{POOLER} must be transaction, session or none (got {other:?})"
+                            ),
+                        ))
+                    }
+                })
             }
             _ => kept.push(pair),
         }
@@ -242,6 +261,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
         attrs,
         wakeups,
         profile,
+        transaction_pooler,
     })
 }
 
@@ -257,7 +277,10 @@ async fn role(
     conn: &mut PgConnection,
     sql: &SqlStr,
 ) -> std::result::Result<(bool, bool), sqlx::Error> {
-    let row = sqlx::query(sql.clone()).fetch_one(conn).await?;
+    let row = sqlx::query(sql.clone())
+        .persistent(false)
+        .fetch_one(conn)
+        .await?;
     Ok((row.try_get("in_recovery")?, row.try_get("read_only")?))
 }
 
@@ -357,8 +380,14 @@ async fn probe(
     sql: &Sql,
 ) -> std::result::Result<std::result::Result<Server, &'static str>, sqlx::Error> {
     let mut conn = PgConnection::connect_with(&host.options).await?;
+    // In a transaction, so that a pooler in transaction mode keeps both statements on the one
+    // server they ask about.
+    let mut tx = conn.begin().await?;
+    // Unnamed statements: the connection is closed right after, and a named one would stay on
+    // a pooler's server connection for the next client to trip over.
     let row = sqlx::query(sql.server_version.clone())
-        .fetch_one(&mut conn)
+        .persistent(false)
+        .fetch_one(&mut *tx)
         .await?;
     let banner: String = row.try_get("banner")?;
     let server = Server {
@@ -368,11 +397,12 @@ async fn probe(
     let fits = if attrs == SessionAttrs::Any {
         Ok(server)
     } else {
-        let (in_recovery, read_only) = role(&mut conn, &sql.server_role).await?;
+        let (in_recovery, read_only) = role(&mut tx, &sql.server_role).await?;
         attrs
             .refuses(in_recovery, read_only)
             .map_or(Ok(server), Err)
     };
+    let _ = tx.rollback().await;
     let _ = conn.close().await;
     Ok(fits)
 }
@@ -645,6 +675,32 @@ mod tests {
         assert!(e.to_string().contains("must start with postgres://"), "{e}");
         let e = parse("url", "postgres://u:secret@h:notaport/db").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn the_pooler_parameter_is_read_and_checked() {
+        let t = parse(
+            "url",
+            "postgres://u@h:6432/db?pooler=transaction&sslmode=disable",
+        )
+        .unwrap();
+        assert_eq!(t.transaction_pooler, Some(true));
+        assert_eq!(t.hosts[0].label, "h:6432");
+        for off in ["none", "session"] {
+            let t = parse("url", &format!("postgres://u@h/db?pooler={off}")).unwrap();
+            assert_eq!(t.transaction_pooler, Some(false));
+        }
+        assert_eq!(
+            parse("url", "postgres://u@h/db")
+                .unwrap()
+                .transaction_pooler,
+            None
+        );
+        let e = parse("url", "postgres://h/db?pooler=statement").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput { field, rule } if field == "url" && rule.contains("pooler") && rule.contains("statement")),
+            "{e}"
+        );
     }
 
     #[test]
