@@ -48,12 +48,14 @@ impl SqlBackend for Backend {
         ns: &str,
         config: &TestConfig,
     ) -> queue_core::Result<MySqlQueue> {
-        builder(&server.url, ns)
+        let b = builder(&server.url, ns)
             .claim_strategy(config.claim)
             .retry_policy(config.retry.clone())
-            .limits(config.limits.clone())
-            .connect()
-            .await
+            .limits(config.limits.clone());
+        match conformance_tests::test_profile() {
+            Some(profile) => b.profile(profile).connect().await,
+            None => b.connect().await,
+        }
     }
 
     async fn unreachable(config: &TestConfig) -> queue_core::Result<MySqlQueue> {
@@ -471,13 +473,72 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
     outcome.and(dropped)
 }
 
+/// Without GET_LOCK (the distributed profile, as on TiDB and Vitess) migrations serialize on a
+/// leased lock row: a row left by a migrator that died holds the next one up until its lease
+/// runs out, and is then taken over; the row is gone afterwards and no migration is counted
+/// twice.
+async fn a_dead_migrators_lock_row_is_taken_over_after_its_lease(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.profile(queue_core::Profile::Distributed)).await?;
+    ensure!(!q.capabilities().profile.advisory_locks);
+    let prefix = q.table_prefix().to_owned();
+    sqlx::query(in_prefix(
+        "INSERT INTO {prefix}migrations (version, name, applied_at) \
+         VALUES (0, ?, DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND))",
+        &prefix,
+    ))
+    .bind("a migrator that died")
+    .bind(1_500_000_i64)
+    .execute(q.pool())
+    .await?;
+    let started = std::time::Instant::now();
+    let again = builder(&server.url, &prefix)
+        .profile(queue_core::Profile::Distributed)
+        .connect()
+        .await?;
+    again.migrate().await?;
+    let waited = started.elapsed();
+    ensure!(
+        waited >= Duration::from_millis(1_000),
+        "migrated after {waited:?}, inside the dead migrator's lease"
+    );
+    let rows: Vec<(i64, String)> = sqlx::query_as(in_prefix(
+        "SELECT version, name FROM {prefix}migrations ORDER BY version",
+        &prefix,
+    ))
+    .fetch_all(q.pool())
+    .await?;
+    ensure!(
+        rows.first().is_some_and(|r| r.0 == 1) && rows.windows(2).all(|w| w[0].0 < w[1].0),
+        "the migrations table holds {rows:?}"
+    );
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// The claim strategies the forced profile (`QUEUE_TEST_PROFILE`) has: all of them, or only the
+/// optimistic claim where it lacks SKIP LOCKED (TiDB, Vitess, the distributed profile).
+fn claims() -> &'static [ClaimStrategy] {
+    match conformance_tests::test_profile() {
+        Some(p) if !p.settle(queue_core::ServerKind::MariaDb).skip_locked => {
+            &[ClaimStrategy::Optimistic]
+        }
+        _ => Backend::CLAIMS,
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
-        capabilities_and_detection,
-        bad_settings_and_unreachable_servers,
-        push_batch_is_chunked_and_atomic,
-        the_claim_reads_the_claim_index,
-        an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
-        a_read_only_server_is_unavailable_until_it_takes_writes_again,
-    ])
+    conformance_tests::main_with::<Backend>(
+        claims(),
+        conformance_tests::dialect_tests![
+            capabilities_and_detection,
+            bad_settings_and_unreachable_servers,
+            push_batch_is_chunked_and_atomic,
+            the_claim_reads_the_claim_index,
+            an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
+            a_read_only_server_is_unavailable_until_it_takes_writes_again,
+            a_dead_migrators_lock_row_is_taken_over_after_its_lease,
+        ],
+    )
 }

@@ -236,6 +236,7 @@ impl MySqlQueueBuilder {
             sql,
             server,
             retirement,
+            advisory_locks: profile.advisory_locks,
         };
         Ok(MySqlQueue {
             engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),

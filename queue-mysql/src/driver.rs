@@ -40,6 +40,49 @@ pub struct MySqlDriver {
     pub(crate) server: ServerInfo,
     /// Connections made before the server was last found read-only (see `classify`).
     pub(crate) retirement: Arc<Retirement>,
+    /// Whether migrations may serialize on `GET_LOCK` (otherwise on a leased lock row).
+    pub(crate) advisory_locks: bool,
+}
+
+/// The lease of the migration lock row (engines without `GET_LOCK`): renewed before each
+/// migration, so a migrator that died holds the others up for at most this long. One
+/// migration's DDL must finish within it.
+const MIGRATION_LOCK_LEASE: Duration = Duration::from_secs(30);
+
+/// A migration session: its connection, and the token of the lock row it holds when the
+/// engine has no `GET_LOCK`.
+#[derive(Debug)]
+pub struct Migrator {
+    conn: PoolConnection<MySql>,
+    row_token: Option<String>,
+}
+
+impl MySqlDriver {
+    /// Takes or renews the lock row for `token`; whether it is held.
+    async fn lock_row(&self, conn: &mut MySqlConnection, token: &str) -> Result<bool, sqlx::Error> {
+        let lease = micros(MIGRATION_LOCK_LEASE);
+        let taken = sqlx::query(self.sql.migration_lock_row.clone())
+            .bind(token)
+            .bind(lease)
+            .execute(&mut *conn)
+            .await?;
+        if taken.rows_affected() == 1 {
+            return Ok(true);
+        }
+        let held = sqlx::query(self.sql.migration_lock_lease.clone())
+            .bind(token)
+            .bind(lease)
+            .bind(token)
+            .execute(&mut *conn)
+            .await?;
+        Ok(held.rows_affected() == 1)
+    }
+}
+
+fn lock_timeout(prefix: &str) -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "timed out after {MIGRATION_LOCK_TIMEOUT:?} waiting for the migration lock of prefix {prefix}"
+    ))
 }
 
 fn decode(msg: String) -> sqlx::Error {
@@ -343,7 +386,7 @@ impl Driver for MySqlDriver {
     type Conn = MySqlConnection;
     type Error = sqlx::Error;
     type Candidate = Candidate;
-    type Migrator = PoolConnection<MySql>;
+    type Migrator = Migrator;
 
     /// A read-only server (`--read-only`, a replica, a primary switched to read-only in place)
     /// answers every write on every connection: all pooled connections made until now are
@@ -362,26 +405,42 @@ impl Driver for MySqlDriver {
 
     async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
-        let got: Option<i64> = sqlx::query_scalar(self.sql.migration_lock.clone())
-            .bind(&self.prefix)
-            .bind(MIGRATION_LOCK_TIMEOUT.as_secs() as i64)
-            .fetch_one(&mut *conn)
-            .await?;
-        if got != Some(1) {
-            return Err(sqlx::Error::Protocol(format!(
-                "timed out after {MIGRATION_LOCK_TIMEOUT:?} waiting for the migration lock of prefix {}",
-                self.prefix
-            )));
+        if self.advisory_locks {
+            let got: Option<i64> = sqlx::query_scalar(self.sql.migration_lock.clone())
+                .bind(&self.prefix)
+                .bind(MIGRATION_LOCK_TIMEOUT.as_secs() as i64)
+                .fetch_one(&mut *conn)
+                .await?;
+            if got != Some(1) {
+                return Err(lock_timeout(&self.prefix));
+            }
         }
         sqlx::query(self.sql.migration_table.clone())
             .execute(&mut *conn)
             .await?;
-        Ok(conn)
+        if self.advisory_locks {
+            return Ok(Migrator {
+                conn,
+                row_token: None,
+            });
+        }
+        let token = uuid::Uuid::new_v4().to_string();
+        let deadline = tokio::time::Instant::now() + MIGRATION_LOCK_TIMEOUT;
+        while !self.lock_row(&mut conn, &token).await? {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(lock_timeout(&self.prefix));
+            }
+            tokio::time::sleep(Duration::from_millis(50 + fastrand::u64(..50))).await;
+        }
+        Ok(Migrator {
+            conn,
+            row_token: Some(token),
+        })
     }
 
     async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, sqlx::Error> {
         sqlx::query_scalar(self.sql.migration_applied.clone())
-            .fetch_all(&mut **m)
+            .fetch_all(&mut *m.conn)
             .await
     }
 
@@ -390,13 +449,24 @@ impl Driver for MySqlDriver {
         m: &mut Self::Migrator,
         migration: &Migration,
     ) -> Result<(), sqlx::Error> {
+        if let Some(token) = &m.row_token {
+            // A fresh lease for this migration's DDL; a lease lost to another migrator (this
+            // one stalled past it) stops here rather than run DDL beside it.
+            if !self.lock_row(&mut m.conn, token).await? {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the migration lock row of prefix {} was taken over: this migrator was \
+                     stalled for longer than its lease of {MIGRATION_LOCK_LEASE:?}",
+                    self.prefix
+                )));
+            }
+        }
         for stmt in statements(migration.sql, &self.prefix) {
-            m.execute(sqlx::AssertSqlSafe(stmt)).await?;
+            m.conn.execute(sqlx::AssertSqlSafe(stmt)).await?;
         }
         sqlx::query(self.sql.migration_record.clone())
             .bind(migration.version)
             .bind(migration.name)
-            .execute(&mut **m)
+            .execute(&mut *m.conn)
             .await?;
         Ok(())
     }
@@ -406,14 +476,22 @@ impl Driver for MySqlDriver {
         mut m: Self::Migrator,
         _commit: bool,
     ) -> Result<(), sqlx::Error> {
-        // DDL commits by itself here; only the named lock is left to release.
+        // DDL commits by itself here; only the lock is left to release.
+        if let Some(token) = &m.row_token {
+            // A lock row left behind (this call failed) runs out with its lease.
+            sqlx::query(self.sql.migration_unlock_row.clone())
+                .bind(token)
+                .execute(&mut *m.conn)
+                .await?;
+            return Ok(());
+        }
         let unlocked = sqlx::query(self.sql.migration_unlock.clone())
             .bind(&self.prefix)
-            .execute(&mut *m)
+            .execute(&mut *m.conn)
             .await;
         if unlocked.is_err() {
             // The lock dies with the session; make sure this connection is not reused.
-            m.close_on_drop();
+            m.conn.close_on_drop();
         }
         unlocked.map(|_| ())
     }
