@@ -436,6 +436,18 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
                 Err(e) if e.is_transient() => {}
                 other => bail!("a failure on a read-only server: {other:?}"),
             }
+            // A host list asks for a read-write server: none of these fits now, and the error
+            // says why for each host.
+            match builder(&dead_host_first(&server.url), admin.table_prefix())
+                .connect_timeout(Duration::from_secs(2))
+                .connect()
+                .await
+            {
+                Err(e @ Error::Unavailable { .. })
+                    if e.to_string().contains("127.0.0.1:1")
+                        && e.to_string().contains("read-only") => {}
+                other => bail!("a host list of a dead and a read-only server: {other:?}"),
+            }
             Ok(())
         }
         .await;
@@ -462,6 +474,14 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
             "the read-only era's connection was retired"
         );
         q.pool().close().await;
+        // Writes are back: the same host list lands on the server.
+        let listed = builder(&dead_host_first(&server.url), admin.table_prefix())
+            .connect_timeout(Duration::from_secs(2))
+            .connect()
+            .await?;
+        listed.push(job("ro", 4)).await?;
+        ensure!(count(&admin, "state = 'pending'").await? == 3);
+        listed.pool().close().await;
         Ok(())
     }
     .await;
@@ -471,6 +491,56 @@ async fn a_read_only_server_is_unavailable_until_it_takes_writes_again(
     let dropped = account_ddl(&admin, "DROP USER {user}", &name, &password).await;
     admin.drop_tables().await?;
     outcome.and(dropped)
+}
+
+/// `url` with a host that answers nothing (`127.0.0.1:1`) put first in a host list.
+fn dead_host_first(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    match rest.rfind('@') {
+        Some(at) => format!("{scheme}://{}@127.0.0.1:1,{}", &rest[..at], &rest[at + 1..]),
+        None => format!("{scheme}://127.0.0.1:1,{rest}"),
+    }
+}
+
+/// A host list is walked in order: a host that refuses connections is skipped, the queue works
+/// on the next, and a list in which no host answers fails with an error naming each host.
+async fn a_host_list_skips_servers_that_do_not_answer(server: Server) -> anyhow::Result<()> {
+    let prefix = format!("t{}_", random_suffix());
+    let q = builder(&dead_host_first(&server.url), &prefix)
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let id = q.push(job("hl", 1)).await?;
+    let leased = q.pop(PopRequest::new("hl")).await?;
+    ensure!(leased.len() == 1 && leased[0].job.id == id, "{leased:?}");
+    q.ack(&leased[0].lease).await?;
+    ensure!(count(&q, "state = 'completed'").await? == 1);
+    q.drop_tables().await?;
+    let unreachable = MySqlQueue::builder("mysql://root:hunter2@127.0.0.1:1,127.0.0.1:2/test")
+        .connect_timeout(Duration::from_secs(2))
+        .connect()
+        .await;
+    match unreachable {
+        Err(e @ Error::Unavailable { .. }) => {
+            let shown = e.to_string();
+            ensure!(
+                shown.contains("127.0.0.1:1") && shown.contains("127.0.0.1:2"),
+                "{shown}"
+            );
+            ensure!(!shown.contains("hunter2"), "{shown}");
+        }
+        other => bail!("a host list of two closed ports: {other:?}"),
+    }
+    let e = MySqlQueue::builder("mysql://h1,h2/test?target_session_attrs=standby")
+        .connect()
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("target_session_attrs=standby was accepted"))?;
+    ensure!(
+        matches!(&e, Error::InvalidInput { field, .. } if field == "url"),
+        "{e:?}"
+    );
+    Ok(())
 }
 
 /// Without GET_LOCK (the distributed profile, as on TiDB and Vitess) migrations serialize on a
@@ -539,6 +609,7 @@ fn main() -> std::process::ExitCode {
             an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
             a_read_only_server_is_unavailable_until_it_takes_writes_again,
             a_dead_migrators_lock_row_is_taken_over_after_its_lease,
+            a_host_list_skips_servers_that_do_not_answer,
         ],
     )
 }

@@ -32,7 +32,7 @@ pub use job::{
 pub use periodic::{
     ManualClock, Misfire, PeriodicJob, Registration, ScheduleInfo, Scheduler, SchedulerHandle,
 };
-pub use profile::{take_profile, EngineProfile, Profile, ServerKind};
+pub use profile::{EngineProfile, Profile, ServerKind};
 pub use queue::{
     Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,
     QueueControl, QueueStats, Wakeups, MAX_CONCURRENCY_LIMIT,

@@ -244,36 +244,19 @@ impl FromStr for Profile {
     }
 }
 
-/// Takes the `profile` parameter out of a URL's query: the URL without it, and the profile it
-/// names (see [`Profile::from_str`]), for drivers whose URL parser would not know it.
-///
-/// # Errors
-/// [`Error::InvalidInput`] on field `url` for a name that is not a profile.
-pub fn take_profile(url: &str) -> Result<(String, Option<Profile>)> {
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_owned(), None));
-    };
-    let mut profile = None;
-    let mut kept = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("profile", value)) => {
-                profile = Some(value.parse::<Profile>().map_err(|e| match e {
-                    Error::InvalidInput { rule, .. } => {
-                        Error::invalid("url", format!("parameter profile {rule}"))
-                    }
-                    other => other,
-                })?);
+impl Profile {
+    /// The value of a URL's `profile` parameter; `field` names the setting in errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field and the parameter for an unknown profile.
+    pub fn from_url(field: &str, value: &str) -> Result<Profile> {
+        value.parse::<Profile>().map_err(|e| match e {
+            Error::InvalidInput { rule, .. } => {
+                Error::invalid(field, format!("parameter profile {rule}"))
             }
-            _ => kept.push(pair),
-        }
+            other => other,
+        })
     }
-    let url = if kept.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    Ok((url, profile))
 }
 
 #[cfg(test)]
@@ -354,18 +337,16 @@ mod tests {
     }
 
     #[test]
-    fn profile_parameters_leave_the_rest() {
-        let (url, p) = take_profile("mysql://u@h/db?ssl-mode=disabled&profile=tidb").unwrap();
-        assert_eq!(url, "mysql://u@h/db?ssl-mode=disabled");
-        assert_eq!(p, Some(Profile::As(ServerKind::TiDb)));
-        let (url, p) = take_profile("mysql://u@h/db?profile=distributed").unwrap();
+    fn url_parameters_name_the_field() {
         assert_eq!(
-            (url.as_str(), p),
-            ("mysql://u@h/db", Some(Profile::Distributed))
+            Profile::from_url("url", "tidb").unwrap(),
+            Profile::As(ServerKind::TiDb)
         );
-        assert_eq!(take_profile("mysql://u@h/db").unwrap().1, None);
-        let e = take_profile("mysql://u@h/db?profile=oracle").unwrap_err();
-        assert!(e.to_string().contains("profile must be"), "{e}");
+        let e = Profile::from_url("listen_url", "oracle").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput { field, rule } if field == "listen_url" && rule.contains("parameter profile must be")),
+            "{e}"
+        );
     }
 
     #[test]

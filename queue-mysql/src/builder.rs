@@ -3,19 +3,26 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
+use queue_core::engine::hosts::{HostList, Route, SessionAttrs};
+use queue_core::engine::{CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
 use queue_core::validate::{self, redact_url};
 use queue_core::{
-    take_profile, Capabilities, ClaimStrategy, Engine, Error, Profile, Result, ServerKind, Wakeups,
+    Capabilities, ClaimStrategy, Engine, Error, Profile, Result, ServerKind, Wakeups,
 };
-use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::ConnectOptions;
-use sqlx::{Connection, Executor};
+use sqlx::Executor;
 
 use crate::driver::MySqlDriver;
 use crate::queue::MySqlQueue;
-use crate::server::ServerInfo;
+use crate::server::{MySqlHosts, Nodes};
 use crate::sql::Statements;
+
+/// One host of the URL: its label (`host:port`) and connect options.
+type Host = (String, MySqlConnectOptions);
+
+/// The URL parameter this crate reads itself (sqlx's parser would reject it).
+const PROFILE: &str = "profile";
 
 /// Longest table prefix: MySQL and MariaDB table names are at most 64 characters, and the
 /// longest name made from it is `{prefix}migrations`.
@@ -77,32 +84,31 @@ impl MySqlQueueBuilder {
         self
     }
 
-    fn options(&self) -> Result<(MySqlConnectOptions, Profile)> {
-        let (url, from_url) = take_profile(&self.url)?;
-        let url = match url.split_once("://") {
-            Some(("mysql", _)) => url.clone(),
-            Some(("mariadb", rest)) => format!("mysql://{rest}"),
-            _ => {
-                return Err(Error::invalid(
-                    "url",
-                    format!(
-                        "must start with mysql:// or mariadb:// (got {})",
-                        redact_url(&self.url)
-                    ),
-                ))
-            }
+    /// The URL taken apart: each host's label (`host:port`) and connect options, the role the
+    /// server must have, and the profile (the URL's, else the builder's).
+    fn options(&self) -> Result<(Vec<Host>, SessionAttrs, Profile)> {
+        let list = HostList::parse("url", &self.url, &["mysql", "mariadb"], &[PROFILE])?;
+        let profile = match list.param(PROFILE) {
+            Some(value) => Profile::from_url("url", value)?,
+            None => self.profile,
         };
-        // The driver's parse error may quote the URL, so only the redacted URL is reported.
-        let opts = MySqlConnectOptions::from_str(&url).map_err(|_| {
-            Error::invalid(
-                "url",
-                format!("is not a valid MySQL URL: {}", redact_url(&self.url)),
-            )
-        })?;
-        Ok((
-            opts.timezone(Some("+00:00".to_owned())),
-            from_url.unwrap_or(self.profile),
-        ))
+        let mut hosts = Vec::with_capacity(list.urls.len());
+        for url in &list.urls {
+            let url = match url.strip_prefix("mariadb://") {
+                Some(rest) => format!("mysql://{rest}"),
+                None => url.clone(),
+            };
+            // The driver's parse error may quote the URL, so only the redacted URL is reported.
+            let opts = MySqlConnectOptions::from_str(&url).map_err(|_| {
+                Error::invalid(
+                    "url",
+                    format!("is not a valid MySQL URL: {}", redact_url(&self.url)),
+                )
+            })?;
+            let label = format!("{}:{}", opts.get_host(), opts.get_port());
+            hosts.push((label, opts.timezone(Some("+00:00".to_owned()))));
+        }
+        Ok((hosts, list.attrs, profile))
     }
 
     /// Validates the settings, connects, and detects the server; does not migrate.
@@ -132,7 +138,7 @@ impl MySqlQueueBuilder {
                 ),
             ));
         }
-        let (options, profile) = self.options()?;
+        let (hosts, attrs, profile) = self.options()?;
         if let Profile::As(kind) = profile {
             if !matches!(
                 kind,
@@ -149,7 +155,55 @@ impl MySqlQueueBuilder {
         }
         let timeout = self.common.connect_timeout;
         let sql = Statements::new(&[("{prefix}", &self.table_prefix)]);
-        let server = detect(&options, &sql, timeout).await?;
+        let retirement = Retirement::new();
+        let retired = retirement.clone();
+        let options: Vec<MySqlConnectOptions> = hosts
+            .iter()
+            .map(|(_, o)| {
+                o.clone()
+                    .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT)
+            })
+            .collect();
+        let pool = MySqlPoolOptions::new()
+            // Connections made before the server was found read-only are closed, not reused.
+            .before_acquire(move |_conn, meta| {
+                let keep = !retired.is_retired(meta.age);
+                Box::pin(async move { Ok(keep) })
+            })
+            .max_connections(
+                self.common
+                    .max_connections
+                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            )
+            .acquire_timeout(timeout)
+            .acquire_slow_level(log::LevelFilter::Debug)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // The time zone is set by the connect options.
+                    conn.execute(READ_COMMITTED).await?;
+                    Ok(())
+                })
+            })
+            .connect_lazy_with(options[0].clone());
+        let route = Route::new(
+            hosts.into_iter().map(|(label, _)| label).collect(),
+            attrs,
+            MySqlHosts {
+                options,
+                pool: pool.clone(),
+                server_version: sql.server_version.clone(),
+                server_role: sql.server_role.clone(),
+            },
+        );
+        let nodes = Nodes::new(
+            vec![route],
+            retirement,
+            timeout,
+            "MySQL/MariaDB",
+            crate::error::classify,
+        );
+        // The first contact: the first host of the list that fits.
+        let server = nodes.start().await?;
         // A job travels in one packet; a payload the server cannot receive would fail every
         // push of it (and drop the connection), so refuse such limits up front.
         let needed = self.common.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
@@ -188,31 +242,6 @@ impl MySqlQueueBuilder {
             None if server.skip_locked && profile.skip_locked => ClaimStrategy::SkipLocked,
             None => ClaimStrategy::Optimistic,
         };
-        let retirement = Retirement::new();
-        let retired = retirement.clone();
-        let pool = MySqlPoolOptions::new()
-            // Connections made before the server was found read-only are closed, not reused.
-            .before_acquire(move |_conn, meta| {
-                let keep = !retired.is_retired(meta.age);
-                Box::pin(async move { Ok(keep) })
-            })
-            .max_connections(
-                self.common
-                    .max_connections
-                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
-            )
-            .acquire_timeout(timeout)
-            .acquire_slow_level(log::LevelFilter::Debug)
-            .after_connect(|conn, _meta| {
-                Box::pin(async move {
-                    // The time zone is set by the connect options.
-                    conn.execute(READ_COMMITTED).await?;
-                    Ok(())
-                })
-            })
-            .connect_lazy_with(
-                options.log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT),
-            );
         tracing::debug!(
             target: crate::LOG_TARGET,
             url = %redact_url(&self.url),
@@ -235,37 +264,11 @@ impl MySqlQueueBuilder {
             prefix: self.table_prefix,
             sql,
             server,
-            retirement,
+            nodes,
             advisory_locks: profile.advisory_locks,
         };
         Ok(MySqlQueue {
             engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),
         })
     }
-}
-
-/// Connects once, directly, and detects the server (see
-/// [`queue_core::engine::first_contact`]).
-async fn detect(
-    options: &MySqlConnectOptions,
-    sql: &Statements,
-    timeout: Duration,
-) -> Result<ServerInfo> {
-    let address = format!("{}:{}", options.get_host(), options.get_port());
-    let attempt = async {
-        let mut conn = MySqlConnection::connect_with(options).await?;
-        let row = sqlx::query(sql.server_version.clone())
-            .fetch_one(&mut conn)
-            .await?;
-        let _ = conn.close().await;
-        ServerInfo::from_row(&row)
-    };
-    first_contact(
-        "MySQL/MariaDB",
-        address,
-        timeout,
-        attempt,
-        crate::error::classify,
-    )
-    .await
 }

@@ -1,14 +1,13 @@
 //! [`MySqlDriver`]: the MySQL and MariaDB statements behind the engine.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, Retirement, ScheduleAdvance, StoredSchedule, Target,
+    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
 };
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
@@ -38,8 +37,8 @@ pub struct MySqlDriver {
     pub(crate) prefix: String,
     pub(crate) sql: Statements,
     pub(crate) server: ServerInfo,
-    /// Connections made before the server was last found read-only (see `classify`).
-    pub(crate) retirement: Arc<Retirement>,
+    /// The hosts of the URL and the connections' retirement (see `classify`).
+    pub(crate) nodes: crate::server::Nodes,
     /// Whether migrations may serialize on `GET_LOCK` (otherwise on a leased lock row).
     pub(crate) advisory_locks: bool,
 }
@@ -393,8 +392,10 @@ impl Driver for MySqlDriver {
     /// retired, so the next call reconnects (wherever the server's name now leads).
     fn classify(&self, error: &sqlx::Error) -> DriverFault {
         let fault = crate::error::classify(error);
-        if crate::error::read_only(error) {
-            self.retirement.retire();
+        if fault == DriverFault::Unavailable {
+            // A read-only server retires every pooled connection made before; with a host
+            // list, the resolver looks for the server that takes writes.
+            self.nodes.unavailable(crate::error::read_only(error));
         }
         fault
     }

@@ -1,9 +1,12 @@
 //! What the server is, detected at connect: MySQL, MariaDB, TiDB or Vitess, its version,
-//! whether its version has `SKIP LOCKED`, and the largest packet it accepts.
+//! whether its version has `SKIP LOCKED`, and the largest packet it accepts; and how a host of
+//! the URL's host list is asked what it is and whether it takes writes.
 
+use async_trait::async_trait;
+use queue_core::engine::hosts::{HostProbe, SessionAttrs};
 use queue_core::{Dialect, ServerKind};
-use sqlx::mysql::MySqlRow;
-use sqlx::Row;
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlRow};
+use sqlx::{Connection, Row, SqlStr};
 
 /// What the server is.
 #[derive(Clone, Debug)]
@@ -82,3 +85,50 @@ mod tests {
         assert_eq!((m.dialect, m.kind), (Dialect::MySql, ServerKind::TiDb));
     }
 }
+
+/// The hosts of the queue's pool, as the resolver of `queue_core::engine::hosts` probes them.
+#[derive(Debug)]
+pub(crate) struct MySqlHosts {
+    pub(crate) options: Vec<MySqlConnectOptions>,
+    pub(crate) pool: MySqlPool,
+    pub(crate) server_version: SqlStr,
+    pub(crate) server_role: SqlStr,
+}
+
+#[async_trait]
+impl HostProbe for MySqlHosts {
+    type Server = ServerInfo;
+    type Error = sqlx::Error;
+
+    async fn probe(
+        &self,
+        i: usize,
+        attrs: SessionAttrs,
+    ) -> Result<Result<ServerInfo, &'static str>, sqlx::Error> {
+        let mut conn = MySqlConnection::connect_with(&self.options[i]).await?;
+        let row = sqlx::query(self.server_version.clone())
+            .fetch_one(&mut conn)
+            .await?;
+        let info = ServerInfo::from_row(&row)?;
+        let fits = if attrs == SessionAttrs::Any {
+            Ok(info)
+        } else {
+            let role = sqlx::query(self.server_role.clone())
+                .fetch_one(&mut conn)
+                .await?;
+            let flag = |i: usize| -> Result<bool, sqlx::Error> {
+                Ok(role.try_get_unchecked::<i64, _>(i)? != 0)
+            };
+            attrs.refuses(flag(0)?, flag(1)?).map_or(Ok(info), Err)
+        };
+        let _ = conn.close().await;
+        Ok(fits)
+    }
+
+    fn point_at(&self, i: usize) {
+        self.pool.set_connect_options(self.options[i].clone());
+    }
+}
+
+/// The resolver of the MySQL driver's pool.
+pub(crate) type Nodes = queue_core::engine::hosts::Nodes<MySqlHosts>;

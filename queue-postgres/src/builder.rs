@@ -232,20 +232,22 @@ impl PostgresQueueBuilder {
             .acquire_slow_level(log::LevelFilter::Debug)
             .connect_lazy_with(listen_target.hosts[0].options.clone());
         let sql = Statements::new(&[("{schema}", &self.schema)]);
+        let probe_sql = nodes::Sql {
+            server_version: sql.server_version.clone(),
+            server_role: sql.server_role.clone(),
+        };
         // The LISTEN pool gets a route of its own only when something will listen: a poll-only
         // queue neither probes nor follows its hosts.
-        let mut routes = vec![Nodes::route(target, pool.clone())];
+        let mut routes = vec![target.route(pool.clone(), probe_sql.clone())];
         if listen {
-            routes.push(Nodes::route(listen_target, listen_pool.clone()));
+            routes.push(listen_target.route(listen_pool.clone(), probe_sql));
         }
         let nodes = Nodes::new(
             routes,
             retirement,
-            nodes::Sql {
-                server_version: sql.server_version.clone(),
-                server_role: sql.server_role.clone(),
-            },
             timeout,
+            "PostgreSQL",
+            crate::error::classify,
         );
         // The first contact: the first server of each host list that fits.
         let server = nodes.start().await?;

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use queue_core::engine::hosts::Background;
 use queue_core::WakeHub;
 use sqlx::postgres::PgListener;
 use sqlx::{PgPool, SqlStr};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 const LOG: &str = "queue::postgres";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
@@ -19,30 +19,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const PROBE: &str = "queue-listen-probe:";
 /// How long a new LISTEN waits for its probe before it counts as deaf.
 const PROBE_WAIT: Duration = Duration::from_secs(5);
-
-/// A background task of a queue value: started at most once, aborted when the value (the last
-/// clone of the queue) is dropped.
-#[derive(Debug, Default)]
-pub(crate) struct Background(Mutex<Option<JoinHandle<()>>>);
-
-impl Background {
-    /// Starts the task with `spawn` unless it runs already (`spawn` may decline with `None`,
-    /// and is then asked again next time).
-    pub(crate) fn start_once(&self, spawn: impl FnOnce() -> Option<JoinHandle<()>>) {
-        let mut task = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if task.is_none() {
-            *task = spawn();
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            task.abort();
-        }
-    }
-}
 
 /// The listener task of one queue value: started on the first `wait_for_work`, aborted when the
 /// last clone of the queue value is dropped.

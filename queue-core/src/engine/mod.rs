@@ -16,6 +16,7 @@
 mod coalesce;
 mod controls;
 pub mod driver;
+pub mod hosts;
 mod options;
 mod periodic;
 mod retire;
