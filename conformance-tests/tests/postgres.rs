@@ -439,7 +439,24 @@ async fn large_batches_are_copied_atomically(server: Server) -> anyhow::Result<(
 async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
     server: Server,
 ) -> anyhow::Result<()> {
-    let q = fresh(&server, |b| b).await?;
+    // Both ways of extending: clock_timestamp() after the lock in one statement, and (without
+    // volatile functions in an UPDATE, as on Citus) a lock, then a statement that starts after it.
+    for profile in [
+        queue_core::Profile::Detect,
+        queue_core::Profile::Distributed,
+    ] {
+        extension_after_a_row_lock(&server, profile)
+            .await
+            .with_context(|| format!("profile {profile:?}"))?;
+    }
+    Ok(())
+}
+
+async fn extension_after_a_row_lock(
+    server: &Server,
+    profile: queue_core::Profile,
+) -> anyhow::Result<()> {
+    let q = fresh(server, |b| b.profile(profile)).await?;
     q.push(job("ext", 1)).await?;
     let leased = q
         .pop(queue_core::PopRequest::new("ext").lease(Duration::from_secs(1)))

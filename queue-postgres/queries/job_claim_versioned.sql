@@ -4,11 +4,13 @@
 -- holds its `queues` row: reads up to $2 due pending jobs of queue $1 with their versions, and
 -- claims each only if it is still pending with that version. Lease tokens are made by the
 -- client ($6: at least $2 of them, given out in claim order). $3: lease in microseconds;
--- $4: worker; $5: the caller applied the queue's controls itself (see job_claim).
+-- $4: worker; $5: the caller applied the queue's controls itself (see job_claim). Due-ness and
+-- the lease are read from statement_timestamp(), not the transaction's now(): the transaction
+-- may have waited for the queue's row before this statement, and the lease is not born spent.
 WITH c AS (
     SELECT id, version, row_number() OVER (ORDER BY priority DESC, run_at, id) AS n
     FROM {schema}.jobs
-    WHERE queue = $1 AND state = 'pending' AND run_at <= now()
+    WHERE queue = $1 AND state = 'pending' AND run_at <= statement_timestamp()
       AND ($5 OR NOT EXISTS (
           SELECT 1 FROM {schema}.queues q
           WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL)))
@@ -19,7 +21,7 @@ UPDATE {schema}.jobs j
 SET state = 'running',
     attempts = j.attempts + 1,
     lease_token = ($6::uuid[])[c.n],
-    lease_expires_at = now() + $3::bigint * interval '1 microsecond',
+    lease_expires_at = statement_timestamp() + $3::bigint * interval '1 microsecond',
     worker = $4,
     version = j.version + 1,
     updated_at = now()

@@ -686,13 +686,37 @@ impl Driver for PgDriver {
         lease: &Lease,
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        sqlx::query_scalar(self.sql.job_extend.clone())
+        if self.profile.volatile_in_update {
+            return sqlx::query_scalar(self.sql.job_extend.clone())
+                .persistent(self.named())
+                .bind(lease.job_id.0)
+                .bind(lease.token)
+                .bind(micros(by))
+                .fetch_optional(self.exec())
+                .await;
+        }
+        // Without clock_timestamp() in an UPDATE: lock the row first, then compute the expiry
+        // in a statement that starts after the lock was granted.
+        let mut tx = self.pool.begin().await?;
+        let locked: Option<Uuid> = sqlx::query_scalar(self.sql.job_extend_lock.clone())
+            .persistent(self.named())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if locked.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let expires = sqlx::query_scalar(self.sql.job_extend_locked.clone())
             .persistent(self.named())
             .bind(lease.job_id.0)
             .bind(lease.token)
             .bind(micros(by))
-            .fetch_optional(self.exec())
-            .await
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(expires)
     }
 
     async fn job_state(

@@ -25,6 +25,8 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_fail_dead,
     job_release,
     job_extend,
+    job_extend_lock,
+    job_extend_locked,
     job_state,
     job_expired,
     job_rescue,
