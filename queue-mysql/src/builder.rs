@@ -78,7 +78,8 @@ impl MySqlQueueBuilder {
     /// and Vitess are told apart from MySQL there). `profile=...` in the URL does the same and
     /// wins. Without `skip_locked` in the profile (TiDB takes no lock for `SKIP LOCKED`, Vitess
     /// rejects it, and [`Profile::Distributed`] turns it off) the claim is optimistic and
-    /// `ClaimStrategy::SkipLocked` is refused.
+    /// `ClaimStrategy::SkipLocked` is refused; without `advisory_locks` migrations serialize on
+    /// a leased lock row instead of `GET_LOCK`.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
@@ -98,11 +99,13 @@ impl MySqlQueueBuilder {
                 Some(rest) => format!("mysql://{rest}"),
                 None => url.clone(),
             };
-            // The driver's parse error may quote the URL, so only the redacted URL is reported.
+            // Neither the driver's parse error nor the URL is reported: a URL that does not
+            // parse may hold its password anywhere (an unencoded `?` or `/` in it, say).
             let opts = MySqlConnectOptions::from_str(&url).map_err(|_| {
                 Error::invalid(
                     "url",
-                    format!("is not a valid MySQL URL: {}", redact_url(&self.url)),
+                    "is not a valid MySQL URL (check the host list, the ports, and that special \
+                     characters of the password are percent-encoded)",
                 )
             })?;
             let label = format!("{}:{}", opts.get_host(), opts.get_port());

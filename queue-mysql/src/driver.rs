@@ -43,24 +43,46 @@ pub struct MySqlDriver {
     pub(crate) advisory_locks: bool,
 }
 
-/// The lease of the migration lock row (engines without `GET_LOCK`): renewed before each
-/// migration, so a migrator that died holds the others up for at most this long. One
-/// migration's DDL must finish within it.
+/// The lease of the migration lock row (engines without `GET_LOCK`): a migrator that died
+/// holds the others up for at most this long. A live one renews it every third of it from a
+/// task of its own, on another connection, also while its DDL runs.
 const MIGRATION_LOCK_LEASE: Duration = Duration::from_secs(30);
 
-/// A migration session: its connection, and the token of the lock row it holds when the
-/// engine has no `GET_LOCK`.
+/// A migration session: its connection, and the lock row it holds when the engine has no
+/// `GET_LOCK`.
 #[derive(Debug)]
 pub struct Migrator {
     conn: PoolConnection<MySql>,
-    row_token: Option<String>,
+    row: Option<LockRow>,
 }
 
-impl MySqlDriver {
-    /// Takes or renews the lock row for `token`; whether it is held.
-    async fn lock_row(&self, conn: &mut MySqlConnection, token: &str) -> Result<bool, sqlx::Error> {
+/// A held migration lock row: its holder's token, and the task that renews its lease (stopped
+/// when this is dropped).
+#[derive(Debug)]
+struct LockRow {
+    token: String,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LockRow {
+    fn drop(&mut self) {
+        self.renewer.abort();
+    }
+}
+
+/// The two statements that take or renew the lock row.
+#[derive(Clone, Debug)]
+struct LockRowSql {
+    take: sqlx::SqlStr,
+    lease: sqlx::SqlStr,
+}
+
+impl LockRowSql {
+    /// Takes the lock row for `token`, or renews it, or takes it over when its lease ran out;
+    /// whether `token` holds it now.
+    async fn hold(&self, conn: &mut MySqlConnection, token: &str) -> Result<bool, sqlx::Error> {
         let lease = micros(MIGRATION_LOCK_LEASE);
-        let taken = sqlx::query(self.sql.migration_lock_row.clone())
+        let taken = sqlx::query(self.take.clone())
             .bind(token)
             .bind(lease)
             .execute(&mut *conn)
@@ -68,13 +90,45 @@ impl MySqlDriver {
         if taken.rows_affected() == 1 {
             return Ok(true);
         }
-        let held = sqlx::query(self.sql.migration_lock_lease.clone())
+        let held = sqlx::query(self.lease.clone())
             .bind(token)
             .bind(lease)
             .bind(token)
             .execute(&mut *conn)
             .await?;
         Ok(held.rows_affected() == 1)
+    }
+
+    /// Renews `token`'s lease every third of it, on connections of `pool`, until it is lost
+    /// (then the next migration of its holder finds that out and stops) or the task is aborted.
+    async fn renew(self, pool: MySqlPool, token: String) {
+        loop {
+            tokio::time::sleep(MIGRATION_LOCK_LEASE / 3).await;
+            let renewed = match pool.acquire().await {
+                Ok(mut conn) => self.hold(&mut conn, &token).await,
+                Err(e) => Err(e),
+            };
+            match renewed {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(target: crate::LOG_TARGET, "the migration lock row was taken over by another migrator");
+                    return;
+                }
+                // Tried again at the next third; the lease outlasts two failed renewals.
+                Err(error) => {
+                    tracing::warn!(target: crate::LOG_TARGET, %error, "could not renew the migration lock row");
+                }
+            }
+        }
+    }
+}
+
+impl MySqlDriver {
+    fn lock_row_sql(&self) -> LockRowSql {
+        LockRowSql {
+            take: self.sql.migration_lock_row.clone(),
+            lease: self.sql.migration_lock_lease.clone(),
+        }
     }
 }
 
@@ -420,22 +474,28 @@ impl Driver for MySqlDriver {
             .execute(&mut *conn)
             .await?;
         if self.advisory_locks {
-            return Ok(Migrator {
-                conn,
-                row_token: None,
-            });
+            return Ok(Migrator { conn, row: None });
         }
         let token = uuid::Uuid::new_v4().to_string();
+        let sql = self.lock_row_sql();
         let deadline = tokio::time::Instant::now() + MIGRATION_LOCK_TIMEOUT;
-        while !self.lock_row(&mut conn, &token).await? {
+        loop {
+            match sql.hold(&mut conn, &token).await {
+                Ok(true) => break,
+                Ok(false) => {}
+                // Two waiters taking over one expired row at once: one wins, the other waits.
+                Err(e) if crate::error::classify(&e) == DriverFault::LockConflict => {}
+                Err(e) => return Err(e),
+            }
             if tokio::time::Instant::now() >= deadline {
                 return Err(lock_timeout(&self.prefix));
             }
             tokio::time::sleep(Duration::from_millis(50 + fastrand::u64(..50))).await;
         }
+        let renewer = tokio::spawn(sql.renew(self.pool.clone(), token.clone()));
         Ok(Migrator {
             conn,
-            row_token: Some(token),
+            row: Some(LockRow { token, renewer }),
         })
     }
 
@@ -450,13 +510,13 @@ impl Driver for MySqlDriver {
         m: &mut Self::Migrator,
         migration: &Migration,
     ) -> Result<(), sqlx::Error> {
-        if let Some(token) = &m.row_token {
-            // A fresh lease for this migration's DDL; a lease lost to another migrator (this
-            // one stalled past it) stops here rather than run DDL beside it.
-            if !self.lock_row(&mut m.conn, token).await? {
+        if let Some(row) = &m.row {
+            // A lease lost to another migrator (its renewals failed for longer than the lease)
+            // stops here rather than run DDL beside the new holder.
+            if !self.lock_row_sql().hold(&mut m.conn, &row.token).await? {
                 return Err(sqlx::Error::Protocol(format!(
-                    "the migration lock row of prefix {} was taken over: this migrator was \
-                     stalled for longer than its lease of {MIGRATION_LOCK_LEASE:?}",
+                    "the migration lock row of prefix {} was taken over by another migrator: \
+                     this one could not renew its lease of {MIGRATION_LOCK_LEASE:?} in time",
                     self.prefix
                 )));
             }
@@ -478,10 +538,12 @@ impl Driver for MySqlDriver {
         _commit: bool,
     ) -> Result<(), sqlx::Error> {
         // DDL commits by itself here; only the lock is left to release.
-        if let Some(token) = &m.row_token {
-            // A lock row left behind (this call failed) runs out with its lease.
+        if let Some(row) = m.row.take() {
+            // The renewals stop first; a lock row left behind (this call failed) runs out with
+            // its lease.
+            row.renewer.abort();
             sqlx::query(self.sql.migration_unlock_row.clone())
-                .bind(token)
+                .bind(&row.token)
                 .execute(&mut *m.conn)
                 .await?;
             return Ok(());

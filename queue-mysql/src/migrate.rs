@@ -1,5 +1,6 @@
-//! The migrations, applied by the engine's migration loop under a server-wide named lock so
-//! concurrent runs are safe.
+//! The migrations, applied by the engine's migration loop under a server-wide named lock
+//! (`GET_LOCK`), or, for engines without one, a leased lock row (see the driver's
+//! `migration_lock`), so concurrent runs are safe.
 //!
 //! DDL commits implicitly on MySQL and MariaDB, so a migration and its bookkeeping row cannot
 //! share a transaction. Every migration is therefore written to be re-runnable

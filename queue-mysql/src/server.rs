@@ -116,9 +116,8 @@ impl HostProbe for MySqlHosts {
             let role = sqlx::query(self.server_role.clone())
                 .fetch_one(&mut conn)
                 .await?;
-            let flag = |i: usize| -> Result<bool, sqlx::Error> {
-                Ok(role.try_get_unchecked::<i64, _>(i)? != 0)
-            };
+            let flag =
+                |i: usize| -> Result<bool, sqlx::Error> { Ok(role.try_get::<i64, _>(i)? != 0) };
             attrs.refuses(flag(0)?, flag(1)?).map_or(Ok(info), Err)
         };
         let _ = conn.close().await;

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::listen::{Listener, Probe};
 use crate::migrate::MIGRATIONS;
 use crate::nodes::Nodes;
-use crate::pinned::Exec;
+use crate::pinned::on_pool;
 use crate::sql::Statements;
 
 /// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
@@ -224,14 +224,6 @@ impl PgDriver {
             &[]
         } else {
             queues
-        }
-    }
-
-    /// The executor of one statement on the pool (see [`Exec`]).
-    fn exec(&self) -> Exec<'_> {
-        Exec {
-            pool: &self.pool,
-            pinned: self.pinned,
         }
     }
 
@@ -463,10 +455,9 @@ impl Driver for PgDriver {
     }
 
     async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
-        sqlx::query_scalar(self.sql.now.clone())
+        on_pool!(self, |e| sqlx::query_scalar(self.sql.now.clone())
             .persistent(self.named())
-            .fetch_one(self.exec())
-            .await
+            .fetch_one(e))
     }
 
     async fn job_insert(
@@ -523,13 +514,13 @@ impl Driver for PgDriver {
             .bind(queues)
             .bind(keys);
         match target {
-            Target::Pool => q.fetch_all(self.exec()).await,
+            Target::Pool => on_pool!(self, |e| q.fetch_all(e)),
             Target::Tx(conn) => q.fetch_all(conn).await,
         }
     }
 
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
-        let rows = self.claim_query(p).fetch_all(self.exec()).await?;
+        let rows = on_pool!(self, |e| self.claim_query(p).fetch_all(e))?;
         leased(&rows)
     }
 
@@ -556,12 +547,11 @@ impl Driver for PgDriver {
     }
 
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
-        sqlx::query_as(self.sql.job_candidates.clone())
+        on_pool!(self, |e| sqlx::query_as(self.sql.job_candidates.clone())
             .persistent(self.named())
             .bind(p.queue)
             .bind(limit(p.limit))
-            .fetch_all(self.exec())
-            .await
+            .fetch_all(e))
     }
 
     async fn job_claim_candidates(
@@ -573,7 +563,7 @@ impl Driver for PgDriver {
         // overlapping candidates take their locks in the same order and cannot deadlock.
         candidates.sort_unstable_by_key(|c| c.0);
         let (ids, versions): (Vec<Uuid>, Vec<i64>) = candidates.into_iter().unzip();
-        let rows = sqlx::query(self.sql.job_claim_candidates.clone())
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.job_claim_candidates.clone())
             .persistent(self.named())
             .bind(&ids)
             .bind(&versions)
@@ -581,8 +571,7 @@ impl Driver for PgDriver {
             .bind(p.worker)
             .bind(p.queue)
             .bind(tokens(ids.len()))
-            .fetch_all(self.exec())
-            .await?;
+            .fetch_all(e))?;
         leased(&rows)
     }
 
@@ -609,12 +598,11 @@ impl Driver for PgDriver {
     async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
-        let done = sqlx::query(self.sql.job_complete_many.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_complete_many.clone())
             .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
@@ -625,16 +613,17 @@ impl Driver for PgDriver {
     ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
-        let rows = sqlx::query(self.sql.job_complete_and_claim.clone())
-            .persistent(self.named())
-            .bind(p.queue)
-            .bind(limit(p.limit))
-            .bind(micros(p.lease))
-            .bind(p.worker)
-            .bind(&ids)
-            .bind(&tokens)
-            .fetch_all(self.exec())
-            .await?;
+        let rows = on_pool!(self, |e| sqlx::query(
+            self.sql.job_complete_and_claim.clone()
+        )
+        .persistent(self.named())
+        .bind(p.queue)
+        .bind(limit(p.limit))
+        .bind(micros(p.lease))
+        .bind(p.worker)
+        .bind(&ids)
+        .bind(&tokens)
+        .fetch_all(e))?;
         let completed = match rows.first() {
             Some(row) => count(row.try_get("completed")?),
             None => 0,
@@ -649,35 +638,32 @@ impl Driver for PgDriver {
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.job_fail_retry.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_fail_retry.clone())
             .persistent(self.named())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(micros(p.delay))
             .bind(p.error)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.job_fail_dead.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_fail_dead.clone())
             .persistent(self.named())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(p.error)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
     async fn job_release(&self, lease: &Lease) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.job_release.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_release.clone())
             .persistent(self.named())
             .bind(lease.job_id.0)
             .bind(lease.token)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
@@ -687,13 +673,12 @@ impl Driver for PgDriver {
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
         if self.profile.volatile_in_update {
-            return sqlx::query_scalar(self.sql.job_extend.clone())
+            return on_pool!(self, |e| sqlx::query_scalar(self.sql.job_extend.clone())
                 .persistent(self.named())
                 .bind(lease.job_id.0)
                 .bind(lease.token)
                 .bind(micros(by))
-                .fetch_optional(self.exec())
-                .await;
+                .fetch_optional(e));
         }
         // Without clock_timestamp() in an UPDATE: lock the row first, then compute the expiry
         // in a statement that starts after the lock was granted.
@@ -728,7 +713,7 @@ impl Driver for PgDriver {
             .persistent(self.named())
             .bind(id.0);
         let state = match target {
-            Target::Pool => q.fetch_optional(self.exec()).await?,
+            Target::Pool => on_pool!(self, |e| q.fetch_optional(e))?,
             Target::Tx(conn) => q.fetch_optional(conn).await?,
         };
         state.map(|s| parse_state(&s)).transpose()
@@ -736,11 +721,10 @@ impl Driver for PgDriver {
 
     async fn job_expired(&self, n: usize) -> Result<Vec<Expired>, sqlx::Error> {
         let rows: Vec<(Uuid, Option<Uuid>, String, i32, i32)> =
-            sqlx::query_as(self.sql.job_expired.clone())
+            on_pool!(self, |e| sqlx::query_as(self.sql.job_expired.clone())
                 .persistent(self.named())
                 .bind(limit(n))
-                .fetch_all(self.exec())
-                .await?;
+                .fetch_all(e))?;
         Ok(rows
             .into_iter()
             .filter_map(|(id, token, queue, attempts, max_attempts)| {
@@ -758,53 +742,48 @@ impl Driver for PgDriver {
     async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = p.jobs.iter().map(|(id, _)| id.0).collect();
         let tokens: Vec<Uuid> = p.jobs.iter().map(|(_, t)| *t).collect();
-        let done = sqlx::query(self.sql.job_rescue.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_rescue.clone())
             .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
             .bind(p.dead)
             .bind(p.error)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
     async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.job_cancel.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_cancel.clone())
             .persistent(self.named())
             .bind(id.0)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
     async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
-        sqlx::query_scalar(self.sql.job_retry.clone())
+        on_pool!(self, |e| sqlx::query_scalar(self.sql.job_retry.clone())
             .persistent(self.named())
             .bind(id.0)
-            .fetch_optional(self.exec())
-            .await
+            .fetch_optional(e))
     }
 
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
-        let row = sqlx::query(self.sql.job_get.clone())
+        let row = on_pool!(self, |e| sqlx::query(self.sql.job_get.clone())
             .persistent(self.named())
             .bind(id.0)
-            .fetch_optional(self.exec())
-            .await?;
+            .fetch_optional(e))?;
         row.map(|r| job_from_row(&r).map(|(job, _)| job))
             .transpose()
     }
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.job_list.clone())
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.job_list.clone())
             .persistent(self.named())
             .bind(req.queue.as_deref())
             .bind(req.state.map(|s| s.as_str()))
             .bind(req.before.map(|id| id.0))
             .bind(limit(req.limit))
-            .fetch_all(self.exec())
-            .await?;
+            .fetch_all(e))?;
         rows.iter()
             .map(|r| job_from_row(r).map(|(job, _)| job))
             .collect()
@@ -812,11 +791,10 @@ impl Driver for PgDriver {
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
         let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
-            sqlx::query_as(self.sql.job_stats.clone())
+            on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
                 .persistent(self.named())
                 .bind(queue)
-                .fetch_all(self.exec())
-                .await?;
+                .fetch_all(e))?;
         Ok(rows
             .into_iter()
             .map(
@@ -836,14 +814,13 @@ impl Driver for PgDriver {
 
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
         let states: Vec<&str> = p.states.iter().map(|s| s.as_str()).collect();
-        let done = sqlx::query(self.sql.job_prune.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_prune.clone())
             .persistent(self.named())
             .bind(&states)
             .bind(micros(p.older_than))
             .bind(p.queue)
             .bind(limit(p.limit))
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
@@ -851,12 +828,11 @@ impl Driver for PgDriver {
         if self.wakes(queues).is_empty() {
             return Ok(());
         }
-        sqlx::query(self.sql.notify.clone())
+        on_pool!(self, |e| sqlx::query(self.sql.notify.clone())
             .persistent(self.named())
             .bind(&self.channel)
             .bind(queues)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(())
     }
 
@@ -882,11 +858,10 @@ impl Driver for PgDriver {
     type Tx = Transaction<'static, Postgres>;
 
     async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, sqlx::Error> {
-        let row = sqlx::query(self.sql.queue_control_get.clone())
+        let row = on_pool!(self, |e| sqlx::query(self.sql.queue_control_get.clone())
             .persistent(self.named())
             .bind(queue)
-            .fetch_optional(self.exec())
-            .await?;
+            .fetch_optional(e))?;
         row.as_ref().map(control).transpose()
     }
 
@@ -904,30 +879,27 @@ impl Driver for PgDriver {
     }
 
     async fn queue_control_list(&self) -> Result<Vec<QueueControl>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.queue_control_list.clone())
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.queue_control_list.clone())
             .persistent(self.named())
-            .fetch_all(self.exec())
-            .await?;
+            .fetch_all(e))?;
         rows.iter().map(control).collect()
     }
 
     async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), sqlx::Error> {
-        sqlx::query(self.sql.queue_set_paused.clone())
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_paused.clone())
             .persistent(self.named())
             .bind(queue)
             .bind(paused)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(())
     }
 
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), sqlx::Error> {
-        sqlx::query(self.sql.queue_set_limit.clone())
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_limit.clone())
             .persistent(self.named())
             .bind(queue)
             .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(())
     }
 
@@ -961,43 +933,39 @@ impl Driver for PgDriver {
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {
-        let row = sqlx::query(self.sql.schedule_get.clone())
+        let row = on_pool!(self, |e| sqlx::query(self.sql.schedule_get.clone())
             .persistent(self.named())
             .bind(name)
-            .fetch_optional(self.exec())
-            .await?;
+            .fetch_optional(e))?;
         row.as_ref().map(schedule_from_row).transpose()
     }
 
     async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.schedule_list.clone())
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.schedule_list.clone())
             .persistent(self.named())
-            .fetch_all(self.exec())
-            .await?;
+            .fetch_all(e))?;
         rows.iter().map(schedule_from_row).collect()
     }
 
     async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), sqlx::Error> {
-        bind_schedule(
+        let q = bind_schedule(
             sqlx::query(self.sql.schedule_insert.clone()).persistent(self.named()),
             s,
         )
         .bind(s.created_at)
-        .bind(s.updated_at)
-        .execute(self.exec())
-        .await?;
+        .bind(s.updated_at);
+        on_pool!(self, |e| q.execute(e))?;
         Ok(())
     }
 
     async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, sqlx::Error> {
-        let done = bind_schedule(
+        let q = bind_schedule(
             sqlx::query(self.sql.schedule_update.clone()).persistent(self.named()),
             s,
         )
         .bind(s.updated_at)
-        .bind(version)
-        .execute(self.exec())
-        .await?;
+        .bind(version);
+        let done = on_pool!(self, |e| q.execute(e))?;
         Ok(done.rows_affected())
     }
 
@@ -1006,12 +974,11 @@ impl Driver for PgDriver {
         name: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.schedule_touch.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.schedule_touch.clone())
             .persistent(self.named())
             .bind(name)
             .bind(expires_at)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 
@@ -1028,19 +995,18 @@ impl Driver for PgDriver {
             .bind(p.last_job.0)
             .bind(p.now);
         let done = match target {
-            Target::Pool => q.execute(self.exec()).await?,
+            Target::Pool => on_pool!(self, |e| q.execute(e))?,
             Target::Tx(conn) => q.execute(conn).await?,
         };
         Ok(done.rows_affected())
     }
 
     async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.schedule_delete.clone())
+        let done = on_pool!(self, |e| sqlx::query(self.sql.schedule_delete.clone())
             .persistent(self.named())
             .bind(name)
             .bind(version)
-            .execute(self.exec())
-            .await?;
+            .execute(e))?;
         Ok(done.rows_affected())
     }
 }

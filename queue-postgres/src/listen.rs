@@ -19,6 +19,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const PROBE: &str = "queue-listen-probe:";
 /// How long a new LISTEN waits for its probe before it counts as deaf.
 const PROBE_WAIT: Duration = Duration::from_secs(5);
+/// How often a probe that could not be sent is sent again, within [`PROBE_WAIT`].
+const PROBE_RESEND: Duration = Duration::from_millis(500);
 
 /// The listener task of one queue value: started on the first `wait_for_work`, aborted when the
 /// last clone of the queue value is dropped.
@@ -154,25 +156,12 @@ async fn run(
                     hub.notify(q, 1);
                 }
                 let marker = format!("{PROBE}{}", uuid::Uuid::new_v4());
-                let sent = sqlx::query(probe.notify.clone())
-                    .persistent(!probe.pinned)
-                    .bind(probe_channel(&channel))
-                    .bind(vec![marker.clone()])
-                    .execute(crate::pinned::Exec {
-                        pool: &probe.pool,
-                        pinned: probe.pinned,
-                    })
-                    .await;
-                // A probe that could not be sent is not taken as heard: behind a pooler in
-                // transaction mode the sender may land on the very server connection that ran the
-                // LISTEN and get the notification itself (sqlx then fails the statement with an
-                // unexpected NotificationResponse).
-                let unsent = sent
-                    .err()
-                    .map(|e| format!(" (sending the probe failed: {e})"));
+                let mut sent = send_probe(&probe, &channel, &marker).await;
                 let mut heard = false;
                 let probe_deadline = tokio::time::sleep(PROBE_WAIT);
                 tokio::pin!(probe_deadline);
+                let mut resend = tokio::time::interval(PROBE_RESEND);
+                resend.tick().await;
                 let why = loop {
                     tokio::select! {
                         got = listener.try_recv() => match got {
@@ -186,20 +175,41 @@ async fn run(
                             Ok(None) => break "listener connection lost".to_owned(),
                             Err(error) => break format!("listener failed: {error}"),
                         },
+                        // A probe that could not be sent (the pool timed out, the server refused
+                        // writes for a moment) is sent again until the deadline.
+                        _ = resend.tick(), if !heard && matches!(sent, Probed::Unsent(_)) => {
+                            sent = send_probe(&probe, &channel, &marker).await;
+                        }
                         () = &mut probe_deadline, if !heard => {
                             heard = true;
-                            deaf.store(true, Ordering::Relaxed);
-                            tracing::warn!(
-                                target: LOG,
-                                channel,
-                                "the LISTEN connection did not hear a NOTIFY sent through the \
-                                 queue's connections within {PROBE_WAIT:?}{}: behind a pooler \
-                                 in transaction mode (PgBouncer) LISTEN receives nothing, and a \
-                                 listen_url may name another database; waiting falls back to \
-                                 polling. Use pooler=transaction or wakeups=poll in the URL, or a \
-                                 listen_url that connects to the server directly",
-                                unsent.as_deref().unwrap_or_default()
-                            );
+                            match &sent {
+                                Probed::Unsent(error) => {
+                                    // Never sent: whether this LISTEN hears is not known, and
+                                    // nothing is concluded from it.
+                                    tracing::debug!(target: LOG, channel, %error, "could not send the listener's probe");
+                                }
+                                Probed::Sent | Probed::CameBack => {
+                                    deaf.store(true, Ordering::Relaxed);
+                                    tracing::warn!(
+                                        target: LOG,
+                                        channel,
+                                        "the LISTEN connection did not hear a NOTIFY sent through \
+                                         the queue's connections within {PROBE_WAIT:?}{}: behind \
+                                         a pooler in transaction mode (PgBouncer) LISTEN receives \
+                                         nothing, and a listen_url may name another database; \
+                                         waiting falls back to polling and this queue value sends \
+                                         no more NOTIFYs. Use pooler=transaction or wakeups=poll \
+                                         in the URL, or a listen_url that connects to the server \
+                                         directly",
+                                        if matches!(sent, Probed::CameBack) {
+                                            " (the probe came back to the connection that sent \
+                                             it: a pooler shares the LISTEN's server connection)"
+                                        } else {
+                                            ""
+                                        }
+                                    );
+                                }
+                            }
                         }
                         // The pool's connections were retired: this one may be on a read-only
                         // or former server, where no push will ever notify.
@@ -226,6 +236,33 @@ async fn run(
         let jitter = backoff.mul_f64(fastrand::f64() * 0.5);
         tokio::time::sleep(backoff + jitter).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// How a probe went out.
+enum Probed {
+    /// Sent and committed: the LISTEN should hear it.
+    Sent,
+    /// The statement that sent it received the notification itself (sqlx fails it with an
+    /// unexpected `NotificationResponse`): the LISTEN ran on a server connection that a pooler
+    /// in transaction mode handed to the sender, so it hears nothing meant for it.
+    CameBack,
+    /// Not sent (the pool timed out, the server refused the write): nothing is known yet.
+    Unsent(sqlx::Error),
+}
+
+/// Sends the probe `marker` on the probe channel of `channel`, through the queue's own pool.
+async fn send_probe(probe: &Probe, channel: &str, marker: &str) -> Probed {
+    let sent = crate::pinned::on_pool!(probe, |e| sqlx::query(probe.notify.clone())
+        .persistent(!probe.pinned)
+        .bind(probe_channel(channel))
+        .bind(vec![marker.to_owned()])
+        .execute(e));
+    match sent {
+        Ok(_) => Probed::Sent,
+        // sqlx's wording is the only sign of it: the protocol error names the message.
+        Err(sqlx::Error::Protocol(m)) if m.contains("NotificationResponse") => Probed::CameBack,
+        Err(e) => Probed::Unsent(e),
     }
 }
 

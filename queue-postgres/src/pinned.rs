@@ -3,82 +3,41 @@
 //! sqlx sends a statement with values in two exchanges (Parse and Describe, then Bind and
 //! Execute, each ended by a Sync). A pooler in transaction mode (PgBouncer's `pool_mode =
 //! transaction`) may hand the server connection to another client between the two when no
-//! transaction is open, so the Bind can reach a server that never saw the Parse; and prepared
-//! statements that sqlx keeps by name exist on one server only. With `pooler=transaction` the
-//! queue keeps no named statements (`statement_cache_capacity(0)`), and [`Exec`] runs each
-//! statement that is not already inside a transaction in one of its own: from BEGIN to COMMIT
-//! the pooler keeps the client on one server. That costs two round trips per statement; the
-//! queue's own transactions (a batch push, a controlled claim, a migration) and the caller's
-//! are already pinned and cost nothing more.
+//! transaction is open, so the Bind can reach a server that never saw the Parse; and a statement
+//! prepared by name exists on one server connection only. With `pooler=transaction` the driver
+//! prepares nothing by name (every statement is `.persistent(false)`; with sqlx's statement
+//! cache off a persistent statement would still be prepared under a new name each time and never
+//! closed), and [`on_pool!`] runs each statement that is not already inside a transaction in one
+//! of its own: from BEGIN to COMMIT the pooler keeps the client on one server connection. That
+//! costs two round trips per statement; the queue's own transactions (a batch push, a
+//! controlled claim, a migration) and the caller's are already pinned and cost nothing more.
 
-use futures::{StreamExt, TryStreamExt};
-use sqlx::postgres::{PgQueryResult, PgRow, PgStatement, PgTypeInfo};
-use sqlx::{Either, Execute, Executor, PgPool, Postgres, SqlStr};
-
-/// The executor of statements on the queue's pool: the pool itself, or, behind a pooler in
-/// transaction mode, a transaction per statement.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Exec<'c> {
-    pub(crate) pool: &'c PgPool,
-    /// Whether each statement gets a transaction of its own.
-    pub(crate) pinned: bool,
+/// Runs one statement on the driver's pool: `on_pool!(driver, |e| query.fetch_all(e))` runs
+/// `query.fetch_all(&pool)`, or, behind a pooler in transaction mode (`driver.pinned`), the same
+/// on a transaction of its own that is committed after the whole result was read (a write is
+/// never rolled back because its reader stopped early). Evaluates to the statement's
+/// `Result<_, sqlx::Error>`; `driver` is anything with `pool: PgPool` and `pinned: bool`.
+macro_rules! on_pool {
+    ($driver:expr, |$e:ident| $run:expr) => {{
+        if $driver.pinned {
+            match $driver.pool.begin().await {
+                Ok(mut tx) => {
+                    let result = {
+                        let $e = &mut *tx;
+                        $run.await
+                    };
+                    match result {
+                        Ok(out) => tx.commit().await.map(|()| out),
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            let $e = &$driver.pool;
+            $run.await
+        }
+    }};
 }
 
-impl<'c> Executor<'c> for Exec<'c> {
-    type Database = Postgres;
-
-    fn fetch_many<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> futures::stream::BoxStream<'e, Result<Either<PgQueryResult, PgRow>, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Postgres>,
-    {
-        if !self.pinned {
-            return self.pool.fetch_many(query);
-        }
-        let pool = self.pool.clone();
-        // The whole result is read before COMMIT: a caller that stops reading early must not
-        // roll back a write that the statement made.
-        futures::stream::once(async move {
-            let mut tx = pool.begin().await?;
-            let items: Vec<_> = (&mut *tx).fetch_many(query).try_collect().await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>(futures::stream::iter(items.into_iter().map(Ok)))
-        })
-        .try_flatten()
-        .boxed()
-    }
-
-    fn fetch_optional<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> futures::future::BoxFuture<'e, Result<Option<PgRow>, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Postgres>,
-    {
-        if !self.pinned {
-            return self.pool.fetch_optional(query);
-        }
-        let pool = self.pool.clone();
-        Box::pin(async move {
-            let mut tx = pool.begin().await?;
-            let row = (&mut *tx).fetch_optional(query).await?;
-            tx.commit().await?;
-            Ok(row)
-        })
-    }
-
-    fn prepare_with<'e>(
-        self,
-        sql: SqlStr,
-        parameters: &'e [PgTypeInfo],
-    ) -> futures::future::BoxFuture<'e, Result<PgStatement, sqlx::Error>>
-    where
-        'c: 'e,
-    {
-        self.pool.prepare_with(sql, parameters)
-    }
-}
+pub(crate) use on_pool;
