@@ -159,10 +159,18 @@ impl HostList {
             .filter(|p| !p.is_empty())
         {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if key == SESSION_ATTRS {
-                attrs = Some(SessionAttrs::parse(field, value)?);
-            } else if own.contains(&key) {
-                params.push((key.to_owned(), value.to_owned()));
+            if key == SESSION_ATTRS || own.contains(&key) {
+                let value = percent_decoded(value).ok_or_else(|| {
+                    Error::invalid(
+                        field,
+                        format!("parameter {key} is not validly percent-encoded"),
+                    )
+                })?;
+                if key == SESSION_ATTRS {
+                    attrs = Some(SessionAttrs::parse(field, &value)?);
+                } else {
+                    params.push((key.to_owned(), value));
+                }
             } else {
                 kept.push(pair);
             }
@@ -206,6 +214,32 @@ impl HostList {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// A URL query value with its `%XX` escapes (and `+` as a space) decoded; `None` when an
+/// escape is cut short, not hexadecimal, or the result is not UTF-8.
+fn percent_decoded(value: &str) -> Option<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// A background task of a queue value: started at most once, aborted when the value (the last
@@ -610,6 +644,29 @@ mod tests {
         assert!(
             shown.contains("empty host") && !shown.contains("hunter2"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn parameter_values_are_percent_decoded() {
+        let l = HostList::parse(
+            "url",
+            "postgres://h1,h2/db?target_session_attrs=read%2Dwrite&profile=distri%62uted",
+            PG,
+            &["profile"],
+        )
+        .unwrap();
+        assert_eq!(l.attrs, SessionAttrs::ReadWrite);
+        assert_eq!(l.param("profile"), Some("distributed"));
+        assert_eq!(percent_decoded("a+b%20c").as_deref(), Some("a b c"));
+        for bad in ["%", "%2", "%zz", "%ff"] {
+            assert_eq!(percent_decoded(bad), None, "{bad}");
+        }
+        let e =
+            HostList::parse("url", "postgres://h/db?profile=%zz", PG, &["profile"]).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput { field, rule } if field == "url" && rule.contains("profile")),
+            "{e}"
         );
     }
 
