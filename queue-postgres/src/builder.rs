@@ -1,6 +1,7 @@
 //! [`PostgresQueueBuilder`]: configuration, validation and connecting.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::engine::{CommonOptions, RemoteWakeups, Retirement, SLOW_STATEMENT};
@@ -12,6 +13,7 @@ use sqlx::ConnectOptions;
 
 use crate::driver::PgDriver;
 use crate::listen::{channel_name, Listener};
+use crate::nodelay::NoDelay;
 use crate::nodes::{self, Nodes, Target, UrlWakeups};
 use crate::queue::PostgresQueue;
 use crate::sql::Statements;
@@ -210,7 +212,8 @@ impl PostgresQueueBuilder {
         check_protocol(choice)?;
         let timeout = self.common.connect_timeout;
         let retirement = Retirement::new();
-        let pool = nodes::pool_options(&retirement)
+        let nodelay = Arc::new(NoDelay::new(target.tcp_ports()));
+        let pool = nodes::pool_options(&retirement, &nodelay)
             .max_connections(
                 self.common
                     .max_connections
@@ -225,7 +228,8 @@ impl PostgresQueueBuilder {
         // The LISTEN connection has a pool of its own, so it never takes a connection the
         // queue's calls need; it connects only when the first wait starts the listener.
         let listen_target = listen_target.unwrap_or_else(|| target.clone());
-        let listen_pool = nodes::pool_options(&retirement)
+        let listen_nodelay = Arc::new(NoDelay::new(listen_target.tcp_ports()));
+        let listen_pool = nodes::pool_options(&retirement, &listen_nodelay)
             .max_connections(1)
             .min_connections(0)
             .acquire_timeout(timeout)
@@ -310,6 +314,7 @@ impl PostgresQueueBuilder {
             profile,
             pinned,
             pooler_hint: std::sync::Once::new(),
+            nodelay,
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),

@@ -56,6 +56,8 @@ pub struct PgDriver {
     pub(crate) pinned: bool,
     /// Whether the hint that a pooler in transaction mode seems to be in the way was logged.
     pub(crate) pooler_hint: std::sync::Once,
+    /// Whether the pool's connections have Nagle's algorithm off, which `COPY` needs.
+    pub(crate) nodelay: std::sync::Arc<crate::nodelay::NoDelay>,
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -465,7 +467,10 @@ impl Driver for PgDriver {
         target: Target<'_, PgConnection>,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
-        if p.jobs.len() >= COPY_FROM && p.delays.iter().all(Duration::is_zero) {
+        if p.jobs.len() >= COPY_FROM
+            && p.delays.iter().all(Duration::is_zero)
+            && self.nodelay.copy_ok()
+        {
             return match target {
                 Target::Pool if self.pinned => {
                     let mut tx = self.pool.begin().await?;

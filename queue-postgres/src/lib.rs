@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
-#![forbid(unsafe_code)]
+// One `unsafe` block, in `nodelay` (borrowing a socket descriptor sqlx gives no handle on).
+#![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
 mod builder;
@@ -7,6 +8,7 @@ mod driver;
 mod error;
 mod listen;
 mod migrate;
+mod nodelay;
 mod nodes;
 mod pinned;
 mod queue;

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use queue_core::engine::hosts::{HostList, HostProbe, SessionAttrs};
 use queue_core::engine::Retirement;
+
+use crate::nodelay::NoDelay;
 use queue_core::{Error, Profile, Result, ServerKind};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::{Connection, PgPool, Row, SqlStr};
@@ -73,6 +75,19 @@ impl Target {
             host.options = f(host.options.clone());
         }
         self
+    }
+
+    /// The ports of the hosts reached over TCP (a host given as a Unix socket has none).
+    pub(crate) fn tcp_ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = self
+            .hosts
+            .iter()
+            .filter(|h| h.options.get_socket().is_none())
+            .map(|h| h.options.get_port())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
     }
 
     /// The resolver's route over these hosts for `pool`.
@@ -232,13 +247,20 @@ impl HostProbe for PgHosts {
     }
 }
 
-/// Pool options with the hook that closes retired connections at checkout.
-pub(crate) fn pool_options(retirement: &Arc<Retirement>) -> PgPoolOptions {
+/// Pool options with the hook that closes retired connections at checkout, and the one that
+/// turns Nagle's algorithm off on each new connection ([`NoDelay`]).
+pub(crate) fn pool_options(retirement: &Arc<Retirement>, nodelay: &Arc<NoDelay>) -> PgPoolOptions {
     let retirement = retirement.clone();
-    PgPoolOptions::new().before_acquire(move |_conn, meta| {
-        let keep = !retirement.is_retired(meta.age);
-        Box::pin(async move { Ok(keep) })
-    })
+    let nodelay = nodelay.clone();
+    PgPoolOptions::new()
+        .before_acquire(move |_conn, meta| {
+            let keep = !retirement.is_retired(meta.age);
+            Box::pin(async move { Ok(keep) })
+        })
+        .after_connect(move |_conn, _meta| {
+            nodelay.after_connect();
+            Box::pin(async { Ok(()) })
+        })
 }
 
 #[cfg(test)]
