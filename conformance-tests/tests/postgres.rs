@@ -1077,6 +1077,54 @@ fn claims() -> &'static [ClaimStrategy] {
     }
 }
 
+/// The queue's connections plan each prepared statement once (`plan_cache_mode =
+/// force_generic_plan`): under PostgreSQL's default a statement that takes arrays, as the
+/// completions do, is planned anew at every execution.
+async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.max_connections(1)).await?;
+    let version: i32 = sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
+        .fetch_one(q.pool())
+        .await?;
+    if version < 140000 {
+        drop_schema(&q).await?;
+        return Err(conformance_tests::Skipped(format!(
+            "server_version_num {version}: plan counts need PostgreSQL 14 or later"
+        ))
+        .into());
+    }
+    let mode: String = sqlx::query_scalar("SHOW plan_cache_mode")
+        .fetch_one(q.pool())
+        .await?;
+    ensure!(mode == "force_generic_plan", "plan_cache_mode is {mode}");
+    q.push_batch((0..8).map(|i| job("plans", i)).collect())
+        .await?;
+    for _ in 0..8 {
+        let leased = q
+            .pop(queue_core::PopRequest {
+                queue: "plans".into(),
+                limit: 1,
+                lease: Duration::from_secs(30),
+                worker: "w".into(),
+            })
+            .await?;
+        ensure!(leased.len() == 1, "claimed {}", leased.len());
+        ensure!(q.ack_batch(&[leased[0].lease.clone()]).await? == 1);
+    }
+    ensure!(q.stats(Some("plans")).await?[0].completed == 8);
+    // One connection: these are the statements the calls above prepared on it.
+    let (custom, generic): (i64, i64) = sqlx::query_as(
+        "SELECT coalesce(sum(custom_plans), 0)::int8, coalesce(sum(generic_plans), 0)::int8 \
+         FROM pg_prepared_statements WHERE statement LIKE '%UNNEST(%'",
+    )
+    .fetch_one(q.pool())
+    .await?;
+    ensure!(
+        custom == 0 && generic >= 8,
+        "statements with arrays: {custom} custom plans, {generic} generic"
+    );
+    drop_schema(&q).await
+}
+
 /// Whether the suite's URL goes through a pooler in transaction mode (`pooler=transaction`).
 /// The catalogue then runs through it; the dialect tests, which look at PostgreSQL's own
 /// sessions (backend pids, LISTEN, roles), need a direct connection and show as ignored.
@@ -1100,6 +1148,7 @@ fn main() -> std::process::ExitCode {
         poll_only_mode_neither_notifies_nor_listens,
         claims_that_fail_with_40001_are_retried_and_lose_nothing,
         a_listen_connection_that_hears_nothing_is_reported,
+        statements_are_planned_once_per_connection,
     ];
     if behind_transaction_pooler() {
         dialect.extend(conformance_tests::dialect_tests![

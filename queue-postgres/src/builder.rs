@@ -213,7 +213,9 @@ impl PostgresQueueBuilder {
         let timeout = self.common.connect_timeout;
         let retirement = Retirement::new();
         let nodelay = Arc::new(NoDelay::new(target.tcp_ports()));
-        let pool = nodes::pool_options(&retirement, &nodelay)
+        let sql = Statements::new(&[("{schema}", &self.schema)]);
+        let setup = (!pinned).then(|| sql.session_setup.clone());
+        let pool = nodes::pool_options(&retirement, &nodelay, setup)
             .max_connections(
                 self.common
                     .max_connections
@@ -229,13 +231,12 @@ impl PostgresQueueBuilder {
         // queue's calls need; it connects only when the first wait starts the listener.
         let listen_target = listen_target.unwrap_or_else(|| target.clone());
         let listen_nodelay = Arc::new(NoDelay::new(listen_target.tcp_ports()));
-        let listen_pool = nodes::pool_options(&retirement, &listen_nodelay)
+        let listen_pool = nodes::pool_options(&retirement, &listen_nodelay, None)
             .max_connections(1)
             .min_connections(0)
             .acquire_timeout(timeout)
             .acquire_slow_level(log::LevelFilter::Debug)
             .connect_lazy_with(listen_target.hosts[0].options.clone());
-        let sql = Statements::new(&[("{schema}", &self.schema)]);
         let probe_sql = nodes::Sql {
             server_version: sql.server_version.clone(),
             server_role: sql.server_role.clone(),

@@ -248,8 +248,12 @@ impl HostProbe for PgHosts {
 }
 
 /// Pool options with the hook that closes retired connections at checkout, and the one that
-/// turns Nagle's algorithm off on each new connection ([`NoDelay`]).
-pub(crate) fn pool_options(retirement: &Arc<Retirement>, nodelay: &Arc<NoDelay>) -> PgPoolOptions {
+/// prepares each new connection: Nagle's algorithm off ([`NoDelay`]), then `setup` (if any).
+pub(crate) fn pool_options(
+    retirement: &Arc<Retirement>,
+    nodelay: &Arc<NoDelay>,
+    setup: Option<SqlStr>,
+) -> PgPoolOptions {
     let retirement = retirement.clone();
     let nodelay = nodelay.clone();
     PgPoolOptions::new()
@@ -257,9 +261,18 @@ pub(crate) fn pool_options(retirement: &Arc<Retirement>, nodelay: &Arc<NoDelay>)
             let keep = !retirement.is_retired(meta.age);
             Box::pin(async move { Ok(keep) })
         })
-        .after_connect(move |_conn, _meta| {
+        .after_connect(move |conn, _meta| {
             nodelay.after_connect();
-            Box::pin(async { Ok(()) })
+            let setup = setup.clone();
+            Box::pin(async move {
+                if let Some(setup) = setup {
+                    // A setting the server refuses leaves the connection as it was: still usable.
+                    if let Err(error) = sqlx::query(setup).persistent(false).execute(conn).await {
+                        tracing::debug!(target: "queue::postgres", %error, "session setup refused");
+                    }
+                }
+                Ok(())
+            })
         })
 }
 

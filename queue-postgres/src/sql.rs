@@ -4,6 +4,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     server_version,
     server_role,
     now,
+    session_setup,
     notify,
     migration_lock,
     migration_lock_row,
@@ -71,7 +72,13 @@ mod tests {
     fn the_query_files_follow_the_catalogue() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
         // migration_unlock: the advisory lock is transaction-scoped and ends with the migration
-        // transaction (see README).
-        queue_core::engine::statements::check_directory(&dir, &["migration_unlock"], &[]).unwrap();
+        // transaction (see README). session_setup: run on each new connection of the pool, not a
+        // statement of the catalogue.
+        queue_core::engine::statements::check_directory(
+            &dir,
+            &["migration_unlock"],
+            &["session_setup"],
+        )
+        .unwrap();
     }
 }
