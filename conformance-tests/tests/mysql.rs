@@ -159,6 +159,56 @@ fn job(queue: &str, n: u64) -> NewJob {
     NewJob::new(queue, &serde_json::json!({ "n": n })).expect("a JSON value serializes")
 }
 
+/// Connections are not pinged before each call: one the server dropped fails one call with a
+/// transient error and is replaced; and each connection's `wait_timeout` outlasts the pool's
+/// idle timeout, so an idle connection is not dropped by the server first.
+async fn a_killed_connection_is_unavailable_once_then_replaced(
+    server: Server,
+) -> anyhow::Result<()> {
+    // A server that drops idle connections after a minute: the queue's connections are made
+    // while the global setting says so (and it is put back whatever happens).
+    let admin = builder(&server.url, "unused_").connect().await?;
+    let global: u64 = sqlx::query_scalar("SELECT CAST(@@GLOBAL.wait_timeout AS UNSIGNED)")
+        .fetch_one(admin.pool())
+        .await?;
+    sqlx::query("SET GLOBAL wait_timeout = 60")
+        .execute(admin.pool())
+        .await?;
+    let made = fresh(&server, |b| b.max_connections(1)).await;
+    sqlx::query("SET GLOBAL wait_timeout = ?")
+        .bind(global)
+        .execute(admin.pool())
+        .await?;
+    let q = made?;
+    let id = q.push(job("k", 1)).await?;
+    let (thread, wait): (u64, u64) =
+        sqlx::query_as("SELECT CONNECTION_ID(), CAST(@@SESSION.wait_timeout AS UNSIGNED)")
+            .fetch_one(q.pool())
+            .await?;
+    ensure!(wait >= 900, "wait_timeout {wait} s");
+    sqlx::query("KILL CONNECTION ?")
+        .bind(thread)
+        .execute(admin.pool())
+        .await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    if let Err(e) = q.get(id).await {
+        ensure!(
+            e.is_transient(),
+            "a dropped connection is Unavailable: {e:?}"
+        );
+    }
+    ensure!(
+        q.get(id).await?.is_some(),
+        "the pool replaced the dead connection"
+    );
+    let replaced: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
+        .fetch_one(q.pool())
+        .await?;
+    ensure!(replaced != thread, "still on the killed connection");
+    q.drop_tables().await?;
+    Ok(())
+}
+
 /// The server is detected (MySQL or MariaDB), and every session is UTC and READ COMMITTED.
 async fn capabilities_and_detection(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b).await?;
@@ -610,6 +660,7 @@ fn main() -> std::process::ExitCode {
             a_read_only_server_is_unavailable_until_it_takes_writes_again,
             a_dead_migrators_lock_row_is_taken_over_after_its_lease,
             a_host_list_skips_servers_that_do_not_answer,
+            a_killed_connection_is_unavailable_once_then_replaced,
         ],
     )
 }

@@ -42,6 +42,17 @@ const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 /// at once. Set on every connection.
 const READ_COMMITTED: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
+/// How long a connection may sit idle in the pool before it is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The pool does not ping a connection before handing it out (sqlx's default would: one more
+/// round trip on every call). A connection the server closed for being idle would then fail its
+/// next statement, so each connection's `wait_timeout` is raised to outlast the pool's own idle
+/// timeout (never lowered). A connection lost otherwise (a restart, a failover) fails one call
+/// with `Error::Unavailable` and is discarded; sqlx also pings each connection as it returns to
+/// the pool. Best effort: a server that refuses the setting keeps its own.
+const WAIT_TIMEOUT: &str = "SET SESSION wait_timeout = GREATEST(@@SESSION.wait_timeout, 900)";
+
 /// Configures and connects a [`MySqlQueue`]. Made by [`MySqlQueue::builder`].
 ///
 /// Claim strategies: [`ClaimStrategy::SkipLocked`] (the default where the server has
@@ -180,10 +191,15 @@ impl MySqlQueueBuilder {
             )
             .acquire_timeout(timeout)
             .acquire_slow_level(log::LevelFilter::Debug)
+            .test_before_acquire(false)
+            .idle_timeout(IDLE_TIMEOUT)
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // The time zone is set by the connect options.
                     conn.execute(READ_COMMITTED).await?;
+                    if let Err(error) = conn.execute(WAIT_TIMEOUT).await {
+                        tracing::debug!(target: crate::LOG_TARGET, %error, "wait_timeout not raised");
+                    }
                     Ok(())
                 })
             })

@@ -46,7 +46,7 @@ impl NoDelay {
             outcome => {
                 self.missed.store(true, Ordering::Relaxed);
                 tracing::debug!(
-                    target: "queue::postgres",
+                    target: crate::LOG_TARGET,
                     ?outcome,
                     "TCP_NODELAY could not be set on a new connection; batches will not use COPY"
                 );

@@ -268,7 +268,7 @@ pub(crate) fn pool_options(
                 if let Some(setup) = setup {
                     // A setting the server refuses leaves the connection as it was: still usable.
                     if let Err(error) = sqlx::query(setup).persistent(false).execute(conn).await {
-                        tracing::debug!(target: "queue::postgres", %error, "session setup refused");
+                        tracing::debug!(target: crate::LOG_TARGET, %error, "session setup refused");
                     }
                 }
                 Ok(())
