@@ -213,6 +213,93 @@ async fn in_memory_database_works(_: Server) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Single pushes that arrive together are written by one statement, and each keeps its own
+/// outcome: of concurrent pushes sharing a dedup key exactly one is stored, the others get
+/// `Duplicate`, and a key a live job already holds is refused for all of its pushes.
+async fn concurrent_single_pushes_are_written_together_each_with_its_own_outcome(
+    _: Server,
+) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let q = std::sync::Arc::new(
+        SqliteQueue::builder(dir.path().join("group.db").display().to_string())
+            .connect()
+            .await?,
+    );
+    q.migrate().await?;
+    q.push(NewJob::new("g", &0)?.dedup_key("held")).await?;
+    let mut pushes = tokio::task::JoinSet::new();
+    for i in 0..96u32 {
+        let q = q.clone();
+        let key = match i % 3 {
+            0 => None,
+            1 => Some(format!("k{}", i % 8)),
+            _ => Some("held".to_owned()),
+        };
+        pushes.spawn(async move {
+            let job = NewJob::new("g", &i).expect("a number serializes");
+            let job = match &key {
+                Some(k) => job.dedup_key(k.clone()),
+                None => job,
+            };
+            (key, q.push(job).await)
+        });
+    }
+    let mut stored: std::collections::HashMap<Option<String>, u32> = Default::default();
+    while let Some(joined) = pushes.join_next().await {
+        let (key, outcome) = joined?;
+        match outcome {
+            Ok(_) => *stored.entry(key).or_default() += 1,
+            Err(Error::Duplicate { dedup_key, .. }) => {
+                ensure!(
+                    key.as_deref() == Some(dedup_key.as_str()),
+                    "{key:?} {dedup_key}"
+                )
+            }
+            Err(e) => anyhow::bail!("push with key {key:?}: {e:?}"),
+        }
+    }
+    ensure!(
+        stored.get(&None) == Some(&32),
+        "pushes without a key: {stored:?}"
+    );
+    ensure!(!stored.contains_key(&Some("held".into())), "{stored:?}");
+    let keyed: u32 = stored
+        .iter()
+        .filter(|(k, _)| k.is_some())
+        .map(|(_, n)| *n)
+        .sum();
+    ensure!(
+        stored.iter().all(|(k, n)| k.is_none() || *n == 1),
+        "one stored push per key: {stored:?}"
+    );
+    ensure!(keyed == 8, "eight keys, one job each: {stored:?}");
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM queue_jobs WHERE queue = 'g'")
+        .fetch_one(q.writer_pool())
+        .await?;
+    ensure!(count == 1 + 32 + 8, "{count} rows");
+
+    // Pushes without a clash: rows written by one statement share its timestamp.
+    let mut pushes = tokio::task::JoinSet::new();
+    for i in 0..64u32 {
+        let q = q.clone();
+        pushes.spawn(async move { q.push(NewJob::new("h", &i).expect("serializes")).await });
+    }
+    while let Some(joined) = pushes.join_next().await {
+        joined??;
+    }
+    let (count, instants): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT created_at) FROM queue_jobs WHERE queue = 'h'",
+    )
+    .fetch_one(q.writer_pool())
+    .await?;
+    ensure!(count == 64, "{count} rows");
+    ensure!(
+        instants < count,
+        "every push was written alone ({instants} distinct instants for {count} rows)"
+    );
+    Ok(())
+}
+
 async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let q = SqliteQueue::builder(dir.path().join("plan.db").display().to_string())
@@ -554,5 +641,6 @@ fn main() -> std::process::ExitCode {
         writes_resume_after_the_disk_was_full,
         writes_go_on_after_sqlite_ended_a_transaction_itself,
         a_slow_write_is_not_a_driver_warning,
+        concurrent_single_pushes_are_written_together_each_with_its_own_outcome,
     ])
 }

@@ -188,6 +188,7 @@ impl SqliteQueueBuilder {
             limits: self.common.limits.clone(),
         };
         let driver = SqliteDriver {
+            pushes: crate::coalesce::Coalescer::new(writer.clone(), sql.job_insert.clone()),
             writer,
             reader,
             sql,

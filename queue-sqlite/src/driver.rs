@@ -46,6 +46,8 @@ pub struct SqliteDriver {
     pub(crate) writer: SqlitePool,
     pub(crate) reader: SqlitePool,
     pub(crate) sql: Statements,
+    /// Single pushes outside a transaction, written together when they arrive together.
+    pub(crate) pushes: std::sync::Arc<crate::coalesce::Coalescer>,
 }
 
 /// The host clock in microseconds since the Unix epoch: SQLite's "database clock".
@@ -197,14 +199,14 @@ fn rows_of(statement: &SqlStr, rows: usize) -> SqlStr {
 }
 
 /// Inserts `jobs` with one multi-row `INSERT` (the caller keeps them under the parameter limit).
-async fn insert_rows(
-    sql: &Statements,
+pub(crate) async fn insert_rows(
+    job_insert: &SqlStr,
     conn: &mut SqliteConnection,
     jobs: &[queue_core::NewJob],
     delays: &[Duration],
     now: i64,
 ) -> Result<(), sqlx::Error> {
-    let statement = rows_of(&sql.job_insert, jobs.len());
+    let statement = rows_of(job_insert, jobs.len());
     let mut q = sqlx::query(statement);
     for (job, delay) in jobs.iter().zip(delays) {
         q = q
@@ -229,7 +231,7 @@ async fn insert_chunks(
 ) -> Result<(), sqlx::Error> {
     let now = now_micros();
     for (jobs, delays) in p.jobs.chunks(INSERT_ROWS).zip(p.delays.chunks(INSERT_ROWS)) {
-        insert_rows(sql, conn, jobs, delays, now).await?;
+        insert_rows(&sql.job_insert, conn, jobs, delays, now).await?;
     }
     Ok(())
 }
@@ -356,6 +358,9 @@ impl Driver for SqliteDriver {
     ) -> Result<(), sqlx::Error> {
         let single = p.jobs.len() <= INSERT_ROWS;
         match target {
+            Target::Pool if p.jobs.len() == 1 => {
+                self.pushes.push(p.jobs[0].clone(), p.delays[0]).await
+            }
             // One statement is atomic by itself.
             Target::Pool if single => {
                 let mut conn = self.writer.acquire().await?;

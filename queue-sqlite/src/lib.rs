@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod builder;
+mod coalesce;
 mod driver;
 mod error;
 mod migrate;
