@@ -10,8 +10,8 @@ use queue_core::{
     Capabilities, ClaimStrategy, Engine, Error, Profile, Result, ServerKind, Wakeups,
 };
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::ConnectOptions;
 use sqlx::Executor;
+use sqlx::{ConnectOptions, Connection};
 
 use crate::driver::MySqlDriver;
 use crate::queue::MySqlQueue;
@@ -42,16 +42,13 @@ const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 /// at once. Set on every connection.
 const READ_COMMITTED: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
-/// How long a connection may sit idle in the pool before it is closed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-
 /// The pool does not ping a connection before handing it out (sqlx's default would: one more
-/// round trip on every call). A connection the server closed for being idle would then fail its
-/// next statement, so each connection's `wait_timeout` is raised to outlast the pool's own idle
-/// timeout (never lowered). A connection lost otherwise (a restart, a failover) fails one call
+/// round trip on every call, a third of a single push's), except one that sat idle this long,
+/// which the server (`wait_timeout`) or something between (a load balancer's idle timeout) may
+/// have dropped meanwhile. A connection lost otherwise (a restart, a failover) fails one call
 /// with `Error::Unavailable` and is discarded; sqlx also pings each connection as it returns to
-/// the pool. Best effort: a server that refuses the setting keeps its own.
-const WAIT_TIMEOUT: &str = "SET SESSION wait_timeout = GREATEST(@@SESSION.wait_timeout, 900)";
+/// the pool.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// Configures and connects a [`MySqlQueue`]. Made by [`MySqlQueue::builder`].
 ///
@@ -179,10 +176,16 @@ impl MySqlQueueBuilder {
             })
             .collect();
         let pool = MySqlPoolOptions::new()
-            // Connections made before the server was found read-only are closed, not reused.
-            .before_acquire(move |_conn, meta| {
+            // Connections made before the server was found read-only are closed, not reused;
+            // one idle for long is pinged first (see PING_AFTER_IDLE).
+            .before_acquire(move |conn, meta| {
                 let keep = !retired.is_retired(meta.age);
-                Box::pin(async move { Ok(keep) })
+                Box::pin(async move {
+                    if keep && meta.idle_for >= PING_AFTER_IDLE {
+                        return Ok(conn.ping().await.is_ok());
+                    }
+                    Ok(keep)
+                })
             })
             .max_connections(
                 self.common
@@ -192,14 +195,10 @@ impl MySqlQueueBuilder {
             .acquire_timeout(timeout)
             .acquire_slow_level(log::LevelFilter::Debug)
             .test_before_acquire(false)
-            .idle_timeout(IDLE_TIMEOUT)
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // The time zone is set by the connect options.
                     conn.execute(READ_COMMITTED).await?;
-                    if let Err(error) = conn.execute(WAIT_TIMEOUT).await {
-                        tracing::debug!(target: crate::LOG_TARGET, %error, "wait_timeout not raised");
-                    }
                     Ok(())
                 })
             })

@@ -12,8 +12,10 @@ const LOCK_DEADLOCK: u16 = 1213;
 const LOCK_WAIT_TIMEOUT: u16 = 1205;
 /// Server-side codes that mean "the server cannot take work now": too many connections (1040),
 /// shutdown in progress (1053), connection killed (1927, MariaDB), server gone away (2006),
-/// lost connection during query (2013), and the read-only codes below.
-const UNAVAILABLE: [u16; 5] = [1040, 1053, 1927, 2006, 2013];
+/// lost connection during query (2013), the connection closed for being idle past
+/// `wait_timeout` (4031, `ER_CLIENT_INTERACTION_TIMEOUT`, MySQL 8.0.24+), and the read-only
+/// codes below.
+const UNAVAILABLE: [u16; 6] = [1040, 1053, 1927, 2006, 2013, 4031];
 /// The server takes no writes: `ER_OPTION_PREVENTS_STATEMENT` (1290: `--read-only` or
 /// `super_read_only`, a replica, a primary switched to read-only in place) and
 /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (1792). An outage of the primary, not a job error.

@@ -1,10 +1,11 @@
 -- name: session_setup
--- Runs once on each new connection of the queue's pool (not behind a pooler in transaction
--- mode, where a session setting would land on whichever server connection ran it): prepared
--- statements are planned once, not at every execution. Under the default plan_cache_mode
--- (auto) PostgreSQL keeps planning a statement anew while its generic plan looks dearer than
--- a custom one, which is always so for those that take arrays (the completions a claim carries,
--- job_complete_many): the planner was most of the server's time on the claim path. A server
--- without the setting (before PostgreSQL 12, YugabyteDB) is left as it is.
+-- Runs once on each new connection of the queue's pool when the server is PostgreSQL itself and
+-- no pooler in transaction mode is in the way (a session setting would land on whichever
+-- server connection ran it): prepared statements are planned once, not at every execution.
+-- Under the default plan_cache_mode (auto) PostgreSQL kept planning the worker's claim that
+-- carries completions (job_complete_and_claim) at every execution, and planning was most of
+-- the server's time on the claim path. Statements whose plans need the values (the partial
+-- indexes of job_prune, the cursor of job_list) are written so that a generic plan uses them.
+-- A server without the setting (before PostgreSQL 12) is left as it is.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', false)
 WHERE current_setting('plan_cache_mode', true) IS NOT NULL

@@ -1,6 +1,7 @@
 //! [`PostgresQueueBuilder`]: configuration, validation and connecting.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -212,10 +213,15 @@ impl PostgresQueueBuilder {
         check_protocol(choice)?;
         let timeout = self.common.connect_timeout;
         let retirement = Retirement::new();
-        let nodelay = Arc::new(NoDelay::new(target.tcp_ports()));
         let sql = Statements::new(&[("{schema}", &self.schema)]);
-        let setup = (!pinned).then(|| sql.session_setup.clone());
-        let pool = nodes::pool_options(&retirement, &nodelay, setup)
+        let setup = Arc::new(nodes::Setup {
+            nodelay: NoDelay::new(target.tcp_hosts()),
+            // Behind a pooler in transaction mode a session setting would land on whichever
+            // server connection ran it.
+            statement: (!pinned).then(|| sql.session_setup.clone()),
+            postgres: AtomicBool::new(false),
+        });
+        let pool = nodes::pool_options(&retirement, &setup)
             .max_connections(
                 self.common
                     .max_connections
@@ -230,8 +236,12 @@ impl PostgresQueueBuilder {
         // The LISTEN connection has a pool of its own, so it never takes a connection the
         // queue's calls need; it connects only when the first wait starts the listener.
         let listen_target = listen_target.unwrap_or_else(|| target.clone());
-        let listen_nodelay = Arc::new(NoDelay::new(listen_target.tcp_ports()));
-        let listen_pool = nodes::pool_options(&retirement, &listen_nodelay, None)
+        let listen_setup = Arc::new(nodes::Setup {
+            nodelay: NoDelay::new(listen_target.tcp_hosts()),
+            statement: None,
+            postgres: AtomicBool::new(false),
+        });
+        let listen_pool = nodes::pool_options(&retirement, &listen_setup)
             .max_connections(1)
             .min_connections(0)
             .acquire_timeout(timeout)
@@ -256,6 +266,9 @@ impl PostgresQueueBuilder {
         );
         // The first contact: the first server of each host list that fits.
         let server = nodes.start().await?;
+        setup
+            .postgres
+            .store(server.kind == ServerKind::Postgres, Ordering::Relaxed);
         let profile = choice.settle(server.kind);
         let native_claim = profile.skip_locked && profile.volatile_in_update;
         let claim = match (self.common.claim_strategy, claim) {
@@ -315,7 +328,7 @@ impl PostgresQueueBuilder {
             profile,
             pinned,
             pooler_hint: std::sync::Once::new(),
-            nodelay,
+            setup,
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),

@@ -56,8 +56,9 @@ pub struct PgDriver {
     pub(crate) pinned: bool,
     /// Whether the hint that a pooler in transaction mode seems to be in the way was logged.
     pub(crate) pooler_hint: std::sync::Once,
-    /// Whether the pool's connections have Nagle's algorithm off, which `COPY` needs.
-    pub(crate) nodelay: std::sync::Arc<crate::nodelay::NoDelay>,
+    /// What each new connection gets; says whether they have Nagle's algorithm off, which
+    /// `COPY` needs.
+    pub(crate) setup: std::sync::Arc<crate::nodes::Setup>,
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -469,7 +470,7 @@ impl Driver for PgDriver {
     ) -> Result<(), sqlx::Error> {
         if p.jobs.len() >= COPY_FROM
             && p.delays.iter().all(Duration::is_zero)
-            && self.nodelay.copy_ok()
+            && self.setup.nodelay.copy_ok()
         {
             return match target {
                 Target::Pool if self.pinned => {

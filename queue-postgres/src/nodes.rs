@@ -77,17 +77,17 @@ impl Target {
         self
     }
 
-    /// The ports of the hosts reached over TCP (a host given as a Unix socket has none).
-    pub(crate) fn tcp_ports(&self) -> Vec<u16> {
-        let mut ports: Vec<u16> = self
+    /// The hosts reached over TCP, with their ports (a host given as a Unix socket is not one).
+    pub(crate) fn tcp_hosts(&self) -> Vec<(String, u16)> {
+        let mut hosts: Vec<(String, u16)> = self
             .hosts
             .iter()
             .filter(|h| h.options.get_socket().is_none())
-            .map(|h| h.options.get_port())
+            .map(|h| (h.options.get_host().to_owned(), h.options.get_port()))
             .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        ports
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts
     }
 
     /// The resolver's route over these hosts for `pool`.
@@ -247,28 +247,44 @@ impl HostProbe for PgHosts {
     }
 }
 
+/// What each new connection of a pool gets: Nagle's algorithm off ([`NoDelay`]), then, once
+/// the server is known to be PostgreSQL itself and no transaction pooler is in the way,
+/// `session_setup` (one generic plan per prepared statement).
+#[derive(Debug)]
+pub(crate) struct Setup {
+    pub(crate) nodelay: NoDelay,
+    pub(crate) statement: Option<SqlStr>,
+    /// Set once the first contact found a PostgreSQL server.
+    pub(crate) postgres: std::sync::atomic::AtomicBool,
+}
+
 /// Pool options with the hook that closes retired connections at checkout, and the one that
-/// prepares each new connection: Nagle's algorithm off ([`NoDelay`]), then `setup` (if any).
-pub(crate) fn pool_options(
-    retirement: &Arc<Retirement>,
-    nodelay: &Arc<NoDelay>,
-    setup: Option<SqlStr>,
-) -> PgPoolOptions {
+/// prepares each new connection ([`Setup`]).
+pub(crate) fn pool_options(retirement: &Arc<Retirement>, setup: &Arc<Setup>) -> PgPoolOptions {
     let retirement = retirement.clone();
-    let nodelay = nodelay.clone();
+    let setup = setup.clone();
     PgPoolOptions::new()
         .before_acquire(move |_conn, meta| {
             let keep = !retirement.is_retired(meta.age);
             Box::pin(async move { Ok(keep) })
         })
         .after_connect(move |conn, _meta| {
-            nodelay.after_connect();
             let setup = setup.clone();
             Box::pin(async move {
-                if let Some(setup) = setup {
-                    // A setting the server refuses leaves the connection as it was: still usable.
-                    if let Err(error) = sqlx::query(setup).persistent(false).execute(conn).await {
-                        tracing::debug!(target: crate::LOG_TARGET, %error, "session setup refused");
+                setup.nodelay.after_connect().await;
+                let postgres = setup.postgres.load(std::sync::atomic::Ordering::Relaxed);
+                if let (Some(statement), true) = (&setup.statement, postgres) {
+                    match sqlx::query(statement.clone())
+                        .persistent(false)
+                        .execute(conn)
+                        .await
+                    {
+                        Ok(_) => {}
+                        // Refused by the server: the connection is as it was, and usable.
+                        Err(sqlx::Error::Database(error)) => {
+                            tracing::debug!(target: crate::LOG_TARGET, %error, "session setup refused");
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok(())

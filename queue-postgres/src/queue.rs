@@ -31,6 +31,11 @@ impl PostgresQueue {
 
     /// The connection pool, e.g. to begin the transactions that [`PostgresQueue::push_in_tx`]
     /// and [`PostgresQueue::complete_in_tx`] take part in.
+    ///
+    /// On PostgreSQL (not behind `pooler=transaction`) its connections plan each prepared
+    /// statement once (`plan_cache_mode = force_generic_plan`), yours included; `SET LOCAL
+    /// plan_cache_mode = auto` in a transaction of yours gives a statement PostgreSQL's default.
+    /// They also have `TCP_NODELAY` set.
     pub fn pool(&self) -> &PgPool {
         &self.engine.driver().pool
     }
