@@ -60,10 +60,11 @@ impl<S: Subscriber> Layer<S> for Statements {
 }
 
 /// Whether a statement is the setup of a new pooled connection (SQLite's pragmas, session
-/// settings), run once per connection rather than per request.
+/// settings, PostgreSQL's `set_config` of its plan cache mode), run once per connection rather
+/// than per request. A page that needs a new connection runs it; the page is not charged.
 fn connection_setup(statement: &str) -> bool {
     let s = statement.trim_start().to_ascii_uppercase();
-    s.starts_with("PRAGMA") || s.starts_with("SET ")
+    s.starts_with("PRAGMA") || s.starts_with("SET ") || s.starts_with("SELECT SET_CONFIG(")
 }
 
 /// Waits until no statement has run for 300 ms.
