@@ -565,6 +565,54 @@ async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
     drop_schema(&q).await
 }
 
+/// A prune that waits for a finished job's row lock rechecks the job's state: a dead job that
+/// an operator's retry moves back to pending meanwhile is not deleted after the retry
+/// committed. (The retry is played by hand here so that it can hold its lock.)
+async fn a_prune_spares_a_job_retried_while_it_waited(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let id = q.push(job("prune-race", 1)).await?;
+    let leased = q.pop(queue_core::PopRequest::new("prune-race")).await?;
+    ensure!(leased.len() == 1);
+    q.fail(&leased[0].lease, queue_core::Failure::permanent("gives up"))
+        .await?;
+    sqlx::query(in_schema(
+        "UPDATE {schema}.jobs SET finished_at = now() - interval '2 hours' WHERE id = $1",
+        q.schema(),
+    ))
+    .bind(id.0)
+    .execute(q.pool())
+    .await?;
+    let mut retry = q.pool().begin().await?;
+    sqlx::query(in_schema(
+        "UPDATE {schema}.jobs SET state = 'pending', attempts = 0, run_at = now(), \
+         finished_at = NULL WHERE id = $1 AND state = 'dead'",
+        q.schema(),
+    ))
+    .bind(id.0)
+    .execute(&mut *retry)
+    .await?;
+    let pruner = {
+        let q = q.clone();
+        tokio::spawn(async move {
+            q.prune(queue_core::PruneRequest::older_than(Duration::from_secs(
+                3600,
+            )))
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ensure!(
+        !pruner.is_finished(),
+        "the prune did not wait for the row lock"
+    );
+    retry.commit().await?;
+    let pruned = pruner.await??;
+    ensure!(pruned == 0, "pruned {pruned}");
+    let job = q.get(id).await?.context("the retried job was deleted")?;
+    ensure!(job.state == queue_core::JobState::Pending, "{job:?}");
+    drop_schema(&q).await
+}
+
 /// `url` with `127.0.0.1:1` (where nothing listens) put first in its host list, and `params`
 /// appended to its query.
 fn with_dead_host_first(url: &str, params: &str) -> String {
@@ -1079,7 +1127,10 @@ fn claims() -> &'static [ClaimStrategy] {
 
 /// The queue's connections keep one generic plan per prepared statement (`plan_cache_mode =
 /// force_generic_plan`): under PostgreSQL's default the claim that carries completions was
-/// planned anew at every execution.
+/// planned anew at every execution. And those generic plans find the claimed and completed jobs
+/// by primary key: with statistics taken while no job ran, a completion written plainly
+/// scanned the whole partial lease index (every running job) per batch, and a claim (or a
+/// prune chunk) joined with its chosen rows got a hash join over a sequential scan of the table.
 async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b.max_connections(1)).await?;
     let version: i32 = sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
@@ -1101,6 +1152,15 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         q.push_batch((0..1000).map(|i| job("plans-filler", i)).collect())
             .await?;
     }
+    // And finished jobs, as a queue that keeps its history has (what pruning reads).
+    sqlx::query(in_schema(
+        "INSERT INTO {schema}.jobs (id, queue, payload, state, attempts, max_attempts, run_at, \
+         finished_at) SELECT gen_random_uuid(), 'plans-done', '{}', 'completed', 1, 25, now(), \
+         now() FROM generate_series(1, 4000)",
+        q.schema(),
+    ))
+    .execute(q.pool())
+    .await?;
     sqlx::query(in_schema("ANALYZE {schema}.jobs", q.schema()))
         .execute(q.pool())
         .await?;
@@ -1131,6 +1191,52 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
     }
     let stats = q.stats(Some("plans")).await?;
     ensure!(stats[0].completed == 12, "{stats:?}");
+    // One job at a time: heartbeat, then ack, fail (retry, then dead) or release.
+    for step in 0..4 {
+        let leased = q.pop(queue_core::PopRequest::new("plans-single")).await?;
+        ensure!(leased.len() == 1, "claimed {}", leased.len());
+        let lease = q.extend(&leased[0].lease, Duration::from_secs(30)).await?;
+        let failure = match step {
+            0 => None,
+            1 => Some(queue_core::Failure::retryable("x")),
+            2 => Some(queue_core::Failure::permanent("x")),
+            _ => {
+                q.release(&lease).await?;
+                continue;
+            }
+        };
+        match failure {
+            None => q.ack(&lease).await?,
+            Some(f) => drop(q.fail(&lease, f).await?),
+        }
+    }
+    // A lease that runs out, and its rescue; the dead job back to pending.
+    let expiring = q
+        .pop(queue_core::PopRequest {
+            lease: Duration::from_millis(20),
+            ..queue_core::PopRequest::new("plans-single")
+        })
+        .await?;
+    ensure!(expiring.len() == 1, "claimed {}", expiring.len());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    ensure!(q.rescue_expired().await? == 1);
+    let dead = q
+        .list(queue_core::ListRequest {
+            queue: Some("plans-single".into()),
+            state: Some(queue_core::JobState::Dead),
+            ..Default::default()
+        })
+        .await?;
+    ensure!(dead.len() == 1, "{dead:?}");
+    q.retry(dead[0].id).await?;
+    // Pruning, which deletes in chunks: nothing here is old enough.
+    ensure!(
+        q.prune(queue_core::PruneRequest::older_than(Duration::from_secs(
+            3600
+        )))
+        .await?
+            == 0
+    );
     // One connection: these are the statements the calls above prepared on it.
     let plans: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT left(statement, 60), custom_plans, generic_plans \
@@ -1148,6 +1254,59 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         ensure!(
             *custom <= 5,
             "{statement}: {custom} custom plans, {generic} generic"
+        );
+    }
+    // The plans those statements keep: EXPLAIN EXECUTE shows the cached generic plan. Each
+    // statement is found by its exact text, as the driver loads it from its file.
+    macro_rules! statement {
+        ($name:literal) => {
+            (
+                $name,
+                queue_core::engine::statements::load(
+                    include_str!(concat!("../../queue-postgres/queries/", $name, ".sql")),
+                    &[("{schema}", q.schema())],
+                ),
+            )
+        };
+    }
+    let expected = [
+        statement!("job_claim"),
+        statement!("job_complete_and_claim"),
+        statement!("job_complete_many"),
+        statement!("job_complete"),
+        statement!("job_extend"),
+        statement!("job_fail_retry"),
+        statement!("job_fail_dead"),
+        statement!("job_release"),
+        statement!("job_rescue"),
+        statement!("job_retry"),
+        statement!("job_prune"),
+    ];
+    let prepared: Vec<(String, String, i32)> = sqlx::query_as(
+        "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements",
+    )
+    .fetch_all(q.pool())
+    .await?;
+    for (file, text) in &expected {
+        let Some((name, _, params)) = prepared.iter().find(|(_, s, _)| s == text) else {
+            anyhow::bail!("{file} was not prepared on the test's connection");
+        };
+        // The name is sqlx's own (`sqlx_s_<n>`); checked before it goes into the statement.
+        ensure!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{name}"
+        );
+        let args = vec!["NULL"; *params as usize].join(", ");
+        let plan: Vec<String> =
+            sqlx::query_scalar(AssertSqlSafe(format!("EXPLAIN EXECUTE {name}({args})")))
+                .fetch_all(q.pool())
+                .await?;
+        let plan = plan.join("\n");
+        ensure!(
+            !plan.contains("Seq Scan on jobs")
+                && !plan.contains("jobs_lease_idx")
+                && plan.contains("jobs_pkey"),
+            "{file}\n{plan}"
         );
     }
     drop_schema(&q).await
@@ -1177,6 +1336,7 @@ fn main() -> std::process::ExitCode {
         claims_that_fail_with_40001_are_retried_and_lose_nothing,
         a_listen_connection_that_hears_nothing_is_reported,
         statements_are_planned_once_per_connection,
+        a_prune_spares_a_job_retried_while_it_waited,
     ];
     if behind_transaction_pooler() {
         dialect.extend(conformance_tests::dialect_tests![

@@ -6,6 +6,11 @@
 -- claimed while the queue's row in `queues` says paused or limited, unless $5 (the caller holds
 -- that row's lock and applied the controls itself); the check does not depend on the row being
 -- claimed, so it is evaluated once per statement.
+-- The locked ids are updated as one array (`id = ANY(ARRAY(SELECT id FROM c))`), not joined
+-- with c: sessions run this statement with a generic plan (see session_setup), where LIMIT $2 is
+-- estimated at a tenth of the pending rows, and for a join that estimate picks a hash join over
+-- a sequential scan of the whole table. The array is looked up by primary key. Rows come back in
+-- no particular order; the engine sorts a claim into claim order.
 WITH c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
     WHERE queue = $1 AND state = 'pending' AND run_at <= now()
@@ -24,6 +29,5 @@ SET state = 'running',
     worker = $4,
     version = j.version + 1,
     updated_at = now()
-FROM c
-WHERE j.id = c.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 RETURNING j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at

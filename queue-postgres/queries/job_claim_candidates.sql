@@ -9,6 +9,8 @@
 -- $3: lease in microseconds, from the statement's now(); $4: worker. Nothing is claimed while
 -- the row of queue $5 in `queues` says paused or limited (the read took no lock, so the check
 -- is made here).
+-- The state is compared with `(SELECT 'pending')` so that the plan looks each candidate up by
+-- primary key and never scans the partial claim index (see job_complete_many).
 UPDATE {schema}.jobs j
 SET state = 'running',
     attempts = j.attempts + 1,
@@ -18,7 +20,7 @@ SET state = 'running',
     version = j.version + 1,
     updated_at = now()
 FROM UNNEST($1::uuid[], $2::int8[], $6::uuid[]) AS v (id, version, token)
-WHERE j.id = v.id AND j.version = v.version AND j.state = 'pending'
+WHERE j.id = v.id AND j.version = v.version AND j.state = (SELECT 'pending')
   AND NOT EXISTS (
       SELECT 1 FROM {schema}.queues q
       WHERE q.name = $5 AND (q.paused OR q.concurrency_limit IS NOT NULL))

@@ -4,13 +4,15 @@
 -- disjoint rows (running rows with our tokens, pending rows), so they do not interfere. One
 -- row per claimed job, each carrying the number completed; with nothing claimed, one row with
 -- only that number (and a NULL id). Like job_claim, it claims nothing of a paused or limited
--- queue (the engine then claims through the queue's controls).
+-- queue (the engine then claims through the queue's controls). The completion compares the
+-- state with `(SELECT 'running')` for the reason given in job_complete_many, and updates the
+-- locked ids as one array for the reason given in job_claim.
 WITH done AS (
     UPDATE {schema}.jobs j
     SET state = 'completed', finished_at = now(), updated_at = now(),
         lease_token = NULL, lease_expires_at = NULL, version = j.version + 1
     FROM UNNEST($5::uuid[], $6::uuid[]) AS l (id, token)
-    WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'running'
+    WHERE j.id = l.id AND j.lease_token = l.token AND j.state = (SELECT 'running')
     RETURNING j.id
 ), c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
@@ -30,8 +32,7 @@ WITH done AS (
         worker = $4,
         version = j.version + 1,
         updated_at = now()
-    FROM c
-    WHERE j.id = c.id
+    WHERE j.id = ANY(ARRAY(SELECT id FROM c))
     RETURNING j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at
 )
 SELECT d.completed, claimed.*

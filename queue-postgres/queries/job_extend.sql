@@ -3,9 +3,11 @@
 -- step, and the expiry is read from clock_timestamp() after that: an UPDATE that waits for a
 -- row lock keeps the values it computed before the wait, so a lease extended after waiting
 -- would be born partly (or wholly) spent.
+-- The state is compared with `(SELECT 'running')` so that the plan looks the id up by primary
+-- key and never scans the partial lease index (see job_complete_many).
 WITH l AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
-    WHERE id = $1 AND lease_token = $2 AND state = 'running'
+    WHERE id = $1 AND lease_token = $2 AND state = (SELECT 'running')
     FOR UPDATE
 )
 UPDATE {schema}.jobs j

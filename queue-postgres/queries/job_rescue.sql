@@ -2,6 +2,9 @@
 -- Expired jobs ($1 ids, $2 their lease tokens) to dead when $3, else to pending and due now;
 -- only rows still running under that token with an expired lease (one extended or completed
 -- meanwhile is left alone). $4: the error recorded.
+-- The state is compared with `(SELECT 'running')` so that the plan looks each listed id up by
+-- primary key and never scans the partial lease index (see job_complete_many): after an
+-- outage with many expired leases, that scan re-read the list for every expired entry.
 UPDATE {schema}.jobs j
 SET state = CASE WHEN $3 THEN 'dead' ELSE 'pending' END,
     run_at = CASE WHEN $3 THEN j.run_at ELSE now() END,
@@ -11,4 +14,4 @@ SET state = CASE WHEN $3 THEN 'dead' ELSE 'pending' END,
     lease_token = NULL, lease_expires_at = NULL, version = j.version + 1
 FROM UNNEST($1::uuid[], $2::uuid[]) AS x (id, token)
 WHERE j.id = x.id AND j.lease_token = x.token
-  AND j.state = 'running' AND j.lease_expires_at < now()
+  AND j.state = (SELECT 'running') AND j.lease_expires_at < now()
