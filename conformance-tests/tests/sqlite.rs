@@ -430,9 +430,14 @@ async fn writes_resume_after_the_disk_was_full(_: Server) -> anyhow::Result<()> 
         q.push_batch(jobs).await?;
         left -= n;
     }
+    // A short lease and a frequent rescue: an acknowledgement that fails while the file is full
+    // is given up, and its job must come back through the rescuer within the wait below (with
+    // the defaults, 30 s leases and rescues, it came back just after it).
     let handle = Worker::builder(std::sync::Arc::new(q.clone()), "q")
         .concurrency(4)
         .prefetch(10)
+        .lease(Duration::from_secs(3))
+        .rescue_interval(Some(Duration::from_millis(500)))
         .handler_fn(|_ctx: JobContext| async {
             tokio::time::sleep(Duration::from_millis(1)).await;
             Ok::<(), JobError>(())
@@ -490,6 +495,9 @@ async fn writes_resume_after_the_disk_was_full(_: Server) -> anyhow::Result<()> 
         "no claim failed while the file was full: {:?}",
         counters.snapshot()
     );
+    // Every job whose outcome could not be written came back through the rescuer.
+    let c = counters.snapshot();
+    ensure!(c.rescued >= c.abandoned, "{c:?}");
     let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM queue_jobs WHERE queue = 'other'")
         .fetch_one(q.writer_pool())
         .await?;
