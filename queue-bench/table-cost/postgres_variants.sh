@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# What each part of the jobs table costs on PostgreSQL: the table-cost cycle (claims of 100, two
+# commits) and the 500-row insert of postgres.sh, on the jobs table as migrated and on variants
+# of it that each give something up, next to the baseline's table in the same round.
+# Usage: queue-bench/table-cost/postgres_variants.sh [URL] [ROUNDS]
+set -euo pipefail
+url=${1:-postgres://postgres@127.0.0.1:5432/test}
+rounds=${2:-2}
+here=$(dirname "$0")
+payload='{"n":1,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}'
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+echo 'CALL exp.base_cycle(100);' > "$tmp/base.pgb"
+echo 'CALL exp.jobs_cycle(100);' > "$tmp/jobs.pgb"
+echo "INSERT INTO exp.base (payload) SELECT '$payload'::jsonb FROM generate_series(1, 500);" > "$tmp/base_ins.pgb"
+
+# Each variant: the DDL run after postgres.sql created the tables and procedures.
+declare -A ddl
+variants=(as-migrated no-finished-index no-lease-index no-finished-no-lease narrow-row delete-on-completion)
+ddl[as-migrated]=''
+ddl[no-finished-index]='DROP INDEX exp.jobs_finished_idx;'
+ddl[no-lease-index]='DROP INDEX exp.jobs_lease_idx;'
+ddl[no-finished-no-lease]='DROP INDEX exp.jobs_finished_idx; DROP INDEX exp.jobs_lease_idx;'
+# The cycle of postgres.sql with the claim's extra columns ($1) and the completion ($2) given.
+cycle() {
+  cat <<EOF_SQL
+CREATE OR REPLACE PROCEDURE exp.jobs_cycle(n int) LANGUAGE plpgsql AS \$\$
+DECLARE ids uuid[]; toks uuid[];
+BEGIN
+  WITH c AS MATERIALIZED (SELECT id FROM exp.jobs WHERE queue = 'q' AND state = 'pending' AND run_at <= now()
+                          ORDER BY priority DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED),
+       u AS (UPDATE exp.jobs j SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+                lease_expires_at = clock_timestamp() + interval '30 seconds'$1 FROM c WHERE j.id = c.id
+             RETURNING j.id, j.lease_token)
+  SELECT array_agg(id), array_agg(lease_token) INTO ids, toks FROM u;
+  COMMIT;
+  $2 AND j.state = (SELECT 'running');
+  COMMIT;
+END \$\$;
+EOF_SQL
+}
+# The columns a claim and a completion write that the queue's rules could do without: the
+# worker's name, the version counter (a lease token already fences), the updated_at stamp, and
+# created_at (a UUIDv7 id carries its creation time).
+ddl[narrow-row]="ALTER TABLE exp.jobs DROP COLUMN worker, DROP COLUMN version, DROP COLUMN updated_at, DROP COLUMN created_at;
+$(cycle '' "UPDATE exp.jobs j SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, finished_at = now()
+  FROM UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")"
+# A completed job is deleted instead of kept (no history of completed jobs).
+ddl[delete-on-completion]=$(cycle ", worker = 'w', version = j.version + 1, updated_at = now()" \
+  "DELETE FROM exp.jobs j USING UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")
+
+rate() { pgbench -n "$@" "$url" 2>&1 | awk '/^tps/ {print $3}'; }
+# The jobs table's insert, with the columns the variant still has.
+jobs_insert() {
+  echo "INSERT INTO exp.jobs (id, queue, payload, max_attempts, run_at) SELECT lpad(to_hex(nextval('exp.ids')), 32, '0')::uuid, 'q', '$payload'::json, 25, now() FROM generate_series(1, 500);" > "$tmp/jobs_ins.pgb"
+}
+jobs_insert
+measure() { # table clients
+  psql -q "$url" -v n=200000 -f "$here/postgres_fill.sql" >/dev/null 2>&1
+  local load; load=$(cut -d' ' -f1 /proc/loadavg)
+  local tps; tps=$(rate -c "$2" -j 2 -t $(( 2000 / $2 )) -f "$tmp/$1.pgb")
+  printf '%8.0f jobs/s (load %s)' "$(awk -v t="$tps" 'BEGIN {print t * 100}')" "$load"
+}
+measure_insert() { # table
+  psql -q "$url" -c "TRUNCATE exp.base, exp.jobs" -c CHECKPOINT >/dev/null
+  local tps; tps=$(rate -c 8 -j 2 -t 50 -f "$tmp/$1_ins.pgb")
+  printf '%8.0f rows/s' "$(awk -v t="$tps" 'BEGIN {print t * 500}')"
+}
+for round in $(seq 1 "$rounds"); do
+  for v in baseline-table "${variants[@]}"; do
+    psql -q "$url" -f "$here/postgres.sql" >/dev/null 2>&1
+    if [ "$v" = baseline-table ]; then t=base; else t=jobs; psql -q "$url" -c "${ddl[$v]:-SELECT 1}" >/dev/null; fi
+    printf 'round %d %-22s cycle 4 sessions: %s; 16 sessions: %s; insert 8 sessions: %s\n' "$round" "$v" \
+      "$(measure "$t" 4)" "$(measure "$t" 16)" "$(measure_insert "$t")"
+  done
+done
+psql -q "$url" -c "SET client_min_messages = warning" -c "DROP SCHEMA exp CASCADE"
