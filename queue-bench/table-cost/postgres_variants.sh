@@ -15,16 +15,17 @@ echo "INSERT INTO exp.base (payload) SELECT '$payload'::jsonb FROM generate_seri
 
 # Each variant: the DDL run after postgres.sql created the tables and procedures.
 declare -A ddl
-variants=(as-migrated no-finished-index no-lease-index no-finished-no-lease narrow-row delete-on-completion)
+variants=(as-migrated no-finished-index no-lease-index no-finished-no-lease narrow-row delete-on-completion integer-key)
 ddl[as-migrated]=''
 ddl[no-finished-index]='DROP INDEX exp.jobs_finished_idx;'
 ddl[no-lease-index]='DROP INDEX exp.jobs_lease_idx;'
 ddl[no-finished-no-lease]='DROP INDEX exp.jobs_finished_idx; DROP INDEX exp.jobs_lease_idx;'
-# The cycle of postgres.sql with the claim's extra columns ($1) and the completion ($2) given.
+# The cycle of postgres.sql with the claim's extra columns ($1), the completion ($2) and the
+# type of the key ($3, uuid unless given).
 cycle() {
   cat <<EOF_SQL
 CREATE OR REPLACE PROCEDURE exp.jobs_cycle(n int) LANGUAGE plpgsql AS \$\$
-DECLARE ids uuid[]; toks uuid[];
+DECLARE ids ${3:-uuid}[]; toks uuid[];
 BEGIN
   WITH c AS MATERIALIZED (SELECT id FROM exp.jobs WHERE queue = 'q' AND state = 'pending' AND run_at <= now()
                           ORDER BY priority DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED),
@@ -45,20 +46,29 @@ ddl[narrow-row]="ALTER TABLE exp.jobs DROP COLUMN worker, DROP COLUMN version, D
 $(cycle '' "UPDATE exp.jobs j SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, finished_at = now()
   FROM UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")"
 # A completed job is deleted instead of kept (no history of completed jobs).
+# A 64-bit integer key from a sequence instead of the 16-byte UUID (the primary key and the
+# claim index hold it); job ids would no longer be made by the client.
+ddl[integer-key]="ALTER TABLE exp.jobs ALTER COLUMN id TYPE bigint USING 0;
+$(cycle ", worker = 'w', version = j.version + 1, updated_at = now()" \
+  "UPDATE exp.jobs j SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, finished_at = now(),
+         updated_at = now(), version = j.version + 1
+  FROM UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok" bigint)"
 ddl[delete-on-completion]=$(cycle ", worker = 'w', version = j.version + 1, updated_at = now()" \
   "DELETE FROM exp.jobs j USING UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")
 
 rate() { pgbench -n "$@" "$url" 2>&1 | awk '/^tps/ {print $3}'; }
-# The jobs table's insert, with the columns the variant still has.
-jobs_insert() {
-  echo "INSERT INTO exp.jobs (id, queue, payload, max_attempts, run_at) SELECT lpad(to_hex(nextval('exp.ids')), 32, '0')::uuid, 'q', '$payload'::json, 25, now() FROM generate_series(1, 500);" > "$tmp/jobs_ins.pgb"
+# The jobs table's insert and fill, with the variant's key.
+key_of() { if [ "$1" = integer-key ]; then echo "$2"; else echo "$3"; fi; }
+jobs_insert() { # variant
+  echo "INSERT INTO exp.jobs (id, queue, payload, max_attempts, run_at) SELECT $(key_of "$1" "nextval('exp.ids')" "lpad(to_hex(nextval('exp.ids')), 32, '0')::uuid"), 'q', '$payload'::json, 25, now() FROM generate_series(1, 500);" > "$tmp/jobs_ins.pgb"
 }
-jobs_insert
 measure() { # table clients
-  psql -q "$url" -v n=200000 -f "$here/postgres_fill.sql" >/dev/null 2>&1
+  psql -q "$url" -v n=200000 -v id="$(key_of "$v" i "lpad(to_hex(i), 32, '0')::uuid")" -f "$here/postgres_fill.sql" >/dev/null 2>&1
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
   local tps; tps=$(rate -c "$2" -j 2 -t $(( 2000 / $2 )) -f "$tmp/$1.pgb")
-  printf '%8.0f jobs/s (load %s)' "$(awk -v t="$tps" 'BEGIN {print t * 100}')" "$load"
+  # Every claimed job was completed (or deleted): none is left pending or running.
+  local left; left=$(psql -qtA "$url" -c "SELECT count(*) FROM exp.$1 WHERE state IN ('pending', 'running')")
+  printf '%8.0f jobs/s (load %s; %s left unfinished)' "$(awk -v t="$tps" 'BEGIN {print t * 100}')" "$load" "$left"
 }
 measure_insert() { # table
   psql -q "$url" -c "TRUNCATE exp.base, exp.jobs" -c CHECKPOINT >/dev/null
@@ -69,6 +79,7 @@ for round in $(seq 1 "$rounds"); do
   for v in baseline-table "${variants[@]}"; do
     psql -q "$url" -f "$here/postgres.sql" >/dev/null 2>&1
     if [ "$v" = baseline-table ]; then t=base; else t=jobs; psql -q "$url" -c "${ddl[$v]:-SELECT 1}" >/dev/null; fi
+    jobs_insert "$v"
     printf 'round %d %-22s cycle 4 sessions: %s; 16 sessions: %s; insert 8 sessions: %s\n' "$round" "$v" \
       "$(measure "$t" 4)" "$(measure "$t" 16)" "$(measure_insert "$t")"
   done

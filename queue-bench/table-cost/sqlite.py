@@ -33,6 +33,10 @@ def run(name, c, ddl, fill, claim, complete, batch=100):
         c.execute("BEGIN IMMEDIATE"); complete(c, rows); c.execute("COMMIT")
         done += len(rows)
     el = time.perf_counter() - t
+    # Every claimed job was completed (or deleted): none is left pending or running.
+    table = c.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('jobs', 'queue_jobs')").fetchone()[0]
+    left = c.execute(f"SELECT count(*) FROM {table} WHERE state IN ('pending', 'running')").fetchone()[0]
+    assert done == N and left == 0, (name, done, left)
     print(f"{name}: insert {N/ins:,.0f} rows/s; drain {done/el:,.0f} jobs/s (claim {tc/done*1e6:.1f} us/job, complete {(el-tc)/done*1e6:.1f} us/job)")
 base_ddl = """CREATE TABLE jobs (id INTEGER PRIMARY KEY, payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX jobs_pending ON jobs (id) WHERE state = 'pending';"""

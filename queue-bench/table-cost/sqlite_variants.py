@@ -44,6 +44,19 @@ def narrow_complete(c, rows):
       WHERE queue_jobs.id = leases.column1 AND queue_jobs.lease_token = leases.column2 AND queue_jobs.state='running'""", args)
 
 
+# A 64-bit integer key (the rowid itself) instead of the 16-byte UUID, which a rowid table keeps
+# in an index of its own; job ids would no longer be made by the client.
+def integer_key(ddl):
+    out, n = re.subn(r"id\s+BLOB\s+NOT NULL PRIMARY KEY", "id INTEGER PRIMARY KEY", ddl, count=1)
+    assert n == 1
+    return out
+
+
+def integer_fill():
+    sql, rows = jobs_fill()
+    return sql, [(i + 1,) + r[1:] for i, r in enumerate(rows)]
+
+
 def delete_complete(c, rows):
     vals = ",".join("(?, ?)" for _ in rows); args = []
     for r in rows: args += [r[0], r[8]]
@@ -63,6 +76,7 @@ variants = [
      without_index(without_index(jobs_ddl, "queue_jobs_finished"), "queue_jobs_lease"), jobs_fill, jobs_claim, jobs_complete),
     ("narrow row", narrow(jobs_ddl), narrow_fill, narrow_claim_sql(), narrow_complete),
     ("delete on completion", jobs_ddl, jobs_fill, jobs_claim, delete_complete),
+    ("integer key", integer_key(jobs_ddl), integer_fill, jobs_claim, jobs_complete),
 ]
 
 for i in range(ROUNDS):
