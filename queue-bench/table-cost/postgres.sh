@@ -15,7 +15,8 @@ echo "INSERT INTO exp.jobs (id, queue, payload, max_attempts, run_at) SELECT lpa
 rate() { pgbench -n "$@" "$url" 2>&1 | awk '/^tps/ {print $3}'; }
 for clients in 1 4 16; do
   for t in base jobs; do
-    psql -q "$url" -v n=200000 -f "$here/postgres_fill.sql" >/dev/null 2>&1
+    psql -q "$url" -v ON_ERROR_STOP=1 -v n=200000 -f "$here/postgres_fill.sql" >/dev/null 2>&1 \
+      || { echo "the fill failed" >&2; exit 1; }
     load=$(cut -d' ' -f1 /proc/loadavg)
     tps=$(rate -c "$clients" -j "$(( clients > 1 ? 2 : 1 ))" -t $(( 2000 / clients )) -f "$tmp/$t.pgb")
     printf 'drain  %-4s %2d sessions: %8.0f jobs/s  (load %s)\n' "$t" "$clients" "$(awk -v t="$tps" 'BEGIN {print t * 100}')" "$load"

@@ -45,7 +45,6 @@ EOF_SQL
 ddl[narrow-row]="ALTER TABLE exp.jobs DROP COLUMN worker, DROP COLUMN version, DROP COLUMN updated_at, DROP COLUMN created_at;
 $(cycle '' "UPDATE exp.jobs j SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, finished_at = now()
   FROM UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")"
-# A completed job is deleted instead of kept (no history of completed jobs).
 # A 64-bit integer key from a sequence instead of the 16-byte UUID (the primary key and the
 # claim index hold it); job ids would no longer be made by the client.
 ddl[integer-key]="ALTER TABLE exp.jobs ALTER COLUMN id TYPE bigint USING 0;
@@ -53,6 +52,7 @@ $(cycle ", worker = 'w', version = j.version + 1, updated_at = now()" \
   "UPDATE exp.jobs j SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, finished_at = now(),
          updated_at = now(), version = j.version + 1
   FROM UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok" bigint)"
+# A completed job is deleted instead of kept (no history of completed jobs).
 ddl[delete-on-completion]=$(cycle ", worker = 'w', version = j.version + 1, updated_at = now()" \
   "DELETE FROM exp.jobs j USING UNNEST(ids, toks) AS a(id, tok) WHERE j.id = a.id AND j.lease_token = a.tok")
 
@@ -63,7 +63,11 @@ jobs_insert() { # variant
   echo "INSERT INTO exp.jobs (id, queue, payload, max_attempts, run_at) SELECT $(key_of "$1" "nextval('exp.ids')" "lpad(to_hex(nextval('exp.ids')), 32, '0')::uuid"), 'q', '$payload'::json, 25, now() FROM generate_series(1, 500);" > "$tmp/jobs_ins.pgb"
 }
 measure() { # table clients
-  psql -q "$url" -v n=200000 -v id="$(key_of "$v" i "lpad(to_hex(i), 32, '0')::uuid")" -f "$here/postgres_fill.sql" >/dev/null 2>&1
+  psql -q "$url" -v ON_ERROR_STOP=1 -v n=200000 -v id="$(key_of "$v" i "lpad(to_hex(i), 32, '0')::uuid")" \
+    -f "$here/postgres_fill.sql" >/dev/null 2>&1 || true
+  # A fill that failed would leave an empty table, and the cycle would time empty claims.
+  local filled; filled=$(psql -qtA "$url" -c "SELECT count(*) FROM exp.$1 WHERE state = 'pending'")
+  if [ "$filled" != 200000 ]; then printf 'FILL FAILED (%s rows)' "$filled"; return; fi
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
   local tps; tps=$(rate -c "$2" -j 2 -t $(( 2000 / $2 )) -f "$tmp/$1.pgb")
   # Every claimed job was completed (or deleted): none is left pending or running.

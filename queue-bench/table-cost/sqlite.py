@@ -6,8 +6,10 @@ transaction, 500 per statement, claims of 100. Python's sqlite3 module:
 both tables pay the same interpreter overhead per statement and per bound value.
 
 Usage: python3 queue-bench/table-cost/sqlite.py [ROWS]"""
-import os, sqlite3, sys, tempfile, time, uuid
+import atexit, os, shutil, sqlite3, sys, tempfile, time, uuid
+sys.dont_write_bytecode = True  # sqlite_variants.py imports this file; no __pycache__ beside it
 TMP = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, TMP, True)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
 PAY = '{"n":1,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}'
 def db(path):
