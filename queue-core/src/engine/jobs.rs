@@ -1,0 +1,152 @@
+//! Operating on jobs by id (cancel, retry, get) and the operators' calls (list, stats, prune).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{Driver, DriverFault, Engine, JobPrune, Target, PRUNE_CHUNK};
+use crate::error::{Error, Result};
+use crate::job::{Job, JobId, JobState};
+use crate::queue::{ListRequest, PruneRequest, QueueStats};
+use crate::validate;
+
+impl<D: Driver> Engine<D> {
+    /// The error for an id-addressed operation that matched no row in an allowed state.
+    async fn state_error(&self, id: JobId, operation: &'static str) -> Error {
+        match self.driver().job_state(Target::Pool, id).await {
+            Ok(None) => Error::NotFound { job: id },
+            Ok(Some(state)) => Error::InvalidState {
+                job: id,
+                state,
+                operation,
+            },
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// Cancels a pending or running job.
+    ///
+    /// # Errors
+    /// As [`Queue::cancel`].
+    pub async fn cancel(&self, id: JobId) -> Result<()> {
+        let changed = self
+            .retried("cancel", || self.driver().job_cancel(id))
+            .await
+            .map_err(|e| self.error(e))?;
+        if changed == 0 {
+            return Err(self.state_error(id, "cancel").await);
+        }
+        Ok(())
+    }
+
+    /// Brings a dead or cancelled job back to pending.
+    ///
+    /// # Errors
+    /// As [`Queue::retry`].
+    pub async fn retry(&self, id: JobId) -> Result<()> {
+        match self.retried("retry", || self.driver().job_retry(id)).await {
+            Ok(Some(queue)) => {
+                self.wake(&queue, 1).await;
+                Ok(())
+            }
+            Ok(None) => Err(self.state_error(id, "retry").await),
+            Err(e) if matches!(self.driver().classify(&e), DriverFault::UniqueViolation(_)) => {
+                match self.get(id).await {
+                    Ok(Some(job)) if job.dedup_key.is_some() => Err(Error::Duplicate {
+                        queue: job.queue,
+                        dedup_key: job.dedup_key.unwrap_or_default(),
+                    }),
+                    _ => Err(self.error(e)),
+                }
+            }
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Reads one job.
+    ///
+    /// # Errors
+    /// As [`Queue::get`].
+    pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
+        self.driver().job_get(id).await.map_err(|e| self.error(e))
+    }
+
+    /// Lists jobs, newest first.
+    ///
+    /// # Errors
+    /// As [`Queue::list`].
+    pub async fn list(&self, req: ListRequest) -> Result<Vec<Job>> {
+        req.validate()?;
+        self.driver()
+            .job_list(&req)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// Job counts per queue and state.
+    ///
+    /// # Errors
+    /// As [`Queue::stats`].
+    pub async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>> {
+        if let Some(q) = queue {
+            validate::queue_name(q)?;
+        }
+        let mut stats = self
+            .driver()
+            .job_stats(queue)
+            .await
+            .map_err(|e| self.error(e))?;
+        if let (Some(q), true) = (queue, stats.is_empty()) {
+            stats.push(QueueStats {
+                queue: q.to_owned(),
+                ..QueueStats::default()
+            });
+        }
+        self.with_controls(queue, stats).await
+    }
+
+    /// Deletes finished jobs, a bounded number per statement.
+    ///
+    /// # Errors
+    /// As [`Queue::prune`].
+    pub async fn prune(&self, req: PruneRequest) -> Result<u64> {
+        req.validate()?;
+        let mut states: Vec<JobState> = Vec::with_capacity(3);
+        for s in &req.states {
+            if !states.contains(s) {
+                states.push(*s);
+            }
+        }
+        let p = JobPrune {
+            states: &states,
+            older_than: req.older_than,
+            queue: req.queue.as_deref(),
+            limit: PRUNE_CHUNK,
+        };
+        let mut total = 0;
+        loop {
+            let n = self
+                .retried("prune", || self.driver().job_prune(p))
+                .await
+                .map_err(|e| self.error(e))?;
+            total += n;
+            if n < PRUNE_CHUNK as u64 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Waits for a wake-up on `queue` or for `timeout`.
+    pub async fn wait_for_work(&self, queue: &str, timeout: Duration) {
+        self.inner.driver.watch(queue, &self.inner.hub);
+        self.inner.hub.wait(queue, timeout).await;
+    }
+
+    /// The database's clock.
+    ///
+    /// # Errors
+    /// As [`Queue::now`].
+    pub async fn now(&self) -> Result<DateTime<Utc>> {
+        self.driver().now().await.map_err(|e| self.error(e))
+    }
+}

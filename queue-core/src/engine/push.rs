@@ -1,0 +1,200 @@
+//! Pushing: validation, the insert, wake-ups, and naming the dedup key of a clash.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::{
+    distinct, queue_counts, Driver, DriverFault, Engine, JobInsert, PushKind, Target, UniqueIndex,
+};
+use crate::error::{Error, Result};
+use crate::job::{JobId, NewJob};
+use crate::queue::validate_batch;
+
+impl<D: Driver> Engine<D> {
+    /// Stores one job.
+    ///
+    /// # Errors
+    /// As [`Queue::push`].
+    pub async fn push(&self, job: NewJob) -> Result<JobId> {
+        job.validate(self.limits())?;
+        self.insert(Target::Pool, std::slice::from_ref(&job), PushKind::Single)
+            .await?;
+        Ok(job.id())
+    }
+
+    /// Stores every job or none.
+    ///
+    /// # Errors
+    /// As [`Queue::push_batch`].
+    pub async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        validate_batch(&jobs, self.limits())?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        check_batch_dedup(&jobs)?;
+        self.insert(Target::Pool, &jobs, PushKind::Other).await?;
+        Ok(jobs.iter().map(NewJob::id).collect())
+    }
+
+    /// Stores one job inside the caller's transaction on `conn`: it exists iff that commits.
+    ///
+    /// # Errors
+    /// As [`Queue::push`].
+    pub async fn push_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<JobId> {
+        job.validate(self.limits())?;
+        self.insert(
+            Target::Tx(conn),
+            std::slice::from_ref(&job),
+            PushKind::Other,
+        )
+        .await?;
+        Ok(job.id())
+    }
+
+    /// Stores every job or none inside the caller's transaction on `conn`.
+    ///
+    /// # Errors
+    /// As [`Queue::push_batch`].
+    pub async fn push_batch_in(&self, conn: &mut D::Conn, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        validate_batch(&jobs, self.limits())?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        check_batch_dedup(&jobs)?;
+        self.insert(Target::Tx(conn), &jobs, PushKind::Other)
+            .await?;
+        Ok(jobs.iter().map(NewJob::id).collect())
+    }
+
+    pub(super) async fn insert(
+        &self,
+        target: Target<'_, D::Conn>,
+        jobs: &[NewJob],
+        kind: PushKind,
+    ) -> Result<()> {
+        let now = Utc::now();
+        let delays: Vec<Duration> = jobs.iter().map(|j| j.delay_from(now)).collect();
+        let counts = queue_counts(jobs);
+        // Notifications to other processes: in the insert itself, except for a single push
+        // inside a coalescing window, which gets a trailing one once it has committed.
+        let mut trail = None;
+        let notify: Vec<&str> = match (&self.inner.remote, kind, &target) {
+            (None, _, _) => Vec::new(),
+            (Some(c), PushKind::Single, Target::Pool) => {
+                let queue = counts[0].0;
+                if c.lead(queue) {
+                    vec![queue]
+                } else {
+                    trail = Some(queue);
+                    Vec::new()
+                }
+            }
+            (Some(_), _, _) => counts.iter().map(|(q, _)| *q).collect(),
+        };
+        let p = JobInsert {
+            jobs,
+            delays: &delays,
+            notify: &notify,
+        };
+        let d = self.driver();
+        match target {
+            Target::Pool => {
+                if let Err(e) = self.retried("push", || d.job_insert(Target::Pool, p)).await {
+                    return Err(self.insert_error(Target::Pool, jobs, e).await);
+                }
+                for (queue, n) in &counts {
+                    self.inner.hub.notify(queue, *n);
+                }
+                if let (Some(queue), Some(c)) = (trail, &self.inner.remote) {
+                    self.trail(c, queue);
+                }
+            }
+            Target::Tx(conn) => {
+                if let Err(e) = d.job_insert(Target::Tx(&mut *conn), p).await {
+                    return Err(self.insert_error(Target::Tx(conn), jobs, e).await);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a failed insert of `jobs`: a unique violation on the live dedup keys
+    /// becomes [`Error::Duplicate`] naming the key that a live job holds.
+    async fn insert_error(
+        &self,
+        target: Target<'_, D::Conn>,
+        jobs: &[NewJob],
+        e: D::Error,
+    ) -> Error {
+        let which = match self.inner.driver.classify(&e) {
+            DriverFault::UniqueViolation(
+                which @ (UniqueIndex::DedupKey | UniqueIndex::Unknown),
+            ) => which,
+            _ => return self.error(e),
+        };
+        let keyed: Vec<(&str, &str)> = jobs
+            .iter()
+            .filter_map(|j| j.dedup_key_value().map(|k| (j.queue(), k)))
+            .collect();
+        let duplicate = |(queue, key): (&str, &str)| Error::Duplicate {
+            queue: queue.to_owned(),
+            dedup_key: key.to_owned(),
+        };
+        match (keyed.as_slice(), which) {
+            ([], _) => return self.error(e),
+            ([only], UniqueIndex::DedupKey) => return duplicate(*only),
+            _ => {}
+        }
+        if let Some(pair) = self.live_dedup_key(target, &keyed).await {
+            return duplicate(pair);
+        }
+        match which {
+            // The server named the dedup index, but the live key is not visible from here (it
+            // was pushed earlier in the caller's own transaction, or has just finished).
+            UniqueIndex::DedupKey => duplicate(keyed[0]),
+            // No live job holds any of the keys: the clash was on something else (the id).
+            _ => self.error(e),
+        }
+    }
+
+    /// The first of `keyed` (in batch order) that a live job holds, looked up in the caller's
+    /// transaction when there is one (falling back to the pool when that transaction can no
+    /// longer run statements).
+    async fn live_dedup_key<'a>(
+        &self,
+        target: Target<'_, D::Conn>,
+        keyed: &[(&'a str, &'a str)],
+    ) -> Option<(&'a str, &'a str)> {
+        let queues: Vec<&str> = distinct(keyed.iter().map(|(q, _)| *q));
+        let keys: Vec<&str> = distinct(keyed.iter().map(|(_, k)| *k));
+        let d = self.driver();
+        let live = match target {
+            Target::Tx(conn) => match d.job_dedup_live(Target::Tx(conn), &queues, &keys).await {
+                Ok(live) => live,
+                Err(_) => d.job_dedup_live(Target::Pool, &queues, &keys).await.ok()?,
+            },
+            Target::Pool => d.job_dedup_live(Target::Pool, &queues, &keys).await.ok()?,
+        };
+        let live: HashSet<(&str, &str)> =
+            live.iter().map(|(q, k)| (q.as_str(), k.as_str())).collect();
+        keyed.iter().copied().find(|pair| live.contains(pair))
+    }
+}
+
+/// Two jobs of one batch with the same queue and dedup key: the batch would clash with itself.
+fn check_batch_dedup(jobs: &[NewJob]) -> Result<()> {
+    let mut seen = HashSet::new();
+    for j in jobs {
+        if let Some(k) = j.dedup_key_value() {
+            if !seen.insert((j.queue(), k)) {
+                return Err(Error::Duplicate {
+                    queue: j.queue().to_owned(),
+                    dedup_key: k.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}

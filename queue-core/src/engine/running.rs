@@ -1,0 +1,246 @@
+//! The transitions of a running job, each fenced by its lease token, and the rescue of
+//! expired leases.
+
+use std::time::Duration;
+
+use super::{
+    count_by, sort_claimed, Driver, Engine, Expired, JobClaim, JobFailDead, JobFailRetry,
+    JobRescue, Target, LEASE_EXPIRED, LOG_TARGET, RESCUE_CHUNK,
+};
+use crate::error::{Error, Result};
+use crate::job::{FailOutcome, Failure, JobState, Lease, Leased};
+use crate::queue::{validate_ack_batch, CheckedPop, ClaimStrategy};
+use crate::retry::FailDecision;
+use crate::validate;
+
+impl<D: Driver> Engine<D> {
+    /// Why a fenced transition of `lease` changed nothing: the job was cancelled, or the lease
+    /// is no longer current (also when the job is gone).
+    async fn lease_error(&self, target: Target<'_, D::Conn>, lease: &Lease) -> Error {
+        match self.driver().job_state(target, lease.job_id).await {
+            Ok(Some(JobState::Cancelled)) => Error::Cancelled { job: lease.job_id },
+            Ok(_) => Error::LeaseLost { job: lease.job_id },
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// `Ok` when a fenced transition changed its row, else why not.
+    async fn fenced(&self, changed: u64, lease: &Lease) -> Result<()> {
+        if changed == 0 {
+            Err(self.lease_error(Target::Pool, lease).await)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Marks the job completed.
+    ///
+    /// # Errors
+    /// As [`Queue::ack`].
+    pub async fn ack(&self, lease: &Lease) -> Result<()> {
+        let changed = self
+            .retried("ack", || self.driver().job_complete(Target::Pool, lease))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.fenced(changed, lease).await?;
+        self.places_freed(std::slice::from_ref(lease)).await;
+        Ok(())
+    }
+
+    /// Completes the job inside the caller's transaction on `conn`.
+    ///
+    /// # Errors
+    /// [`Error::LeaseLost`] or [`Error::Cancelled`]: nothing was changed and the caller should
+    /// roll back its own writes.
+    pub async fn complete_in(&self, conn: &mut D::Conn, lease: &Lease) -> Result<()> {
+        let changed = self
+            .driver()
+            .job_complete(Target::Tx(&mut *conn), lease)
+            .await
+            .map_err(|e| self.error(e))?;
+        if changed == 0 {
+            return Err(self.lease_error(Target::Tx(conn), lease).await);
+        }
+        Ok(())
+    }
+
+    /// Completes every job whose lease is current.
+    ///
+    /// # Errors
+    /// As [`Queue::ack_batch`].
+    pub async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
+        validate_ack_batch(leases, self.limits())?;
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        let done = self
+            .retried("ack_batch", || self.driver().job_complete_many(leases))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.places_freed(leases).await;
+        Ok(done)
+    }
+
+    /// Completes `leases`, then claims with `req`: in one call to the driver where the dialect
+    /// can (and the claim strategy is a single statement), else as two.
+    ///
+    /// # Errors
+    /// As [`Queue::ack_batch_and_pop`].
+    pub async fn ack_batch_and_pop(
+        &self,
+        leases: &[Lease],
+        req: &CheckedPop,
+    ) -> Result<(u64, Result<Vec<Leased>>)> {
+        validate_ack_batch(leases, self.limits())?;
+        let single_statement_claim = self.inner.caps.claim != ClaimStrategy::Optimistic;
+        let r = req.request();
+        if !leases.is_empty() && single_statement_claim && !self.known_controlled(&r.queue) {
+            validate::pop_limit(r.limit, self.limits())?;
+            let p = JobClaim {
+                queue: &r.queue,
+                limit: r.limit,
+                lease: r.lease,
+                worker: &r.worker,
+                controls_checked: false,
+            };
+            let combined = self
+                .retried("ack_batch_and_pop", || {
+                    self.driver().job_complete_and_claim(leases, p)
+                })
+                .await
+                .map_err(|e| self.error(e))?;
+            if let Some((acked, mut jobs)) = combined {
+                if jobs.is_empty() {
+                    return Ok((acked, self.claim_if_controlled(p).await));
+                }
+                sort_claimed(&mut jobs);
+                return Ok((acked, Ok(jobs)));
+            }
+        }
+        let acked = self.ack_batch(leases).await?;
+        Ok((acked, self.pop_checked(req).await))
+    }
+
+    /// Records a failure as the retry policy decides.
+    ///
+    /// # Errors
+    /// As [`Queue::fail`].
+    pub async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
+        let error = validate::error_text(&failure.message);
+        let d = self.driver();
+        match self.inner.retry_policy.decide(lease, &failure) {
+            FailDecision::Retry(delay) => {
+                let p = JobFailRetry {
+                    lease,
+                    delay,
+                    error: &error,
+                };
+                let changed = self
+                    .retried("fail", || d.job_fail_retry(p))
+                    .await
+                    .map_err(|e| self.error(e))?;
+                self.fenced(changed, lease).await?;
+                if delay.is_zero() {
+                    self.wake(&lease.queue, 1).await;
+                } else {
+                    self.places_freed(std::slice::from_ref(lease)).await;
+                }
+                Ok(FailOutcome::Retrying { after: delay })
+            }
+            FailDecision::Dead => {
+                let p = JobFailDead {
+                    lease,
+                    error: &error,
+                };
+                let changed = self
+                    .retried("fail", || d.job_fail_dead(p))
+                    .await
+                    .map_err(|e| self.error(e))?;
+                self.fenced(changed, lease).await?;
+                self.places_freed(std::slice::from_ref(lease)).await;
+                Ok(FailOutcome::Dead)
+            }
+        }
+    }
+
+    /// Moves the lease's expiry to `by` from now.
+    ///
+    /// # Errors
+    /// As [`Queue::extend`].
+    pub async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {
+        validate::lease("by", by)?;
+        let expires = self
+            .retried("extend", || self.driver().job_extend(lease, by))
+            .await
+            .map_err(|e| self.error(e))?;
+        match expires {
+            Some(expires_at) => Ok(Lease {
+                expires_at,
+                ..lease.clone()
+            }),
+            None => Err(self.lease_error(Target::Pool, lease).await),
+        }
+    }
+
+    /// Gives the job back unstarted.
+    ///
+    /// # Errors
+    /// As [`Queue::release`].
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        let changed = self
+            .retried("release", || self.driver().job_release(lease))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.fenced(changed, lease).await?;
+        self.wake(&lease.queue, 1).await;
+        Ok(())
+    }
+
+    /// Returns expired leases to pending, or dead when their attempts are used up.
+    ///
+    /// # Errors
+    /// As [`Queue::rescue_expired`].
+    pub async fn rescue_expired(&self) -> Result<u64> {
+        let d = self.driver();
+        let mut total = 0;
+        loop {
+            let expired = self
+                .retried("rescue", || d.job_expired(RESCUE_CHUNK))
+                .await
+                .map_err(|e| self.error(e))?;
+            if expired.is_empty() {
+                break;
+            }
+            let (retry, dead): (Vec<&Expired>, Vec<&Expired>) =
+                expired.iter().partition(|x| x.attempts < x.max_attempts);
+            let mut round = 0;
+            for (jobs, to_dead) in [(&retry, false), (&dead, true)] {
+                if jobs.is_empty() {
+                    continue;
+                }
+                let ids: Vec<_> = jobs.iter().map(|x| (x.id, x.token)).collect();
+                let p = JobRescue {
+                    jobs: &ids,
+                    dead: to_dead,
+                    error: LEASE_EXPIRED,
+                };
+                round += self
+                    .retried("rescue", || d.job_rescue(p))
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+            total += round;
+            for (queue, n) in count_by(retry.iter().map(|x| x.queue.as_str())) {
+                self.wake(queue, n).await;
+            }
+            // A short read was the last one; a round that moved nothing would only repeat.
+            if expired.len() < RESCUE_CHUNK || round == 0 {
+                break;
+            }
+        }
+        if total > 0 {
+            tracing::info!(target: LOG_TARGET, rescued = total, "rescued jobs with expired leases");
+        }
+        Ok(total)
+    }
+}
