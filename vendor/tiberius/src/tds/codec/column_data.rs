@@ -928,9 +928,57 @@ impl<'a> Encode<BytesMutWithTypeInfo<'a>> for ColumnData<'a> {
             (data, Some(TypeInfo::VarLenSized(vlc))) if vlc.r#type() == VarLenType::SSVariant => {
                 sql_variant::encode(&mut *dst, data)?;
             }
-            (_, None) => {
-                // None/null
-                dst.put_u8(FixedLenType::Null as u8);
+            // A NULL without a column's TYPE_INFO (an RPC parameter) is written with the
+            // TYPE_INFO of the type `type_name` declares it as, as for a value of that type,
+            // never as the untyped NULL (NULLTYPE, 0x1F): not every TDS server accepts that
+            // type in an RPC request.
+            (ColumnData::String(None), None) => {
+                // nvarchar(4000): NVARCHARTYPE, 8000 bytes, a collation, CHARBIN_NULL.
+                dst.put_u8(VarLenType::NVarchar as u8);
+                dst.put_u16_le(8000);
+                dst.extend_from_slice(&[0u8; 5][..]);
+                dst.put_u16_le(0xffff);
+            }
+            (ColumnData::Binary(None), None) => {
+                // varbinary(max): BIGVARBINARYTYPE of unlimited length, PLP_NULL.
+                dst.put_u8(VarLenType::BigVarBin as u8);
+                dst.put_u16_le(0xffff);
+                dst.put_u64_le(0xffffffffffffffff);
+            }
+            (ColumnData::Xml(None), None) => {
+                // xml without a schema, PLP_NULL.
+                dst.put_u8(VarLenType::Xml as u8);
+                dst.put_u8(0);
+                dst.put_u64_le(0xffffffffffffffff);
+            }
+            (ColumnData::Numeric(None), None) => {
+                // numeric, i.e. numeric(18,0): NUMERICNTYPE of 9 bytes, then a zero length.
+                dst.extend_from_slice(&[VarLenType::Numericn as u8, 9, 18, 0, 0]);
+            }
+            (ColumnData::DateTime(None), None) => {
+                dst.extend_from_slice(&[VarLenType::Datetimen as u8, 8, 0]);
+            }
+            (ColumnData::SmallDateTime(None), None) => {
+                dst.extend_from_slice(&[VarLenType::Datetimen as u8, 4, 0]);
+            }
+            #[cfg(feature = "tds73")]
+            (ColumnData::Date(None), None) => {
+                dst.extend_from_slice(&[VarLenType::Daten as u8, 0]);
+            }
+            #[cfg(feature = "tds73")]
+            (ColumnData::Time(None), None) => {
+                // time, i.e. time(7).
+                dst.extend_from_slice(&[VarLenType::Timen as u8, 7, 0]);
+            }
+            #[cfg(feature = "tds73")]
+            (ColumnData::DateTime2(None), None) => {
+                // datetime2, i.e. datetime2(7).
+                dst.extend_from_slice(&[VarLenType::Datetime2 as u8, 7, 0]);
+            }
+            #[cfg(feature = "tds73")]
+            (ColumnData::DateTimeOffset(None), None) => {
+                // datetimeoffset, i.e. datetimeoffset(7).
+                dst.extend_from_slice(&[VarLenType::DatetimeOffsetn as u8, 7, 0]);
             }
             (v, ref ti) => {
                 return Err(crate::Error::BulkInput(
@@ -1242,6 +1290,86 @@ mod tests {
         .expect_err("malformed XML must retain strict UTF-16 decoding");
 
         assert!(matches!(error, Error::Protocol(_)));
+    }
+
+    // A NULL parameter is written with the TYPE_INFO of the type it is declared as
+    // (`type_name`), never as NULLTYPE (0x1F); the bytes read back, through the TYPE_INFO
+    // decoder, as that type and a NULL of it, and nothing is left over.
+    #[tokio::test]
+    async fn null_parameters_carry_their_declared_type() {
+        let nulls = vec![
+            (ColumnData::String(None), "nvarchar(4000)"),
+            (ColumnData::Binary(None), "varbinary(max)"),
+            (ColumnData::Xml(None), "xml"),
+            (ColumnData::Numeric(None), "numeric"),
+            (ColumnData::DateTime(None), "datetime"),
+            (ColumnData::SmallDateTime(None), "smalldatetime"),
+            #[cfg(feature = "tds73")]
+            (ColumnData::Date(None), "date"),
+            #[cfg(feature = "tds73")]
+            (ColumnData::Time(None), "time"),
+            #[cfg(feature = "tds73")]
+            (ColumnData::DateTime2(None), "datetime2"),
+            #[cfg(feature = "tds73")]
+            (ColumnData::DateTimeOffset(None), "datetimeoffset"),
+            (ColumnData::I32(None), "int"),
+            (ColumnData::I64(None), "bigint"),
+            (ColumnData::Bit(None), "bit"),
+            (ColumnData::Guid(None), "uniqueidentifier"),
+        ];
+        for (null, declared) in nulls {
+            assert_eq!(null.type_name(), declared);
+            let buf = encode_without_ti(null.clone()).unwrap();
+            assert_ne!(
+                buf[0],
+                FixedLenType::Null as u8,
+                "{declared}: the untyped NULL"
+            );
+            let reader = &mut buf.into_sql_read_bytes();
+            let ti = TypeInfo::decode(reader).await.unwrap();
+            let size = match &ti {
+                TypeInfo::VarLenSized(cx) => cx.len(),
+                TypeInfo::VarLenSizedPrecision { size, .. } => *size,
+                TypeInfo::Xml { .. } => 0,
+                other => panic!("{declared}: {other:?}"),
+            };
+            let want = match declared {
+                "nvarchar(4000)" => 8000,
+                "varbinary(max)" => 0xffff,
+                "numeric" => 9,
+                "datetime" | "bigint" => 8,
+                "smalldatetime" | "int" => 4,
+                "xml" => 0,
+                "date" => 3,
+                "time" | "datetime2" | "datetimeoffset" => 7,
+                "bit" => 1,
+                "uniqueidentifier" => 16,
+                other => panic!("{other}"),
+            };
+            assert_eq!(size, want, "{declared}: {ti:?}");
+            let back = ColumnData::decode(reader, &ti).await.unwrap();
+            assert_eq!(
+                std::mem::discriminant(&back),
+                std::mem::discriminant(&null),
+                "{declared}: {back:?}"
+            );
+            assert_eq!(back, null, "{declared}");
+            reader
+                .read_u8()
+                .await
+                .expect_err("the NULL's bytes are all read");
+        }
+    }
+
+    // A NULL string parameter has the TYPE_INFO of a string value of its declared type: only
+    // the length (CHARBIN_NULL) differs.
+    #[test]
+    fn a_null_string_parameter_is_a_nvarchar_4000() {
+        let value = encode_without_ti(ColumnData::String(Some("".into()))).unwrap();
+        let null = encode_without_ti(ColumnData::String(None)).unwrap();
+        assert_eq!(null[..8], value[..8]);
+        assert_eq!(&value[8..], &[0, 0]);
+        assert_eq!(&null[8..], &[0xff, 0xff]);
     }
 
     async fn test_round_trip(ti: TypeInfo, d: ColumnData<'_>) {
