@@ -7,6 +7,7 @@ use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
 use queue_core::validate;
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
 
+use crate::bind::Params;
 use crate::driver::MsSqlDriver;
 use crate::error::{classify, MsSqlError};
 use crate::options::{redact, Target};
@@ -180,7 +181,7 @@ async fn first(
 ) -> Result<(crate::pool::Client, ServerInfo)> {
     let attempt = async {
         let mut conn = MsSqlConnection::new(open(&target.config).await?);
-        let rows = conn.fetch(&sql.server_version, Vec::new()).await?;
+        let rows = conn.fetch(&sql.server_version, Params::default()).await?;
         let row = rows
             .first()
             .ok_or_else(|| MsSqlError::Decode("no server version".into()))?;
