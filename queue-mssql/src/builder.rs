@@ -55,8 +55,20 @@ impl ServerInfo {
         self.version.split('.').next()?.parse().ok()
     }
 
+    /// The version and edition, as `capabilities().server_version` reports them (the version
+    /// first, as every backend reports it: `16.0.4135.4 (Standard Edition)`).
+    fn version_string(&self) -> String {
+        if self.edition.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{} ({})", self.version, self.edition)
+        }
+    }
+
+    /// The product, version and edition, for messages: `SQL Server 16.0.4135.4 (Standard
+    /// Edition)`.
     fn banner(&self) -> String {
-        format!("SQL Server {} ({})", self.version, self.edition)
+        format!("SQL Server {}", self.version_string())
     }
 }
 
@@ -157,7 +169,7 @@ impl MsSqlQueueBuilder {
             wakeups: Wakeups::InProcess,
             time_precision: Duration::from_micros(1),
             transactions: true,
-            server_version: Some(info.banner()),
+            server_version: Some(info.version_string()),
             profile: queue_core::EngineProfile::of(queue_core::ServerKind::MsSql),
             limits: self.common.limits.clone(),
         };
@@ -321,9 +333,19 @@ mod tests {
         assert_eq!(info("12.0.6024.0").major(), Some(12));
         assert_eq!(info("").major(), None);
         assert_eq!(
+            info("16.0.4135.4").version_string(),
+            "16.0.4135.4 (Developer Edition (64-bit))"
+        );
+        assert_eq!(
             info("16.0.4135.4").banner(),
             "SQL Server 16.0.4135.4 (Developer Edition (64-bit))"
         );
+        let bare = ServerInfo {
+            version: "12.0.2000.8".into(),
+            edition: String::new(),
+            rcsi: false,
+        };
+        assert_eq!(bare.version_string(), "12.0.2000.8");
     }
 
     #[tokio::test]
