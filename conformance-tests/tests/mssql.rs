@@ -142,14 +142,11 @@ async fn prepare_databases(url: &str) -> anyhow::Result<Vec<Option<String>>> {
     let mut client = raw_client(url).await?;
     let mut ready = Vec::new();
     for (db, rcsi) in DATABASES {
-        let prepared = if rcsi {
-            match create_database(&mut client, db).await {
-                Ok(()) => set_read_committed_snapshot(&mut client, db, true).await,
-                Err(e) => Err(e),
-            }
-        } else {
-            create_database(&mut client, db).await?;
-            set_read_committed_snapshot(&mut client, db, false).await
+        let prepared = match create_database(&mut client, db).await {
+            Ok(()) => set_read_committed_snapshot(&mut client, db, rcsi).await,
+            // Without the plain database no case can run anywhere.
+            Err(e) if !rcsi => return Err(e),
+            Err(e) => Err(e),
         };
         ready.push(prepared.err().map(|e| format!("{e:#}")));
     }

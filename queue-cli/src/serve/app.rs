@@ -151,18 +151,20 @@ fn label(dialect: Dialect, version: Option<&str>) -> String {
         .map(|v| v.trim_start())
         .map(|v| v.strip_prefix(name).unwrap_or(v))
         .and_then(|v| v.split_whitespace().next())
-        .map(|v| {
-            match v
-                .to_ascii_lowercase()
-                .find(&format!("-{}", name.to_ascii_lowercase()))
-            {
-                Some(at) if at > 0 => &v[..at],
-                _ => v,
-            }
-        });
+        .map(|v| before_product(v, name));
     match version {
         Some(v) => format!("{name} {v}"),
         None => name.to_owned(),
+    }
+}
+
+/// `version` up to where it names the product `name` again after a dash (`11.4.3-MariaDB-log`
+/// is `11.4.3`); all of it otherwise (`8.0.11-TiDB-v7.5.0` names another server).
+fn before_product<'a>(version: &'a str, name: &str) -> &'a str {
+    let marker = format!("-{}", name.to_ascii_lowercase());
+    match version.to_ascii_lowercase().find(&marker) {
+        Some(at) if at > 0 => &version[..at],
+        _ => version,
     }
 }
 
