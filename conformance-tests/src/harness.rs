@@ -47,6 +47,22 @@ pub struct Server {
     pub label: String,
     /// Its URL (empty for SQLite, which needs no server).
     pub url: String,
+    /// Why no case can run here although the server was found (the backend could not prepare
+    /// it as the cases need, e.g. a setting the server refuses): every case is then reported
+    /// as ignored with this reason, never as passed, and still runs on the other servers.
+    /// `None` for a server that is ready.
+    pub unusable: Option<String>,
+}
+
+impl Server {
+    /// A server that is ready for the cases.
+    pub fn new(label: impl Into<String>, url: impl Into<String>) -> Self {
+        Server {
+            label: label.into(),
+            url: url.into(),
+            unusable: None,
+        }
+    }
 }
 
 /// Where the servers of a backend come from, or why there are none.

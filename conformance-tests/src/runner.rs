@@ -1,7 +1,7 @@
 //! The test runner: a custom harness (on `libtest-mimic`) that decides at start-up which cases
 //! can run, so that the closing line of each test binary says how many cases ran on which
-//! backend. A case that cannot run (no server, a missing capability) is reported as ignored with
-//! its reason, never as passed.
+//! backend. A case that cannot run (no server, a server the backend could not prepare, a missing
+//! capability) is reported as ignored with its reason, never as passed.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -152,6 +152,37 @@ fn outcome(result: anyhow::Result<()>) -> Result<Completion, Failed> {
     }
 }
 
+/// Runs a test on each of `servers` with `run`: failed as soon as it fails on one, ignored as
+/// soon as one run is ignored; ignored too, with the reason, when a server is unusable (it still
+/// runs on the others, and the reason says where it passed). Passed only when it passed on every
+/// server.
+fn on_each(
+    servers: &[Server],
+    mut run: impl FnMut(&Server) -> anyhow::Result<()>,
+) -> Result<Completion, Failed> {
+    let mut passed = Vec::new();
+    let mut unusable = Vec::new();
+    for server in servers {
+        if let Some(why) = &server.unusable {
+            unusable.push(format!("not run on {}: {why}", server.label));
+            continue;
+        }
+        let done = outcome(run(server).map_err(|e| e.context(format!("on {}", server.label))))?;
+        if let Completion::Ignored { .. } = done {
+            return Ok(done);
+        }
+        passed.push(server.label.as_str());
+    }
+    if unusable.is_empty() {
+        return Ok(Completion::Completed);
+    }
+    let mut why = unusable.join("; ");
+    if !passed.is_empty() {
+        why.push_str(&format!(" (passed on {})", passed.join(", ")));
+    }
+    Ok(Completion::ignored_with(why))
+}
+
 fn case_trial(
     backend: &'static str,
     harness: Arc<dyn Harness>,
@@ -161,31 +192,72 @@ fn case_trial(
     let name = format!("{backend}::{}::{}", harness.claim().as_str(), case.name);
     Trial::ignorable_test(name, move || {
         let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
-        for server in servers.iter() {
-            let result = rt.block_on(run_on(harness.clone(), server, case.name, &case.run));
-            let done = outcome(result.map_err(|e| e.context(format!("on {}", server.label))))?;
-            if let Completion::Ignored { .. } = done {
-                return Ok(done);
-            }
-        }
-        Ok(Completion::Completed)
+        on_each(&servers, |server| {
+            rt.block_on(run_on(harness.clone(), server, case.name, &case.run))
+        })
     })
 }
 
 fn dialect_trial(backend: &'static str, servers: Arc<Vec<Server>>, test: DialectTest) -> Trial {
     Trial::ignorable_test(format!("{backend}::dialect::{}", test.name), move || {
         let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
-        for server in servers.iter() {
-            let result = rt.block_on(async {
+        on_each(&servers, |server| {
+            rt.block_on(async {
                 tokio::spawn((test.run)(server.clone()))
                     .await
                     .map_err(|e| anyhow::anyhow!("{} did not finish: {e}", test.name))?
-            });
-            let done = outcome(result.map_err(|e| e.context(format!("on {}", server.label))))?;
-            if let Completion::Ignored { .. } = done {
-                return Ok(done);
-            }
-        }
-        Ok(Completion::Completed)
+            })
+        })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servers(unusable: &[Option<&str>]) -> Vec<Server> {
+        unusable
+            .iter()
+            .enumerate()
+            .map(|(i, why)| Server {
+                unusable: why.map(str::to_owned),
+                ..Server::new(format!("s{i}"), "")
+            })
+            .collect()
+    }
+
+    fn ignored(c: Result<Completion, Failed>) -> Option<String> {
+        match c {
+            Ok(Completion::Ignored { reason }) => Some(reason.unwrap_or_default()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn an_unusable_server_makes_the_test_ignored_never_passed() {
+        let mut ran = Vec::new();
+        let done = on_each(&servers(&[None, Some("refused: 5058")]), |s| {
+            ran.push(s.label.clone());
+            Ok(())
+        });
+        assert_eq!(ran, ["s0"], "the ready server still runs");
+        assert_eq!(
+            ignored(done).as_deref(),
+            Some("not run on s1: refused: 5058 (passed on s0)")
+        );
+        // A failure on the ready server is a failure.
+        let done = on_each(&servers(&[None, Some("refused")]), |_| {
+            Err(anyhow::anyhow!("broken"))
+        });
+        assert!(done.is_err());
+        // Every server unusable: ignored, and nothing runs.
+        let done = on_each(&servers(&[Some("a"), Some("b")]), |_| panic!("ran"));
+        assert_eq!(
+            ignored(done).as_deref(),
+            Some("not run on s0: a; not run on s1: b")
+        );
+        // All ready and passing: passed.
+        let done = on_each(&servers(&[None, None]), |_| Ok(()));
+        assert!(matches!(done, Ok(Completion::Completed)));
+    }
 }

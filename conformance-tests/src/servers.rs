@@ -67,10 +67,7 @@ where
     )>,
 {
     if let Some(url) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
-        return Discovery::Servers(vec![Server {
-            label: var.to_owned(),
-            url,
-        }]);
+        return Discovery::Servers(vec![Server::new(var, url)]);
     }
     if !docker_answers().await {
         return Discovery::Missing(format!("set {var} or start Docker"));
@@ -78,10 +75,7 @@ where
     let mut servers = Vec::new();
     for (label, started) in start() {
         match started.await {
-            Ok(url) => servers.push(Server {
-                label: label.into(),
-                url,
-            }),
+            Ok(url) => servers.push(Server::new(label, url)),
             Err(e) => {
                 return Discovery::Missing(format!(
                     "Docker answers but the {label} did not start ({e}); set {var}"

@@ -172,10 +172,7 @@ impl Harness for FaultyHarness {
         ClaimStrategy::WriteLock
     }
     async fn servers(&self) -> Discovery {
-        Discovery::Servers(vec![Server {
-            label: "temporary file".into(),
-            url: String::new(),
-        }])
+        Discovery::Servers(vec![Server::new("temporary file", "")])
     }
     async fn fixture(
         &self,
@@ -235,7 +232,7 @@ macro_rules! catches {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
-                let server = Server { label: "temporary file".into(), url: String::new() };
+                let server = Server::new("temporary file", "");
                 let case = cases::$module::$case;
                 run_on(Arc::new(FaultyHarness(Fault::None)), &server, stringify!($case), &case)
                     .await

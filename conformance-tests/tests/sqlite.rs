@@ -30,10 +30,7 @@ impl SqlBackend for Backend {
     const CLAIMS: &'static [ClaimStrategy] = &[ClaimStrategy::WriteLock, ClaimStrategy::Optimistic];
 
     async fn servers() -> Discovery {
-        Discovery::Servers(vec![Server {
-            label: "temporary file".into(),
-            url: String::new(),
-        }])
+        Discovery::Servers(vec![Server::new("temporary file", "")])
     }
 
     fn namespace(_server: &Server) -> anyhow::Result<Namespace> {

@@ -30,7 +30,7 @@ use failure::CliError;
 /// The log target of the command-line tool.
 const LOG_TARGET: &str = "queue::cli";
 
-/// Operate a durable job queue stored in SQLite, PostgreSQL or MySQL/MariaDB.
+/// Operate a durable job queue stored in SQLite, PostgreSQL, MySQL/MariaDB or SQL Server.
 #[derive(Debug, Parser)]
 #[command(name = "queue", version, about, propagate_version = true)]
 struct Cli {

@@ -7,6 +7,7 @@ use queue_core::engine::{first_contact, CommonOptions, RemoteWakeups};
 use queue_core::validate;
 use queue_core::{Capabilities, ClaimStrategy, Dialect, Engine, Error, Result, Wakeups};
 
+use crate::bind::Params;
 use crate::driver::MsSqlDriver;
 use crate::error::{classify, MsSqlError};
 use crate::options::{redact, Target};
@@ -54,8 +55,20 @@ impl ServerInfo {
         self.version.split('.').next()?.parse().ok()
     }
 
+    /// The version and edition, as `capabilities().server_version` reports them (the version
+    /// first, as every backend reports it: `16.0.4135.4 (Standard Edition)`).
+    fn version_string(&self) -> String {
+        if self.edition.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{} ({})", self.version, self.edition)
+        }
+    }
+
+    /// The product, version and edition, for messages: `SQL Server 16.0.4135.4 (Standard
+    /// Edition)`.
     fn banner(&self) -> String {
-        format!("SQL Server {} ({})", self.version, self.edition)
+        format!("SQL Server {}", self.version_string())
     }
 }
 
@@ -156,7 +169,7 @@ impl MsSqlQueueBuilder {
             wakeups: Wakeups::InProcess,
             time_precision: Duration::from_micros(1),
             transactions: true,
-            server_version: Some(info.banner()),
+            server_version: Some(info.version_string()),
             profile: queue_core::EngineProfile::of(queue_core::ServerKind::MsSql),
             limits: self.common.limits.clone(),
         };
@@ -180,7 +193,7 @@ async fn first(
 ) -> Result<(crate::pool::Client, ServerInfo)> {
     let attempt = async {
         let mut conn = MsSqlConnection::new(open(&target.config).await?);
-        let rows = conn.fetch(&sql.server_version, Vec::new()).await?;
+        let rows = conn.fetch(&sql.server_version, Params::default()).await?;
         let row = rows
             .first()
             .ok_or_else(|| MsSqlError::Decode("no server version".into()))?;
@@ -320,9 +333,19 @@ mod tests {
         assert_eq!(info("12.0.6024.0").major(), Some(12));
         assert_eq!(info("").major(), None);
         assert_eq!(
+            info("16.0.4135.4").version_string(),
+            "16.0.4135.4 (Developer Edition (64-bit))"
+        );
+        assert_eq!(
             info("16.0.4135.4").banner(),
             "SQL Server 16.0.4135.4 (Developer Edition (64-bit))"
         );
+        let bare = ServerInfo {
+            version: "12.0.2000.8".into(),
+            edition: String::new(),
+            rcsi: false,
+        };
+        assert_eq!(bare.version_string(), "12.0.2000.8");
     }
 
     #[tokio::test]

@@ -11,9 +11,10 @@ use queue_core::engine::{
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
-use tiberius::{ColumnData, IntoSql, Row};
+use tiberius::Row;
 use uuid::Uuid;
 
+use crate::bind::{params, Params};
 use crate::error::MsSqlError;
 use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
 use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
@@ -181,32 +182,51 @@ fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
 }
 
 /// The 15 values `schedule_insert` and `schedule_update` bind first (`@P1..@P15`).
-fn schedule_values(s: &StoredSchedule) -> Vec<ColumnData<'_>> {
-    vec![
-        s.name.as_str().into_sql(),
-        s.expression.as_str().into_sql(),
-        s.time_zone.as_str().into_sql(),
-        s.queue.as_str().into_sql(),
-        s.payload.as_str().into_sql(),
-        s.priority.into_sql(),
-        s.max_attempts.into_sql(),
-        s.misfire.as_str().into_sql(),
-        s.misfire_max.into_sql(),
-        s.origin.as_str().into_sql(),
-        s.since.into_sql(),
-        s.last_slot.into_sql(),
-        s.last_job.map(|j| j.0.as_bytes().to_vec()).into_sql(),
-        s.expires_at.into_sql(),
-        s.version.into_sql(),
+fn schedule_values(s: &StoredSchedule) -> Params<'_> {
+    params![
+        s.name.as_str(),
+        s.expression.as_str(),
+        s.time_zone.as_str(),
+        s.queue.as_str(),
+        s.payload.as_str(),
+        s.priority,
+        s.max_attempts,
+        s.misfire.as_str(),
+        s.misfire_max,
+        s.origin.as_str(),
+        s.since,
+        s.last_slot,
+        s.last_job,
+        s.expires_at,
+        s.version,
     ]
 }
 
-fn id(id: JobId) -> ColumnData<'static> {
-    id.0.as_bytes().to_vec().into_sql()
+/// The values of `schedule_insert`: [`schedule_values`], then the creation and change times.
+fn schedule_insert_values(s: &StoredSchedule) -> Params<'_> {
+    let mut params = schedule_values(s);
+    params.push(s.created_at);
+    params.push(s.updated_at);
+    params
 }
 
-fn limit(n: usize) -> ColumnData<'static> {
-    i64::try_from(n).unwrap_or(i64::MAX).into_sql()
+/// The values of `schedule_update`: [`schedule_values`], then the change time and the version
+/// the row must still have.
+fn schedule_update_values(s: &StoredSchedule, version: i64) -> Params<'_> {
+    let mut params = schedule_values(s);
+    params.push(s.updated_at);
+    params.push(version);
+    params
+}
+
+/// The values of `queue_set_limit`: the queue and its limit (NULL: none).
+fn set_limit_values(queue: &str, limit: Option<u32>) -> Params<'_> {
+    params![queue, limit.map(signed)]
+}
+
+/// A row count as `TOP (@n)` takes it.
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn signed(n: u32) -> i32 {
@@ -214,39 +234,52 @@ fn signed(n: u32) -> i32 {
 }
 
 /// The values of `job_claim`, in its order (`@P1..@P6`).
-fn claim_values(p: JobClaim<'_>) -> Vec<ColumnData<'_>> {
-    let [secs, us] = span(p.lease);
-    vec![
-        p.queue.into_sql(),
+fn claim_values(p: JobClaim<'_>) -> Params<'_> {
+    let (secs, us) = dateadd_parts(p.lease);
+    params![
+        p.queue,
         limit(p.limit.min(MAX_ROWS_PER_STATEMENT)),
         secs,
         us,
-        p.worker.into_sql(),
-        p.controls_checked.into_sql(),
+        p.worker,
+        p.controls_checked,
     ]
 }
 
-/// The `(seconds, microseconds)` of `d` as two values.
-fn span(d: Duration) -> [ColumnData<'static>; 2] {
-    let (secs, us) = dateadd_parts(d);
-    [secs.into_sql(), us.into_sql()]
-}
-
 /// The values of one INSERT of `jobs` (8 per job, in `job_insert`'s order).
-fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Vec<ColumnData<'a>> {
-    let mut v = Vec::with_capacity(8 * (end - start));
+fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> {
+    let mut v = Params::with_capacity(8 * (end - start));
     for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
-        let [secs, us] = span(*delay);
-        v.push(id(job.id()));
-        v.push(job.queue().into_sql());
-        v.push(job.payload_json().into_sql());
-        v.push(job.priority_value().into_sql());
-        v.push(signed(job.max_attempts_value()).into_sql());
+        let (secs, us) = dateadd_parts(*delay);
+        v.push(job.id());
+        v.push(job.queue());
+        v.push(job.payload_json());
+        v.push(job.priority_value());
+        v.push(signed(job.max_attempts_value()));
         v.push(secs);
         v.push(us);
-        v.push(job.dedup_key_value().map(str::as_bytes).into_sql());
+        v.push(job.dedup_key_value().map(str::as_bytes));
     }
     v
+}
+
+/// The values of `job_list` (`@P1..@P4`): each filter NULL when not set.
+fn list_values(req: &ListRequest) -> Params<'_> {
+    params![
+        req.queue.as_deref(),
+        req.state.map(|s| s.as_str()),
+        req.before,
+        limit(req.limit),
+    ]
+}
+
+/// The values of one `job_prune` statement of at most `step` rows: the age, the queue (NULL:
+/// every queue), the row count, then the states.
+fn prune_values<'a>(p: &JobPrune<'a>, step: usize) -> Params<'a> {
+    let (secs, us) = dateadd_parts(p.older_than);
+    let mut params = params![secs, us, p.queue, limit(step)];
+    params.extend(p.states.iter().map(|s| s.as_str()));
+    params
 }
 
 /// `(start, end)` of each chunk of `n` items, `size` at most.
@@ -278,18 +311,13 @@ impl MsSqlDriver {
     }
 
     /// A fenced transition of `lease`: the id and token, then `more`; rows changed.
-    async fn fenced(
-        &self,
-        sql: &str,
-        lease: &Lease,
-        more: Vec<ColumnData<'_>>,
-    ) -> Result<u64, MsSqlError> {
-        let mut params = vec![id(lease.job_id), lease.token.into_sql()];
-        params.extend(more);
+    async fn fenced(&self, sql: &str, lease: &Lease, more: Params<'_>) -> Result<u64, MsSqlError> {
+        let mut params = params![lease.job_id, lease.token];
+        params.append(more);
         self.conn().await?.execute(sql, params).await
     }
 
-    async fn fetch(&self, sql: &str, params: Vec<ColumnData<'_>>) -> Result<Vec<Row>, MsSqlError> {
+    async fn fetch(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, MsSqlError> {
         self.conn().await?.fetch(sql, params).await
     }
 }
@@ -316,10 +344,7 @@ impl Driver for MsSqlDriver {
             let rows = conn
                 .fetch(
                     &self.sql.migration_lock,
-                    vec![
-                        lock_name(&self.schema).into_sql(),
-                        LOCK_TIMEOUT_MS.into_sql(),
-                    ],
+                    params![lock_name(&self.schema), LOCK_TIMEOUT_MS],
                 )
                 .await?;
             let result = rows
@@ -343,7 +368,9 @@ impl Driver for MsSqlDriver {
     }
 
     async fn migration_applied(&self, m: &mut Self::Migrator) -> Result<Vec<i64>, MsSqlError> {
-        let rows = m.fetch(&self.sql.migration_applied, Vec::new()).await?;
+        let rows = m
+            .fetch(&self.sql.migration_applied, Params::default())
+            .await?;
         rows.iter()
             .map(|r| {
                 r.try_get::<i64, _>("version")?
@@ -363,7 +390,7 @@ impl Driver for MsSqlDriver {
             .await?;
         m.execute(
             &self.sql.migration_record,
-            vec![migration.version.into_sql(), migration.name.into_sql()],
+            params![migration.version, migration.name],
         )
         .await?;
         Ok(())
@@ -383,7 +410,7 @@ impl Driver for MsSqlDriver {
     }
 
     async fn now(&self) -> Result<DateTime<Utc>, MsSqlError> {
-        let rows = self.fetch(&self.sql.now, Vec::new()).await?;
+        let rows = self.fetch(&self.sql.now, Params::default()).await?;
         rows.first()
             .map(|r| time(r, "now"))
             .transpose()?
@@ -449,8 +476,9 @@ impl Driver for MsSqlDriver {
         for q in queues.chunks(IN_LIST) {
             for k in keys.chunks(IN_LIST) {
                 let sql = self.sql.job_dedup_live_for(q.len(), k.len());
-                let mut params: Vec<ColumnData<'_>> = q.iter().map(|s| s.into_sql()).collect();
-                params.extend(k.iter().map(|s| s.as_bytes().into_sql()));
+                let mut params = Params::with_capacity(q.len() + k.len());
+                params.extend(q.iter().copied());
+                params.extend(k.iter().map(|s| s.as_bytes()));
                 for row in conn.fetch(&sql, params).await? {
                     let key = dedup_key(&row)?.ok_or_else(|| decode("a live key is NULL"))?;
                     live.push((text(&row, "queue")?, key));
@@ -481,10 +509,7 @@ impl Driver for MsSqlDriver {
 
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<Candidate>, MsSqlError> {
         let rows = self
-            .fetch(
-                &self.sql.job_candidates,
-                vec![p.queue.into_sql(), limit(p.limit)],
-            )
+            .fetch(&self.sql.job_candidates, params![p.queue, limit(p.limit)])
             .await?;
         rows.iter()
             .map(|r| {
@@ -507,11 +532,11 @@ impl Driver for MsSqlDriver {
     ) -> Result<Vec<Leased>, MsSqlError> {
         let mut won = Vec::with_capacity(candidates.len());
         for chunk in candidates.chunks(PAIR_ROWS) {
-            let [secs, us] = span(p.lease);
-            let mut params = vec![secs, us, p.worker.into_sql(), p.queue.into_sql()];
+            let (secs, us) = dateadd_parts(p.lease);
+            let mut params = params![secs, us, p.worker, p.queue];
             for c in chunk {
-                params.push(c.id.as_slice().into_sql());
-                params.push(c.version.as_slice().into_sql());
+                params.push(c.id.as_slice());
+                params.push(c.version.as_slice());
             }
             let sql = self.sql.job_claim_candidates_for(chunk.len());
             won.extend(leased(&self.fetch(&sql, params).await?)?);
@@ -525,13 +550,13 @@ impl Driver for MsSqlDriver {
         lease: &Lease,
     ) -> Result<u64, MsSqlError> {
         match target {
-            Target::Pool => self.fenced(&self.sql.job_complete, lease, Vec::new()).await,
+            Target::Pool => {
+                self.fenced(&self.sql.job_complete, lease, Params::default())
+                    .await
+            }
             Target::Tx(tx) => {
                 tx.connection()
-                    .execute(
-                        &self.sql.job_complete,
-                        vec![id(lease.job_id), lease.token.into_sql()],
-                    )
+                    .execute(&self.sql.job_complete, params![lease.job_id, lease.token])
                     .await
             }
         }
@@ -541,10 +566,10 @@ impl Driver for MsSqlDriver {
         let mut conn = self.conn().await?;
         let mut total = 0;
         for chunk in leases.chunks(PAIR_ROWS) {
-            let mut params = Vec::with_capacity(2 * chunk.len());
+            let mut params = Params::with_capacity(2 * chunk.len());
             for l in chunk {
-                params.push(id(l.job_id));
-                params.push(l.token.into_sql());
+                params.push(l.job_id);
+                params.push(l.token);
             }
             let sql = self.sql.job_complete_many_for(chunk.len());
             total += conn.execute(&sql, params).await?;
@@ -553,22 +578,23 @@ impl Driver for MsSqlDriver {
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, MsSqlError> {
-        let [secs, us] = span(p.delay);
+        let (secs, us) = dateadd_parts(p.delay);
         self.fenced(
             &self.sql.job_fail_retry,
             p.lease,
-            vec![secs, us, p.error.into_sql()],
+            params![secs, us, p.error],
         )
         .await
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, MsSqlError> {
-        self.fenced(&self.sql.job_fail_dead, p.lease, vec![p.error.into_sql()])
+        self.fenced(&self.sql.job_fail_dead, p.lease, params![p.error])
             .await
     }
 
     async fn job_release(&self, lease: &Lease) -> Result<u64, MsSqlError> {
-        self.fenced(&self.sql.job_release, lease, Vec::new()).await
+        self.fenced(&self.sql.job_release, lease, Params::default())
+            .await
     }
 
     async fn job_extend(
@@ -576,11 +602,11 @@ impl Driver for MsSqlDriver {
         lease: &Lease,
         by: Duration,
     ) -> Result<Option<DateTime<Utc>>, MsSqlError> {
-        let [secs, us] = span(by);
+        let (secs, us) = dateadd_parts(by);
         let rows = self
             .fetch(
                 &self.sql.job_extend,
-                vec![id(lease.job_id), lease.token.into_sql(), secs, us],
+                params![lease.job_id, lease.token, secs, us],
             )
             .await?;
         rows.first()
@@ -593,7 +619,7 @@ impl Driver for MsSqlDriver {
         target: Target<'_, MsSqlTransaction>,
         job: JobId,
     ) -> Result<Option<JobState>, MsSqlError> {
-        let params = vec![id(job)];
+        let params = params![job];
         let rows = match target {
             Target::Pool => self.fetch(&self.sql.job_state, params).await?,
             Target::Tx(tx) => tx.connection().fetch(&self.sql.job_state, params).await?,
@@ -604,7 +630,7 @@ impl Driver for MsSqlDriver {
     }
 
     async fn job_expired(&self, n: usize) -> Result<Vec<Expired>, MsSqlError> {
-        let rows = self.fetch(&self.sql.job_expired, vec![limit(n)]).await?;
+        let rows = self.fetch(&self.sql.job_expired, params![limit(n)]).await?;
         let mut expired = Vec::with_capacity(rows.len());
         for r in &rows {
             if let Some(token) = r.try_get::<Uuid, _>("lease_token")? {
@@ -624,10 +650,10 @@ impl Driver for MsSqlDriver {
         let mut conn = self.conn().await?;
         let mut total = 0;
         for chunk in p.jobs.chunks(PAIR_ROWS) {
-            let mut params = vec![p.dead.into_sql(), p.error.into_sql()];
+            let mut params = params![p.dead, p.error];
             for (job, token) in chunk {
-                params.push(id(*job));
-                params.push(token.into_sql());
+                params.push(*job);
+                params.push(*token);
             }
             let sql = self.sql.job_rescue_for(chunk.len());
             total += conn.execute(&sql, params).await?;
@@ -638,39 +664,31 @@ impl Driver for MsSqlDriver {
     async fn job_cancel(&self, job: JobId) -> Result<u64, MsSqlError> {
         self.conn()
             .await?
-            .execute(&self.sql.job_cancel, vec![id(job)])
+            .execute(&self.sql.job_cancel, params![job])
             .await
     }
 
     async fn job_retry(&self, job: JobId) -> Result<Option<String>, MsSqlError> {
-        let rows = self.fetch(&self.sql.job_retry, vec![id(job)]).await?;
+        let rows = self.fetch(&self.sql.job_retry, params![job]).await?;
         rows.first().map(|r| text(r, "queue")).transpose()
     }
 
     async fn job_get(&self, job: JobId) -> Result<Option<Job>, MsSqlError> {
-        let rows = self.fetch(&self.sql.job_get, vec![id(job)]).await?;
+        let rows = self.fetch(&self.sql.job_get, params![job]).await?;
         rows.first()
             .map(|r| job_from_row(r).map(|(job, _)| job))
             .transpose()
     }
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, MsSqlError> {
-        let params = vec![
-            req.queue.as_deref().into_sql(),
-            req.state.map(|s| s.as_str()).into_sql(),
-            req.before.map(|b| b.0.as_bytes().to_vec()).into_sql(),
-            limit(req.limit),
-        ];
-        let rows = self.fetch(&self.sql.job_list, params).await?;
+        let rows = self.fetch(&self.sql.job_list, list_values(req)).await?;
         rows.iter()
             .map(|r| job_from_row(r).map(|(job, _)| job))
             .collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, MsSqlError> {
-        let rows = self
-            .fetch(&self.sql.job_stats, vec![queue.into_sql()])
-            .await?;
+        let rows = self.fetch(&self.sql.job_stats, params![queue]).await?;
         rows.iter()
             .map(|r| {
                 Ok(QueueStats {
@@ -698,10 +716,7 @@ impl Driver for MsSqlDriver {
             let step = usize::try_from(want - total)
                 .unwrap_or(usize::MAX)
                 .min(MAX_ROWS_PER_STATEMENT);
-            let [secs, us] = span(p.older_than);
-            let mut params = vec![secs, us, p.queue.into_sql(), limit(step)];
-            params.extend(p.states.iter().map(|s| s.as_str().into_sql()));
-            let n = conn.execute(&sql, params).await?;
+            let n = conn.execute(&sql, prune_values(&p, step)).await?;
             total += n;
             if n < step as u64 {
                 break;
@@ -714,7 +729,7 @@ impl Driver for MsSqlDriver {
 
     async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, MsSqlError> {
         let rows = self
-            .fetch(&self.sql.queue_control_get, vec![queue.into_sql()])
+            .fetch(&self.sql.queue_control_get, params![queue])
             .await?;
         rows.first().map(control).transpose()
     }
@@ -726,23 +741,22 @@ impl Driver for MsSqlDriver {
     ) -> Result<Option<QueueControl>, MsSqlError> {
         let rows = tx
             .connection()
-            .fetch(&self.sql.queue_control_lock, vec![queue.into_sql()])
+            .fetch(&self.sql.queue_control_lock, params![queue])
             .await?;
         rows.first().map(control).transpose()
     }
 
     async fn queue_control_list(&self) -> Result<Vec<QueueControl>, MsSqlError> {
-        let rows = self.fetch(&self.sql.queue_control_list, Vec::new()).await?;
+        let rows = self
+            .fetch(&self.sql.queue_control_list, Params::default())
+            .await?;
         rows.iter().map(control).collect()
     }
 
     async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), MsSqlError> {
         self.conn()
             .await?
-            .execute(
-                &self.sql.queue_set_paused,
-                vec![queue.into_sql(), paused.into_sql()],
-            )
+            .execute(&self.sql.queue_set_paused, params![queue, paused])
             .await?;
         Ok(())
     }
@@ -750,10 +764,7 @@ impl Driver for MsSqlDriver {
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), MsSqlError> {
         self.conn()
             .await?
-            .execute(
-                &self.sql.queue_set_limit,
-                vec![queue.into_sql(), limit.map(signed).into_sql()],
-            )
+            .execute(&self.sql.queue_set_limit, set_limit_values(queue, limit))
             .await?;
         Ok(())
     }
@@ -765,7 +776,7 @@ impl Driver for MsSqlDriver {
     ) -> Result<u64, MsSqlError> {
         let rows = tx
             .connection()
-            .fetch(&self.sql.job_live_leases, vec![queue.into_sql()])
+            .fetch(&self.sql.job_live_leases, params![queue])
             .await?;
         rows.first()
             .map(|r| count(r, "live"))
@@ -795,35 +806,32 @@ impl Driver for MsSqlDriver {
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, MsSqlError> {
-        let rows = self
-            .fetch(&self.sql.schedule_get, vec![name.into_sql()])
-            .await?;
+        let rows = self.fetch(&self.sql.schedule_get, params![name]).await?;
         rows.first().map(schedule_from_row).transpose()
     }
 
     async fn schedule_list(&self) -> Result<Vec<StoredSchedule>, MsSqlError> {
-        let rows = self.fetch(&self.sql.schedule_list, Vec::new()).await?;
+        let rows = self
+            .fetch(&self.sql.schedule_list, Params::default())
+            .await?;
         rows.iter().map(schedule_from_row).collect()
     }
 
     async fn schedule_insert(&self, s: &StoredSchedule) -> Result<(), MsSqlError> {
-        let mut params = schedule_values(s);
-        params.push(s.created_at.into_sql());
-        params.push(s.updated_at.into_sql());
         self.conn()
             .await?
-            .execute(&self.sql.schedule_insert, params)
+            .execute(&self.sql.schedule_insert, schedule_insert_values(s))
             .await?;
         Ok(())
     }
 
     async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, MsSqlError> {
-        let mut params = schedule_values(s);
-        params.push(s.updated_at.into_sql());
-        params.push(version.into_sql());
         self.conn()
             .await?
-            .execute(&self.sql.schedule_update, params)
+            .execute(
+                &self.sql.schedule_update,
+                schedule_update_values(s, version),
+            )
             .await
     }
 
@@ -834,10 +842,7 @@ impl Driver for MsSqlDriver {
     ) -> Result<u64, MsSqlError> {
         self.conn()
             .await?
-            .execute(
-                &self.sql.schedule_touch,
-                vec![name.into_sql(), expires_at.into_sql()],
-            )
+            .execute(&self.sql.schedule_touch, params![name, expires_at])
             .await
     }
 
@@ -846,13 +851,7 @@ impl Driver for MsSqlDriver {
         target: Target<'_, MsSqlTransaction>,
         p: ScheduleAdvance<'_>,
     ) -> Result<u64, MsSqlError> {
-        let params = vec![
-            p.name.into_sql(),
-            p.version.into_sql(),
-            p.last_slot.into_sql(),
-            id(p.last_job),
-            p.now.into_sql(),
-        ];
+        let params = params![p.name, p.version, p.last_slot, p.last_job, p.now];
         match target {
             Target::Pool => {
                 self.conn()
@@ -871,10 +870,7 @@ impl Driver for MsSqlDriver {
     async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, MsSqlError> {
         self.conn()
             .await?
-            .execute(
-                &self.sql.schedule_delete,
-                vec![name.into_sql(), version.into_sql()],
-            )
+            .execute(&self.sql.schedule_delete, params![name, version])
             .await
     }
 }
@@ -882,9 +878,10 @@ impl Driver for MsSqlDriver {
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use tiberius::ColumnType;
+    use tiberius::{ColumnData, ColumnType, IntoSql};
 
     use super::*;
+    use crate::bind::Bind;
 
     fn at(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + s, 123_456_000).unwrap()
@@ -999,7 +996,8 @@ mod tests {
         let a = JobId(Uuid::now_v7());
         std::thread::sleep(Duration::from_millis(2));
         let b = JobId(Uuid::now_v7());
-        let (ColumnData::Binary(Some(x)), ColumnData::Binary(Some(y))) = (id(a), id(b)) else {
+        let (ColumnData::Binary(Some(x)), ColumnData::Binary(Some(y))) = (a.bind(), b.bind())
+        else {
             panic!("ids bind as binary");
         };
         assert_eq!(x.len(), 16);
@@ -1039,6 +1037,7 @@ mod tests {
             controls_checked: true,
         };
         let v = claim_values(p);
+        let v = v.values();
         assert_eq!(v.len(), 6);
         assert_eq!(v[1], ColumnData::I64(Some(MAX_ROWS_PER_STATEMENT as i64)));
         assert_eq!(v[2], ColumnData::I32(Some(90)));
@@ -1048,7 +1047,7 @@ mod tests {
             controls_checked: false,
             ..p
         });
-        assert_eq!(unchecked[5], ColumnData::Bit(Some(false)));
+        assert_eq!(unchecked.values()[5], ColumnData::Bit(Some(false)));
     }
 
     #[test]
@@ -1061,6 +1060,131 @@ mod tests {
         assert_eq!(c.len(), 40);
         assert!(c.windows(2).all(|w| w[0].1 == w[1].0));
         assert_eq!(c.last(), Some(&(9_750, 10_000)));
+    }
+
+    fn schedule(at: DateTime<Utc>) -> StoredSchedule {
+        StoredSchedule {
+            name: "nightly".into(),
+            expression: "0 3 * * *".into(),
+            time_zone: "UTC".into(),
+            queue: "q".into(),
+            payload: "{}".into(),
+            priority: 0,
+            max_attempts: 3,
+            misfire: "skip".into(),
+            misfire_max: 1,
+            origin: "operator".into(),
+            since: at,
+            last_slot: None,
+            last_job: None,
+            expires_at: None,
+            version: 1,
+            created_at: at,
+            updated_at: at,
+            last_job_state: None,
+        }
+    }
+
+    /// Every statement that can bind a NULL, with each of those values NULL, as sent to a
+    /// server: each NULL is sent as its own placeholder's type (the type the request declares
+    /// it as, and the type of the column or comparison it meets), never as the untyped NULL.
+    #[tokio::test]
+    async fn every_null_the_statements_bind_goes_out_typed() {
+        let sql = Statements::new(&[("{schema}", "s")]);
+        let jobs = [queue_core::NewJob::from_json("q", "1").unwrap()];
+        let insert = JobInsert {
+            jobs: &jobs,
+            delays: &[Duration::ZERO],
+            notify: &[],
+        };
+        let prune = JobPrune {
+            states: &[JobState::Completed],
+            older_than: Duration::from_secs(60),
+            queue: None,
+            limit: 10,
+        };
+        let list = ListRequest::default();
+        let stored = schedule(at(0));
+        // A statement, its text, its values, and the placeholders that are NULL with the types
+        // they are declared as.
+        type Case<'a> = (&'a str, String, Params<'a>, &'a [(usize, &'a str)]);
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "job_insert",
+                sql.job_insert_rows(1),
+                insert_values(&insert, 0, 1),
+                &[(8, "varbinary(max)")],
+            ),
+            (
+                "job_list",
+                sql.job_list.to_string(),
+                list_values(&list),
+                &[
+                    (1, "nvarchar(4000)"),
+                    (2, "nvarchar(4000)"),
+                    (3, "varbinary(max)"),
+                ],
+            ),
+            (
+                "job_stats",
+                sql.job_stats.to_string(),
+                params![None::<&str>],
+                &[(1, "nvarchar(4000)")],
+            ),
+            (
+                "job_prune",
+                sql.job_prune_for(1),
+                prune_values(&prune, 10),
+                &[(3, "nvarchar(4000)")],
+            ),
+            (
+                "queue_set_limit",
+                sql.queue_set_limit.to_string(),
+                set_limit_values("q", None),
+                &[(2, "int")],
+            ),
+            (
+                "schedule_insert",
+                sql.schedule_insert.to_string(),
+                schedule_insert_values(&stored),
+                &[(12, "datetime2"), (13, "varbinary(max)"), (14, "datetime2")],
+            ),
+            (
+                "schedule_update",
+                sql.schedule_update.to_string(),
+                schedule_update_values(&stored, 1),
+                &[(12, "datetime2"), (13, "varbinary(max)"), (14, "datetime2")],
+            ),
+        ];
+        let expected: Vec<(&str, &[(usize, &str)])> = cases
+            .iter()
+            .map(|(name, _, _, nulls)| (*name, *nulls))
+            .collect();
+        let requests = crate::wire::sent(
+            cases
+                .into_iter()
+                .map(|(_, text, params, _)| (text, params))
+                .collect(),
+        )
+        .await;
+        assert_eq!(requests.len(), expected.len());
+        for ((name, nulls), sent) in expected.into_iter().zip(requests) {
+            let got: Vec<(usize, &str)> = sent
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.value.is_none())
+                .map(|(i, p)| (i + 1, p.declared.as_str()))
+                .collect();
+            assert_eq!(got, nulls, "{name}: the NULL placeholders");
+            for p in &sent {
+                assert_eq!(
+                    Some((p.ty, p.size)),
+                    crate::wire::wire_type(&p.declared),
+                    "{name}: {} is not sent as it is declared: {p:?}",
+                    p.name
+                );
+            }
+        }
     }
 
     #[test]
@@ -1083,6 +1207,7 @@ mod tests {
             notify: &[],
         };
         let v = insert_values(&p, 0, 2);
+        let v = v.values();
         assert_eq!(v.len(), 16);
         assert_eq!(v[5], ColumnData::I32(Some(315_360_000)));
         assert_eq!(v[6], ColumnData::I32(Some(0)));

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod bind;
 mod builder;
 mod driver;
 mod error;
@@ -10,6 +11,8 @@ mod options;
 mod pool;
 mod queue;
 mod sql;
+#[cfg(test)]
+mod wire;
 
 pub use builder::MsSqlQueueBuilder;
 pub use driver::{Candidate, MsSqlDriver};

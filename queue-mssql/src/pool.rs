@@ -5,10 +5,11 @@
 use std::fmt;
 
 use tiberius::error::Error as TdsError;
-use tiberius::{ColumnData, Config, ExecuteResult, Query, Row};
+use tiberius::{Config, ExecuteResult, Query, Row};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
+use crate::bind::Params;
 use crate::error::{keeps_connection, MsSqlError};
 
 /// A tiberius client on a TCP connection, as this crate opens them.
@@ -133,7 +134,7 @@ impl MsSqlConnection {
     pub(crate) async fn fetch(
         &mut self,
         sql: &str,
-        params: Vec<ColumnData<'_>>,
+        params: Params<'_>,
     ) -> Result<Vec<Row>, MsSqlError> {
         self.busy = true;
         let r = async {
@@ -151,7 +152,7 @@ impl MsSqlConnection {
     pub(crate) async fn execute(
         &mut self,
         sql: &str,
-        params: Vec<ColumnData<'_>>,
+        params: Params<'_>,
     ) -> Result<u64, MsSqlError> {
         self.busy = true;
         let r = query(sql, params)
@@ -205,9 +206,10 @@ impl MsSqlConnection {
     }
 }
 
-fn query<'a>(sql: &'a str, params: Vec<ColumnData<'a>>) -> Query<'a> {
+/// The request of `sql` with `params`: every value is bound (see [`crate::bind`]).
+fn query<'a>(sql: &'a str, params: Params<'a>) -> Query<'a> {
     let mut q = Query::new(sql);
-    for p in params {
+    for p in params.into_values() {
         q.bind(p);
     }
     q

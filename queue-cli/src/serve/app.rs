@@ -130,9 +130,16 @@ impl Dashboard {
     }
 }
 
-/// `PostgreSQL 15.8`, `SQLite 3.46.0`, ...
+/// `PostgreSQL 15.8`, `SQLite 3.46.0`, `SQL Server 16.0.4135.4`, ...: what the dashboard and
+/// `queue serve` show the database as.
 fn backend_label(caps: &Capabilities) -> String {
-    let name = match caps.dialect {
+    label(caps.dialect, caps.server_version.as_deref())
+}
+
+/// The product name of `dialect`, then the first word of its server's version string, without
+/// the product name where the server repeats it (`11.4.3-MariaDB-log` is MariaDB `11.4.3`).
+fn label(dialect: Dialect, version: Option<&str>) -> String {
+    let name = match dialect {
         Dialect::Sqlite => "SQLite",
         Dialect::Postgres => "PostgreSQL",
         Dialect::MySql => "MySQL",
@@ -140,9 +147,24 @@ fn backend_label(caps: &Capabilities) -> String {
         Dialect::MsSql => "SQL Server",
         _ => "database",
     };
-    match caps.server_version.as_deref() {
-        Some(v) => format!("{name} {}", v.split_whitespace().next().unwrap_or(v)),
+    let version = version
+        .map(|v| v.trim_start())
+        .map(|v| v.strip_prefix(name).unwrap_or(v))
+        .and_then(|v| v.split_whitespace().next())
+        .map(|v| before_product(v, name));
+    match version {
+        Some(v) => format!("{name} {v}"),
         None => name.to_owned(),
+    }
+}
+
+/// `version` up to where it names the product `name` again after a dash (`11.4.3-MariaDB-log`
+/// is `11.4.3`); all of it otherwise (`8.0.11-TiDB-v7.5.0` names another server).
+fn before_product<'a>(version: &'a str, name: &str) -> &'a str {
+    let marker = format!("-{}", name.to_ascii_lowercase());
+    match version.to_ascii_lowercase().find(&marker) {
+        Some(at) if at > 0 => &version[..at],
+        _ => version,
     }
 }
 
@@ -196,4 +218,50 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .fallback(pages::not_found)
         .layer(from_fn_with_state(app.clone(), security::guard))
         .with_state(app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_dialect_is_labelled_with_its_version() {
+        for (dialect, version, want) in [
+            (
+                Dialect::Postgres,
+                "16.4 (Debian 16.4-1.pgdg120+2)",
+                "PostgreSQL 16.4",
+            ),
+            (Dialect::MariaDb, "11.4.3-MariaDB-ubu2404", "MariaDB 11.4.3"),
+            (
+                Dialect::MariaDb,
+                "10.11.6-MariaDB-0+deb12u1",
+                "MariaDB 10.11.6",
+            ),
+            (Dialect::MySql, "8.4.2", "MySQL 8.4.2"),
+            (Dialect::MySql, "5.7.44-log", "MySQL 5.7.44-log"),
+            // What MySQL reports is kept when it names another server.
+            (
+                Dialect::MySql,
+                "8.0.11-TiDB-v7.5.0",
+                "MySQL 8.0.11-TiDB-v7.5.0",
+            ),
+            (
+                Dialect::MsSql,
+                "16.0.4135.4 (Standard Edition (64-bit))",
+                "SQL Server 16.0.4135.4",
+            ),
+            // A version string that starts with the product's name does not repeat it.
+            (
+                Dialect::MsSql,
+                "SQL Server 16.0.4135.4 (Standard Edition)",
+                "SQL Server 16.0.4135.4",
+            ),
+            (Dialect::Sqlite, "3.46.0", "SQLite 3.46.0"),
+        ] {
+            assert_eq!(label(dialect, Some(version)), want, "{version}");
+        }
+        assert_eq!(label(Dialect::Sqlite, None), "SQLite");
+        assert_eq!(label(Dialect::MsSql, Some("")), "SQL Server");
+    }
 }

@@ -1,0 +1,7 @@
+mod command;
+mod query;
+mod token;
+
+pub use command::*;
+pub use query::*;
+pub use token::*;
