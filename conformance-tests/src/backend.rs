@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use queue_core::{ClaimStrategy, JobId, Lease, NewJob, Queue};
+use queue_core::{ClaimStrategy, JobId, JobState, Lease, NewJob, Queue};
 use sqlx::{Database, Transaction};
 
 use crate::harness::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
@@ -88,6 +88,16 @@ pub trait SqlBackend: Send + Sync + 'static {
         tx: &mut Transaction<'static, Self::Db>,
         lease: &Lease,
     ) -> queue_core::Result<()>;
+
+    /// Applies the previous release's migrations to the unmigrated `ns` and writes one job in
+    /// each state as that release wrote them (see [`Fixture::seed_previous_release`]).
+    async fn seed_previous_release(
+        q: &Self::Queue,
+        ns: &str,
+    ) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        let _ = (q, ns);
+        Ok(None)
+    }
 
     /// Drops `ns` and everything in it, and closes `q`.
     async fn drop_namespace(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
@@ -192,6 +202,10 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
 
     fn transactions(&self) -> Option<&dyn Transactions> {
         Some(self)
+    }
+
+    async fn seed_previous_release(&self) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        B::seed_previous_release(&self.queue, &self.ns.name).await
     }
 
     async fn teardown(&self) -> anyhow::Result<()> {

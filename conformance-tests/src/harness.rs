@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use queue_core::{ClaimStrategy, JobId, Lease, Limits, NewJob, Queue, RetryPolicy};
+use queue_core::{ClaimStrategy, JobId, JobState, Lease, Limits, NewJob, Queue, RetryPolicy};
 
 /// The settings a case asks for when it makes a queue.
 #[derive(Clone, Debug)]
@@ -35,6 +35,7 @@ impl TestConfig {
                 max_payload_bytes: 2 * 1024 * 1024,
                 max_batch: 500,
                 max_pop: 100,
+                ..Limits::default()
             },
         }
     }
@@ -124,6 +125,15 @@ pub trait Fixture: Send + Sync + 'static {
 
     /// Drops the namespace (schema, tables, file).
     async fn teardown(&self) -> anyhow::Result<()>;
+
+    /// In a namespace where nothing is migrated yet: applies the migrations of the previous
+    /// release only and writes one job in each state the way that release wrote them (the
+    /// running one with an expired lease, the dead one with `last_error` `boom`), for the case
+    /// that migrates such a database forward. Returns each job's id and state; `None` where
+    /// the backend has no such seed.
+    async fn seed_previous_release(&self) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        Ok(None)
+    }
 }
 
 /// Work inside a transaction of the caller's own, on the same database, with a table of the

@@ -26,7 +26,9 @@ use conformance_tests::{
     dialect_tests, run_suite, Discovery, Fixture, Harness, Server, TestConfig, Transactions,
 };
 use queue_core::engine::statements::load;
-use queue_core::{ClaimStrategy, Dialect, Error, JobId, Lease, Limits, NewJob, PopRequest, Queue};
+use queue_core::{
+    ClaimStrategy, Dialect, Error, JobId, JobState, Lease, Limits, NewJob, PopRequest, Queue,
+};
 use queue_mssql::tiberius::{ColumnData, Query};
 use queue_mssql::{
     open_session, Client, MsSqlQueue, MsSqlQueueBuilder, MsSqlTransaction, UrlParts,
@@ -378,6 +380,47 @@ impl Fixture for MsSqlFixture {
 
     fn transactions(&self) -> Option<&dyn Transactions> {
         Some(self)
+    }
+
+    async fn seed_previous_release(&self) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        use queue_core::Backend as _;
+        // Migration 3 (schedules) was the newest before job kinds.
+        self.queue.engine().migrate_until(3).await?;
+        let sql = in_schema(
+            "INSERT INTO [{schema}].[jobs] (id, queue, payload, priority, state, attempts, \
+             max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, dedup_key, \
+             created_at, updated_at, finished_at) \
+             VALUES (CAST(@P1 AS BINARY(16)), N'legacy', N'{\"old\": true}', 0, @P2, @P3, 3, \
+             DATEADD(SECOND, -5, SYSUTCDATETIME()), \
+             CASE WHEN @P4 = 1 THEN NEWID() END, \
+             CASE WHEN @P4 = 1 THEN DATEADD(SECOND, -1, SYSUTCDATETIME()) END, @P5, @P6, NULL, \
+             DATEADD(SECOND, -5, SYSUTCDATETIME()), DATEADD(SECOND, -4, SYSUTCDATETIME()), \
+             CASE WHEN @P7 = 1 THEN DATEADD(SECOND, -4, SYSUTCDATETIME()) END)",
+            &self.schema,
+        );
+        let mut tx = self.queue.begin().await?;
+        let mut seeded = Vec::new();
+        for (state, attempts, lease, worker, error, finished) in [
+            ("pending", 0i32, false, None, None, false),
+            ("running", 1, true, Some("old-worker"), None, false),
+            ("completed", 1, false, Some("old-worker"), None, true),
+            ("dead", 3, false, Some("old-worker"), Some("boom"), true),
+            ("cancelled", 0, false, None, None, true),
+        ] {
+            let id = JobId::new();
+            let bytes = id.0.as_bytes().to_vec();
+            tx.client()
+                .execute(
+                    sql.as_str(),
+                    &[
+                        &bytes, &state, &attempts, &lease, &worker, &error, &finished,
+                    ],
+                )
+                .await?;
+            seeded.push((id, state.parse()?));
+        }
+        tx.commit().await?;
+        Ok(Some(seeded))
     }
 
     async fn teardown(&self) -> anyhow::Result<()> {

@@ -8,7 +8,9 @@ use anyhow::{bail, ensure};
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
-use queue_core::{ClaimStrategy, Dialect, Error, JobId, Lease, Limits, NewJob, PopRequest, Queue};
+use queue_core::{
+    ClaimStrategy, Dialect, Error, JobId, JobState, Lease, Limits, NewJob, PopRequest, Queue,
+};
 use queue_mysql::{MySqlQueue, MySqlQueueBuilder};
 use sqlx::{AssertSqlSafe, MySql, Row, Transaction};
 
@@ -64,6 +66,48 @@ impl SqlBackend for Backend {
             .connect_timeout(Duration::from_secs(2))
             .connect()
             .await
+    }
+
+    async fn seed_previous_release(
+        q: &MySqlQueue,
+        ns: &str,
+    ) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        use queue_core::Backend as _;
+        // Migration 4 (schedules) was the newest before job kinds.
+        q.engine().migrate_until(4).await?;
+        let mut seeded = Vec::new();
+        for (state, attempts, lease, worker, error, finished) in [
+            ("pending", 0u32, false, None, None, false),
+            ("running", 1, true, Some("old-worker"), None, false),
+            ("completed", 1, false, Some("old-worker"), None, true),
+            ("dead", 3, false, Some("old-worker"), Some("boom"), true),
+            ("cancelled", 0, false, None, None, true),
+        ] {
+            let id = JobId::new();
+            sqlx::query(in_prefix(
+                "INSERT INTO {prefix}jobs (id, queue, payload, priority, state, attempts, \
+                 max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, \
+                 dedup_key, version, created_at, updated_at, finished_at) \
+                 VALUES (?, 'legacy', '{\"old\": true}', 0, ?, ?, 3, \
+                 TIMESTAMPADD(SECOND, -5, UTC_TIMESTAMP(6)), ?, \
+                 IF(?, TIMESTAMPADD(SECOND, -1, UTC_TIMESTAMP(6)), NULL), ?, ?, NULL, 1, \
+                 TIMESTAMPADD(SECOND, -5, UTC_TIMESTAMP(6)), TIMESTAMPADD(SECOND, -4, UTC_TIMESTAMP(6)), \
+                 IF(?, TIMESTAMPADD(SECOND, -4, UTC_TIMESTAMP(6)), NULL))",
+                ns,
+            ))
+            .bind(id.0)
+            .bind(state)
+            .bind(attempts)
+            .bind(lease.then(uuid::Uuid::new_v4))
+            .bind(lease)
+            .bind(worker)
+            .bind(error)
+            .bind(finished)
+            .execute(q.pool())
+            .await?;
+            seeded.push((id, state.parse()?));
+        }
+        Ok(Some(seeded))
     }
 
     async fn create_effects(q: &MySqlQueue, ns: &str) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use anyhow::{ensure, Context as _};
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
-use queue_core::{ClaimStrategy, Error, JobId, Lease, Limits, NewJob, Queue};
+use queue_core::{ClaimStrategy, Error, JobId, JobState, Lease, Limits, NewJob, Queue};
 use queue_postgres::{PostgresQueue, PostgresQueueBuilder};
 use sqlx::postgres::PgListener;
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
@@ -64,6 +64,50 @@ impl SqlBackend for Backend {
             .connect_timeout(Duration::from_secs(2))
             .connect()
             .await
+    }
+
+    async fn seed_previous_release(
+        q: &PostgresQueue,
+        ns: &str,
+    ) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        use queue_core::Backend as _;
+        // Migration 5 (schedules) was the newest before job kinds.
+        q.engine().migrate_until(5).await?;
+        let mut tx = q.pool().begin().await?;
+        let mut seeded = Vec::new();
+        for (state, attempts, lease, worker, error, finished) in [
+            ("pending", 0, false, None, None, false),
+            ("running", 1, true, Some("old-worker"), None, false),
+            ("completed", 1, false, Some("old-worker"), None, true),
+            ("dead", 3, false, Some("old-worker"), Some("boom"), true),
+            ("cancelled", 0, false, None, None, true),
+        ] {
+            let id = JobId::new();
+            sqlx::query(in_schema(
+                "INSERT INTO {schema}.jobs (id, queue, payload, priority, state, attempts, \
+                 max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, \
+                 dedup_key, version, created_at, updated_at, finished_at) \
+                 VALUES ($1, 'legacy', '{\"old\": true}', 0, $2, $3, 3, now() - interval '5 s', \
+                 CASE WHEN $4 THEN gen_random_uuid() END, \
+                 CASE WHEN $4 THEN now() - interval '1 s' END, $5, $6, NULL, 1, \
+                 now() - interval '5 s', now() - interval '4 s', \
+                 CASE WHEN $7 THEN now() - interval '4 s' END)",
+                ns,
+            ))
+            .bind(id.0)
+            .bind(state)
+            .bind(attempts)
+            .bind(lease)
+            .bind(worker)
+            .bind(error)
+            .bind(finished)
+            .persistent(false)
+            .execute(&mut *tx)
+            .await?;
+            seeded.push((id, state.parse()?));
+        }
+        tx.commit().await?;
+        Ok(Some(seeded))
     }
 
     async fn create_effects(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
@@ -1191,8 +1235,9 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
     }
     let stats = q.stats(Some("plans")).await?;
     ensure!(stats[0].completed == 12, "{stats:?}");
-    // One job at a time: heartbeat, then ack, fail (retry, then dead) or release.
-    for step in 0..4 {
+    // One job at a time: heartbeat, then ack, fail (retry, then dead), release, or a merge of
+    // metadata and a snooze.
+    for step in 0..5 {
         let leased = q.pop(queue_core::PopRequest::new("plans-single")).await?;
         ensure!(leased.len() == 1, "claimed {}", leased.len());
         let lease = q.extend(&leased[0].lease, Duration::from_secs(30)).await?;
@@ -1200,8 +1245,17 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
             0 => None,
             1 => Some(queue_core::Failure::retryable("x")),
             2 => Some(queue_core::Failure::permanent("x")),
-            _ => {
+            3 => {
                 q.release(&lease).await?;
+                continue;
+            }
+            _ => {
+                q.merge_meta(&lease, &serde_json::json!({"step": step}))
+                    .await?;
+                q.snooze(&lease, queue_core::Snooze::new(Duration::from_secs(3600)))
+                    .await?;
+                q.reschedule(leased[0].job.id, queue_core::Reschedule::new().now())
+                    .await?;
                 continue;
             }
         };
@@ -1281,6 +1335,10 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         statement!("job_rescue"),
         statement!("job_retry"),
         statement!("job_prune"),
+        statement!("job_snooze"),
+        statement!("job_meta_get"),
+        statement!("job_meta_set"),
+        statement!("job_reschedule"),
     ];
     let prepared: Vec<(String, String, i32)> = sqlx::query_as(
         "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements",
@@ -1305,6 +1363,7 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         ensure!(
             !plan.contains("Seq Scan on jobs")
                 && !plan.contains("jobs_lease_idx")
+                && (file.contains("claim") || !plan.contains("jobs_claim_idx"))
                 && plan.contains("jobs_pkey"),
             "{file}\n{plan}"
         );

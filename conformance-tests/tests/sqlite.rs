@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use async_trait::async_trait;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
-use queue_core::{ClaimStrategy, Error, JobId, Lease, NewJob, PopRequest, Queue};
+use queue_core::{ClaimStrategy, Error, JobId, JobState, Lease, NewJob, PopRequest, Queue};
 use queue_sqlite::SqliteQueue;
 use sqlx::{Sqlite, Transaction};
 
@@ -56,6 +56,54 @@ impl SqlBackend for Backend {
             config,
         )
         .await
+    }
+
+    async fn seed_previous_release(
+        q: &SqliteQueue,
+        _ns: &str,
+    ) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
+        use queue_core::Backend as _;
+        // Migration 3 (schedules) was the newest before job kinds.
+        q.engine().migrate_until(3).await?;
+        let now = chrono::Utc::now().timestamp_micros();
+        let mut seeded = Vec::new();
+        for (state, attempts, lease_left, worker, error, finished) in [
+            ("pending", 0, None, None, None, false),
+            (
+                "running",
+                1,
+                Some(-1_000_000i64),
+                Some("old-worker"),
+                None,
+                false,
+            ),
+            ("completed", 1, None, Some("old-worker"), None, true),
+            ("dead", 3, None, Some("old-worker"), Some("boom"), true),
+            ("cancelled", 0, None, None, None, true),
+        ] {
+            let id = JobId::new();
+            sqlx::query(
+                "INSERT INTO queue_jobs (id, queue, payload, priority, state, attempts, \
+                 max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, \
+                 dedup_key, version, created_at, updated_at, finished_at) \
+                 VALUES (?, 'legacy', '{\"old\": true}', 0, ?, ?, 3, ?, ?, ?, ?, ?, NULL, 1, ?, ?, ?)",
+            )
+            .bind(id.0)
+            .bind(state)
+            .bind(attempts)
+            .bind(now - 5_000_000)
+            .bind(lease_left.map(|_| uuid::Uuid::new_v4()))
+            .bind(lease_left.map(|d| now + d))
+            .bind(worker)
+            .bind(error)
+            .bind(now - 5_000_000)
+            .bind(now - 4_000_000)
+            .bind(finished.then_some(now - 4_000_000))
+            .execute(q.writer_pool())
+            .await?;
+            seeded.push((id, state.parse()?));
+        }
+        Ok(Some(seeded))
     }
 
     async fn create_effects(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {

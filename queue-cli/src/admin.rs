@@ -413,6 +413,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
                     .map_err(|_| queue_core::Error::invalid("before", "must be a job id (a UUID)"))
             })
             .transpose()?,
+        kind: None,
     };
     req.validate()?;
     let queue = args.target.connect().await?;

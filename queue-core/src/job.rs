@@ -158,6 +158,9 @@ pub struct NewJob {
     pub(crate) max_attempts: u32,
     pub(crate) schedule: Schedule,
     pub(crate) dedup_key: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) meta: Option<Box<RawValue>>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl NewJob {
@@ -192,7 +195,31 @@ impl NewJob {
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             schedule: Schedule::Now,
             dedup_key: None,
+            kind: None,
+            meta: None,
+            timeout: None,
         }
+    }
+
+    /// A job of the typed kind `A`, carrying `args` as its payload: its kind is
+    /// [`JobArgs::KIND`], and its queue, priority, attempt budget and timeout are the kind's
+    /// [`JobArgs::options`] (the queue [`DEFAULT_QUEUE`] when the kind names none). Each can be
+    /// changed afterwards with the builder methods.
+    ///
+    /// # Errors
+    /// [`Error::Payload`] when `args` cannot be serialized.
+    pub fn of<A: JobArgs>(args: &A) -> Result<Self> {
+        let options = A::options();
+        let queue = options.queue.unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
+        let mut job = Self::new(queue, args)?.kind(A::KIND);
+        if let Some(p) = options.priority {
+            job.priority = p;
+        }
+        if let Some(n) = options.max_attempts {
+            job.max_attempts = n;
+        }
+        job.timeout = options.timeout;
+        Ok(job)
     }
 
     /// Higher runs first; the default is 0.
@@ -223,6 +250,41 @@ impl NewJob {
     /// fails with [`Error::Duplicate`]. Once the job finishes the key is free again.
     pub fn dedup_key(mut self, key: impl Into<String>) -> Self {
         self.dedup_key = Some(key.into());
+        self
+    }
+
+    /// The job's kind: which handler of a worker runs it (see [`crate::worker::WorkerBuilder::job`]).
+    /// 1..=128 characters of `[A-Za-z0-9_.:-]`, like a queue name. [`NewJob::of`] sets it from
+    /// the args type.
+    pub fn kind(mut self, kind: impl Into<String>) -> Self {
+        self.kind = Some(kind.into());
+        self
+    }
+
+    /// Metadata stored with the job: a JSON object (at most the queue's `max_meta_bytes`), which
+    /// its handler can read and merge more into while it holds the lease
+    /// ([`crate::worker::JobContext::merge_meta`]), and which `get` returns.
+    ///
+    /// # Errors
+    /// [`Error::Payload`] when `meta` cannot be serialized; [`Error::InvalidInput`] naming
+    /// `meta` when it is not a JSON object.
+    pub fn meta(mut self, meta: &impl Serialize) -> Result<Self> {
+        let raw = serde_json::value::to_raw_value(meta)?;
+        validate::meta_object(raw.get())?;
+        self.meta = Some(raw);
+        Ok(self)
+    }
+
+    /// The longest one attempt of this job may run: past it, a worker stops the handler and the
+    /// attempt fails. Overrides the kind's timeout and the worker's.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sends the job to `queue` instead (e.g. a typed job away from its kind's queue).
+    pub fn with_queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = queue.into();
         self
     }
 
@@ -260,6 +322,18 @@ impl NewJob {
     pub fn dedup_key_value(&self) -> Option<&str> {
         self.dedup_key.as_deref()
     }
+    /// Its kind, if any.
+    pub fn kind_value(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
+    /// Its metadata as JSON text, if any.
+    pub fn meta_json(&self) -> Option<&str> {
+        self.meta.as_deref().map(RawValue::get)
+    }
+    /// Its timeout, if any.
+    pub fn timeout_value(&self) -> Option<Duration> {
+        self.timeout
+    }
 
     /// The delay from the database's "now" at which the job becomes due, given the client's
     /// `now`. Backends add this to their own clock, so client clock skew matters only for
@@ -287,6 +361,15 @@ impl NewJob {
         }
         if let Some(key) = &self.dedup_key {
             validate::dedup_key(key)?;
+        }
+        if let Some(kind) = &self.kind {
+            validate::kind(kind)?;
+        }
+        if let Some(meta) = &self.meta {
+            validate::meta(meta.get(), limits)?;
+        }
+        if let Some(timeout) = self.timeout {
+            validate::timeout("timeout", timeout)?;
         }
         Ok(())
     }
@@ -319,6 +402,19 @@ pub struct Job {
     pub last_error: Option<String>,
     /// Its dedup key, if any.
     pub dedup_key: Option<String>,
+    /// Its kind, if it has one: which handler runs it.
+    pub kind: Option<String>,
+    /// Its metadata (a JSON object), if any was set at push or merged in by a handler.
+    pub meta: Option<Box<RawValue>>,
+    /// The longest one attempt may run, when the job was pushed with one.
+    pub timeout: Option<Duration>,
+    /// How many times a handler snoozed it (a snooze does not count as an attempt).
+    pub snoozes: u32,
+    /// The failures of its attempts, oldest first: at most the [`ERRORS_KEPT`] most recent.
+    /// Returned by `get` and `list`; a claimed job carries only `last_error`.
+    pub errors: Vec<AttemptError>,
+    /// What its handler recorded when it completed, if anything. Returned by `get` and `list`.
+    pub output: Option<Box<RawValue>>,
     /// When it was pushed (database clock).
     pub created_at: DateTime<Utc>,
     /// When it last changed (database clock).
@@ -339,6 +435,229 @@ impl Job {
     /// The payload as a JSON value.
     pub fn payload_value(&self) -> serde_json::Value {
         serde_json::from_str(self.payload.get()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The metadata as a JSON value (an empty object when there is none).
+    pub fn meta_value(&self) -> serde_json::Value {
+        self.meta
+            .as_deref()
+            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()))
+    }
+
+    /// Deserializes the recorded output; `None` when the job recorded none.
+    ///
+    /// # Errors
+    /// [`Error::Payload`] when the JSON does not fit `T`.
+    pub fn output<T: DeserializeOwned>(&self) -> Result<Option<T>> {
+        self.output
+            .as_deref()
+            .map(|o| serde_json::from_str(o.get()))
+            .transpose()
+            .map_err(Error::from)
+    }
+}
+
+/// How many failures a job's history keeps: the most recent ones, oldest first.
+pub const ERRORS_KEPT: u32 = 20;
+
+/// The queue a typed job goes to when its kind names none.
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// One failed attempt of a job, as kept in its history ([`Job::errors`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttemptError {
+    /// Which attempt failed (1 for the first).
+    pub attempt: u32,
+    /// When the failure was recorded (database clock).
+    pub at: DateTime<Utc>,
+    /// What went wrong (bounded like `last_error`).
+    pub error: String,
+    /// The worker that held the job, when it was known.
+    pub worker: Option<String>,
+}
+
+/// Decodes a stored error history (a JSON array of `{attempt, at, error, worker}` objects) as
+/// each dialect writes it. Used by every driver, so the history reads the same everywhere.
+///
+/// # Errors
+/// A message naming what does not fit.
+pub fn parse_errors(json: &str) -> std::result::Result<Vec<AttemptError>, String> {
+    #[derive(serde::Deserialize)]
+    struct Stored {
+        attempt: i64,
+        at: String,
+        error: Option<String>,
+        worker: Option<String>,
+    }
+    let stored: Vec<Stored> =
+        serde_json::from_str(json).map_err(|e| format!("stored errors are not a list: {e}"))?;
+    stored
+        .into_iter()
+        .map(|s| {
+            Ok(AttemptError {
+                attempt: u32::try_from(s.attempt)
+                    .map_err(|_| format!("stored attempt out of range: {}", s.attempt))?,
+                at: parse_stored_time(&s.at)?,
+                error: s.error.unwrap_or_default(),
+                worker: s.worker,
+            })
+        })
+        .collect()
+}
+
+/// A time stored inside JSON by a dialect: RFC 3339 (`2026-01-02T03:04:05.123456Z`, any offset,
+/// up to nine fractional digits), or the same with a space for the `T` and no zone (UTC).
+fn parse_stored_time(text: &str) -> std::result::Result<DateTime<Utc>, String> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let naive = text.trim_end_matches('Z').replacen(' ', "T", 1);
+    chrono::NaiveDateTime::parse_from_str(&naive, "%Y-%m-%dT%H:%M:%S%.f")
+        .map(|n| n.and_utc())
+        .map_err(|e| format!("stored time {text:?} is not a time: {e}"))
+}
+
+/// Merges `patch` into `target` by the rules of JSON Merge Patch (RFC 7396): an object merges
+/// key by key, recursively; a `null` removes the key; any other value replaces what was there.
+pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(map) = target else {
+        return;
+    };
+    for (key, value) in patch {
+        if value.is_null() {
+            map.remove(key);
+        } else {
+            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// A typed job: the type of its arguments (its payload) names its kind, and may give the
+/// defaults of its jobs. Push one with [`NewJob::of`]; register its handler with
+/// [`crate::worker::WorkerBuilder::job`].
+///
+/// ```
+/// use std::time::Duration;
+/// use queue_core::{JobArgs, KindOptions};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct SendEmail {
+///     to: String,
+/// }
+///
+/// impl JobArgs for SendEmail {
+///     const KIND: &'static str = "send_email";
+///
+///     fn options() -> KindOptions {
+///         KindOptions::new().queue("mailers").max_attempts(5).timeout(Duration::from_secs(30))
+///     }
+/// }
+/// ```
+pub trait JobArgs: Serialize + DeserializeOwned + Send + 'static {
+    /// The kind's name, stored with each job: 1..=128 characters of `[A-Za-z0-9_.:-]`. Keep it
+    /// stable: jobs already stored keep the name they were pushed with.
+    const KIND: &'static str;
+
+    /// The defaults of this kind's jobs (none by default).
+    fn options() -> KindOptions {
+        KindOptions::default()
+    }
+}
+
+/// What a kind sets for its jobs unless a push or the worker says otherwise. At push
+/// ([`NewJob::of`]): `queue`, `priority`, `max_attempts`, `timeout`. In the worker that runs
+/// them: `timeout` (for jobs pushed without one), `retry_policy` and `max_snoozes`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct KindOptions {
+    /// The queue of its jobs ([`DEFAULT_QUEUE`] when `None`).
+    pub queue: Option<String>,
+    /// Their priority (0 when `None`).
+    pub priority: Option<i32>,
+    /// Their attempt budget ([`NewJob::DEFAULT_MAX_ATTEMPTS`] when `None`).
+    pub max_attempts: Option<u32>,
+    /// The longest an attempt may run (the worker's `job_timeout` when `None`).
+    pub timeout: Option<Duration>,
+    /// The backoff between attempts (the queue's retry policy when `None`).
+    pub retry_policy: Option<crate::retry::RetryPolicy>,
+    /// Most snoozes per job ([`crate::worker::DEFAULT_MAX_SNOOZES`] when `None`).
+    pub max_snoozes: Option<u32>,
+}
+
+impl KindOptions {
+    /// No defaults.
+    pub fn new() -> Self {
+        KindOptions::default()
+    }
+
+    /// The queue of the kind's jobs.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// The priority of the kind's jobs.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// The attempt budget of the kind's jobs.
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = Some(n);
+        self
+    }
+
+    /// The longest one attempt may run.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The backoff between attempts of the kind's jobs.
+    pub fn retry_policy(mut self, policy: crate::retry::RetryPolicy) -> Self {
+        self.retry_policy = Some(policy);
+        self
+    }
+
+    /// Most snoozes per job of the kind.
+    pub fn max_snoozes(mut self, n: u32) -> Self {
+        self.max_snoozes = Some(n);
+        self
+    }
+
+    /// Checks every option that is set.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the option (`queue`, `max_attempts`, `timeout`,
+    /// `retry_policy.<field>`, `max_snoozes`).
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate::queue_name(q)?;
+        }
+        if let Some(n) = self.max_attempts {
+            validate::max_attempts(n)?;
+        }
+        if let Some(t) = self.timeout {
+            validate::timeout("timeout", t)?;
+        }
+        if let Some(p) = &self.retry_policy {
+            p.validate()?;
+        }
+        if let Some(n) = self.max_snoozes {
+            validate::max_snoozes(n)?;
+        }
+        Ok(())
     }
 }
 
@@ -449,4 +768,160 @@ pub enum FailOutcome {
     },
     /// Dead: permanent failure or no attempts left.
     Dead,
+}
+
+/// A handler's request to run its job again later without spending an attempt
+/// ([`crate::Queue::snooze`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Snooze {
+    /// Due again this long after the database's now.
+    pub delay: Duration,
+    /// Most snoozes the job may have: a snooze beyond it is recorded as a failed attempt instead
+    /// (by the retry policy), so a job cannot snooze forever.
+    pub max_snoozes: u32,
+}
+
+impl Snooze {
+    /// A snooze of `delay`, bounded by [`crate::worker::DEFAULT_MAX_SNOOZES`].
+    pub fn new(delay: Duration) -> Self {
+        Snooze {
+            delay,
+            max_snoozes: crate::worker::DEFAULT_MAX_SNOOZES,
+        }
+    }
+
+    /// Bounds the job's snoozes at `n`.
+    pub fn max_snoozes(mut self, n: u32) -> Self {
+        self.max_snoozes = n;
+        self
+    }
+}
+
+/// What [`crate::Queue::snooze`] did with the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnoozeOutcome {
+    /// Back to pending, due after the delay; the attempt was given back and the snooze counted.
+    Snoozed,
+    /// The job had snoozed as often as allowed: the snooze was recorded as a failed attempt.
+    Failed(FailOutcome),
+}
+
+/// A change to a pending job ([`crate::Queue::reschedule`]): what is `None` stays as it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reschedule {
+    /// When it becomes claimable (a delay runs from the database's now).
+    pub run_at: Option<Schedule>,
+    /// Its new priority.
+    pub priority: Option<i32>,
+}
+
+impl Reschedule {
+    /// No change yet.
+    pub fn new() -> Self {
+        Reschedule::default()
+    }
+
+    /// Claimable at once.
+    pub fn now(mut self) -> Self {
+        self.run_at = Some(Schedule::Now);
+        self
+    }
+
+    /// Claimable `delay` after the database receives the change.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.run_at = Some(Schedule::After(delay));
+        self
+    }
+
+    /// Claimable at `at`.
+    pub fn run_at(mut self, at: DateTime<Utc>) -> Self {
+        self.run_at = Some(Schedule::At(at));
+        self
+    }
+
+    /// With priority `priority`.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Checks the change: it changes something, and its time is in range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `run_at` (or `delay`), or `reschedule` for an empty change.
+    pub fn validate(&self) -> Result<()> {
+        match self.run_at {
+            None if self.priority.is_none() => {
+                return Err(Error::invalid(
+                    "reschedule",
+                    "must change the run time, the priority or both",
+                ))
+            }
+            Some(Schedule::After(d)) => validate::delay(d)?,
+            Some(Schedule::At(at)) => validate::run_at(at, Utc::now())?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The delay from the database's now, given the client's `now`; `None` keeps the run time.
+    pub fn delay_from(&self, now: DateTime<Utc>) -> Option<Duration> {
+        self.run_at.map(|s| match s {
+            Schedule::Now => Duration::ZERO,
+            Schedule::After(d) => d,
+            Schedule::At(at) => (at - now).to_std().unwrap_or(Duration::ZERO),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7396() {
+        let mut v = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut v, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(v, json!({"a": "z", "c": {"d": "e"}}));
+        let mut v = json!({"a": [1, 2]});
+        merge_patch(&mut v, &json!({"a": [3], "n": {"x": null, "y": 1}}));
+        assert_eq!(v, json!({"a": [3], "n": {"y": 1}}));
+        let mut v = json!(null);
+        merge_patch(&mut v, &json!({"k": 1}));
+        assert_eq!(v, json!({"k": 1}));
+    }
+
+    #[test]
+    fn stored_errors_decode_in_every_dialects_time_format() {
+        let text = r#"[
+            {"attempt": 1, "at": "2026-01-02T03:04:05.123456Z", "error": "a", "worker": "w"},
+            {"attempt": 2, "at": "2026-01-02T04:04:05.123+01:00", "error": "b", "worker": null},
+            {"attempt": 3, "at": "2026-01-02T03:04:06.1234567Z", "error": "c"},
+            {"attempt": 4, "at": "2026-01-02 03:04:07.000001", "error": "d", "worker": "x"}
+        ]"#;
+        let errors = parse_errors(text).unwrap();
+        assert_eq!(errors.len(), 4);
+        assert_eq!(errors[0].at.timestamp_micros() % 1_000_000, 123_456);
+        assert_eq!(
+            errors[1].at,
+            errors[0].at - chrono::Duration::microseconds(456)
+        );
+        assert_eq!(errors[2].worker, None);
+        assert_eq!(errors[3].error, "d");
+        assert_eq!(errors[3].at.timestamp_micros() % 1_000_000, 1);
+        assert!(parse_errors("{}").is_err());
+        assert!(parse_errors(r#"[{"attempt": 1, "at": "yesterday"}]"#).is_err());
+    }
+
+    #[test]
+    fn reschedule_must_change_something() {
+        assert!(Reschedule::new().validate().is_err());
+        assert!(Reschedule::new().priority(3).validate().is_ok());
+        assert!(Reschedule::new().now().validate().is_ok());
+        assert!(Reschedule::new()
+            .delay(Duration::from_secs(20 * 365 * 24 * 3600))
+            .validate()
+            .is_err());
+    }
 }

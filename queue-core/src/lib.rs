@@ -27,7 +27,8 @@ pub mod worker;
 pub use engine::{Backend, CommonOptions, Engine};
 pub use error::{BoxError, Error, Result};
 pub use job::{
-    FailOutcome, Failure, FailureKind, Job, JobId, JobState, Lease, Leased, NewJob, Schedule,
+    AttemptError, FailOutcome, Failure, FailureKind, Job, JobArgs, JobId, JobState, KindOptions,
+    Lease, Leased, NewJob, Reschedule, Schedule, Snooze, SnoozeOutcome, DEFAULT_QUEUE, ERRORS_KEPT,
 };
 pub use periodic::{
     ManualClock, Misfire, PeriodicJob, Registration, ScheduleInfo, Scheduler, SchedulerHandle,

@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::job::{
+    FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob, Reschedule, Snooze,
+    SnoozeOutcome,
+};
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::profile::EngineProfile;
 use crate::validate::{self, Limits};
@@ -292,6 +295,8 @@ pub struct ListRequest {
     pub queue: Option<String>,
     /// Only this state.
     pub state: Option<JobState>,
+    /// Only jobs of this kind.
+    pub kind: Option<String>,
     /// Most rows (1..=1000).
     pub limit: usize,
     /// Only jobs older than this one (their id sorts before it): the next page after a page
@@ -304,6 +309,7 @@ impl Default for ListRequest {
         ListRequest {
             queue: None,
             state: None,
+            kind: None,
             limit: 100,
             before: None,
         }
@@ -318,6 +324,9 @@ impl ListRequest {
     pub fn validate(&self) -> Result<()> {
         if let Some(q) = &self.queue {
             validate::queue_name(q)?;
+        }
+        if let Some(k) = &self.kind {
+            validate::kind(k)?;
         }
         if !(1..=1000).contains(&self.limit) {
             return Err(Error::invalid("limit", "must be between 1 and 1000"));
@@ -401,6 +410,60 @@ pub trait Queue: Send + Sync + 'static {
     ) -> Result<(u64, Result<Vec<Leased>>)> {
         let acked = self.ack_batch(leases).await?;
         Ok((acked, self.pop_checked(req).await))
+    }
+
+    /// Marks the job completed and stores `output` with it, in the same statement; `get`
+    /// returns it as [`Job::output`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `output` when it is larger than the queue's
+    /// `max_output_bytes` (nothing is changed); [`Error::LeaseLost`] or [`Error::Cancelled`].
+    async fn ack_with_output(
+        &self,
+        lease: &Lease,
+        output: &serde_json::value::RawValue,
+    ) -> Result<()> {
+        let _ = (lease, output);
+        Err(Error::Unsupported("recorded output"))
+    }
+
+    /// Gives the job back to run again after `snooze.delay` without spending the attempt, and
+    /// counts the snooze ([`Job::snoozes`]). A job that has snoozed `snooze.max_snoozes` times
+    /// already is failed instead, by the retry policy, with an error saying so.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `delay` or `max_snoozes`; [`Error::LeaseLost`] or
+    /// [`Error::Cancelled`].
+    async fn snooze(&self, lease: &Lease, snooze: Snooze) -> Result<SnoozeOutcome> {
+        let _ = (lease, snooze);
+        Err(Error::Unsupported("snooze"))
+    }
+
+    /// Merges `patch` (a JSON object) into the job's metadata by the rules of JSON Merge Patch
+    /// (RFC 7396: objects merge key by key, `null` removes a key), fenced by the lease like every
+    /// other transition of a running job; returns the metadata as stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `meta` when `patch` is not an object or the result would
+    /// be larger than the queue's `max_meta_bytes` (nothing is changed); [`Error::LeaseLost`]
+    /// or [`Error::Cancelled`].
+    async fn merge_meta(
+        &self,
+        lease: &Lease,
+        patch: &serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        let _ = (lease, patch);
+        Err(Error::Unsupported("metadata"))
+    }
+
+    /// Changes when a pending job becomes claimable, its priority, or both.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty change or a bad time; [`Error::NotFound`];
+    /// [`Error::InvalidState`] when the job is not pending (running, finished).
+    async fn reschedule(&self, id: JobId, change: Reschedule) -> Result<()> {
+        let _ = (id, change);
+        Err(Error::Unsupported("reschedule"))
     }
 
     /// Records a failure: back to pending after a backoff, or dead when the failure is permanent

@@ -23,6 +23,8 @@ pub const MAX_DELAY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
 /// Shortest lease: anything shorter expires before a round trip completes.
 pub const MIN_LEASE: Duration = Duration::from_millis(10);
+/// Largest bound on a job's snoozes.
+pub const MAX_SNOOZES: u32 = 1_000_000;
 /// Longest identifier (schema, table prefix): PostgreSQL's limit.
 pub const MAX_IDENTIFIER: usize = 63;
 
@@ -35,6 +37,10 @@ pub struct Limits {
     pub max_batch: usize,
     /// Most jobs one `pop` may claim.
     pub max_pop: usize,
+    /// Largest metadata object of a job, in bytes of JSON text (at push and after each merge).
+    pub max_meta_bytes: usize,
+    /// Largest output a handler may record, in bytes of JSON text.
+    pub max_output_bytes: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +49,8 @@ impl Default for Limits {
             max_payload_bytes: 4 * 1024 * 1024,
             max_batch: 10_000,
             max_pop: 1_000,
+            max_meta_bytes: 64 * 1024,
+            max_output_bytes: 1024 * 1024,
         }
     }
 }
@@ -68,6 +76,73 @@ pub fn queue_name(name: &str) -> Result<()> {
         return Err(Error::invalid(
             "queue",
             format!("may contain only A-Z a-z 0-9 _ . : - (found {c:?})"),
+        ));
+    }
+    Ok(())
+}
+
+/// A job kind: 1..=128 characters of `[A-Za-z0-9_.:-]`, like a queue name.
+pub fn kind(name: &str) -> Result<()> {
+    queue_name(name).map_err(|e| match e {
+        Error::InvalidInput { rule, .. } => Error::invalid("kind", rule),
+        other => other,
+    })
+}
+
+/// Metadata: JSON text of an object.
+pub fn meta_object(json: &str) -> Result<()> {
+    // Cheap: only the first non-blank character is looked at; the text is JSON already.
+    if !json.trim_start().starts_with('{') {
+        return Err(Error::invalid("meta", "must be a JSON object"));
+    }
+    Ok(())
+}
+
+/// Metadata: a JSON object no longer than the configured maximum.
+pub fn meta(json: &str, limits: &Limits) -> Result<()> {
+    meta_object(json)?;
+    if json.len() > limits.max_meta_bytes {
+        return Err(Error::invalid(
+            "meta",
+            format!(
+                "must be at most {} bytes of JSON (got {})",
+                limits.max_meta_bytes,
+                json.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A recorded output: JSON text no longer than the configured maximum.
+pub fn output(json: &str, limits: &Limits) -> Result<()> {
+    if json.len() > limits.max_output_bytes {
+        return Err(Error::invalid(
+            "output",
+            format!(
+                "must be at most {} bytes of JSON (got {})",
+                limits.max_output_bytes,
+                json.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A handler timeout: 1 ms..=24 hours.
+pub fn timeout(field: &'static str, d: Duration) -> Result<()> {
+    if d < Duration::from_millis(1) || d > MAX_LEASE {
+        return Err(Error::invalid(field, "must be between 1 ms and 24 hours"));
+    }
+    Ok(())
+}
+
+/// The most snoozes a job may have: 1..=1,000,000.
+pub fn max_snoozes(n: u32) -> Result<()> {
+    if n == 0 || n > MAX_SNOOZES {
+        return Err(Error::invalid(
+            "max_snoozes",
+            format!("must be between 1 and {MAX_SNOOZES}"),
         ));
     }
     Ok(())

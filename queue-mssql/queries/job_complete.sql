@@ -1,6 +1,7 @@
 -- name: job_complete
--- Fenced by the lease token; the worker is kept, for operators.
+-- Fenced by the lease token; the worker is kept, for operators; @P3 is the handler's output (or
+-- NULL), stored with the completion.
 UPDATE [{schema}].[jobs]
 SET state = N'completed', finished_at = SYSUTCDATETIME(), updated_at = SYSUTCDATETIME(),
-    lease_token = NULL, lease_expires_at = NULL
+    output = @P3, lease_token = NULL, lease_expires_at = NULL
 WHERE id = CAST(@P1 AS BINARY(16)) AND lease_token = @P2 AND state = N'running'

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
-    Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
+    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
+    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -97,7 +98,16 @@ fn dedup_key(row: &Row) -> Result<Option<String>, MsSqlError> {
         .transpose()
 }
 
-/// A job row (`SELECT` or `OUTPUT inserted.` of every column), with its lease token.
+/// JSON text of an optional column, checked.
+fn json_column(row: &Row, col: &str) -> Result<Option<Box<RawValue>>, MsSqlError> {
+    opt_text(row, col)?
+        .map(|t| {
+            RawValue::from_string(t).map_err(|e| decode(format!("a stored {col} is not JSON: {e}")))
+        })
+        .transpose()
+}
+
+/// A job row (`SELECT` or `OUTPUT inserted.` of the claim's columns), with its lease token.
 pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError> {
     let payload = RawValue::from_string(text(row, "payload")?)
         .map_err(|e| decode(format!("a stored payload is not JSON: {e}")))?;
@@ -114,12 +124,33 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
         worker: opt_text(row, "worker")?,
         last_error: opt_text(row, "last_error")?,
         dedup_key: dedup_key(row)?,
+        kind: opt_text(row, "kind")?,
+        meta: json_column(row, "meta")?,
+        timeout: row
+            .try_get::<i64, _>("timeout_us")?
+            .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))),
+        // NULL (a row from before the column existed) counts as 0.
+        snoozes: row
+            .try_get::<i32, _>("snoozes")?
+            .map_or(0, |n| u32::try_from(n).unwrap_or(0)),
+        errors: Vec::new(),
+        output: None,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         finished_at: opt_time(row, "finished_at")?,
     };
     let token = row.try_get::<Uuid, _>("lease_token")?;
     Ok((job, token))
+}
+
+/// A row of `job_get` or `job_list`: the job with its error history and output.
+pub(crate) fn job_detail_from_row(row: &Row) -> Result<Job, MsSqlError> {
+    let (mut job, _) = job_from_row(row)?;
+    if let Some(errors) = opt_text(row, "errors")? {
+        job.errors = queue_core::job::parse_errors(&errors).map_err(decode)?;
+    }
+    job.output = json_column(row, "output")?;
+    Ok(job)
 }
 
 /// Claimed rows (from `OUTPUT`) as jobs with their leases, in no particular order.
@@ -246,9 +277,9 @@ fn claim_values(p: JobClaim<'_>) -> Params<'_> {
     ]
 }
 
-/// The values of one INSERT of `jobs` (8 per job, in `job_insert`'s order).
+/// The values of one INSERT of `jobs` (11 per job, in `job_insert`'s order).
 fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> {
-    let mut v = Params::with_capacity(8 * (end - start));
+    let mut v = Params::with_capacity(11 * (end - start));
     for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
         let (secs, us) = dateadd_parts(*delay);
         v.push(job.id());
@@ -259,17 +290,33 @@ fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> 
         v.push(secs);
         v.push(us);
         v.push(job.dedup_key_value().map(str::as_bytes));
+        v.push(job.kind_value());
+        v.push(job.meta_json());
+        v.push(job.timeout_value().map(micros));
     }
     v
 }
 
-/// The values of `job_list` (`@P1..@P4`): each filter NULL when not set.
+/// The values of `job_list` (`@P1..@P5`): each filter NULL when not set.
 fn list_values(req: &ListRequest) -> Params<'_> {
     params![
         req.queue.as_deref(),
         req.state.map(|s| s.as_str()),
         req.before,
         limit(req.limit),
+        req.kind.as_deref(),
+    ]
+}
+
+/// The values of `job_reschedule` (`@P1..@P4`): the id, the delay as seconds and
+/// microseconds (NULL: keep the run time), the priority (NULL: keep it).
+fn reschedule_values<'a>(p: JobReschedule) -> Params<'a> {
+    let parts = p.delay.map(dateadd_parts);
+    params![
+        p.id,
+        parts.map(|(s, _)| s),
+        parts.map(|(_, us)| us),
+        p.priority
     ]
 }
 
@@ -547,16 +594,19 @@ impl Driver for MsSqlDriver {
     async fn job_complete(
         &self,
         target: Target<'_, MsSqlTransaction>,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, MsSqlError> {
         match target {
             Target::Pool => {
-                self.fenced(&self.sql.job_complete, lease, Params::default())
+                self.fenced(&self.sql.job_complete, p.lease, params![p.output])
                     .await
             }
             Target::Tx(tx) => {
                 tx.connection()
-                    .execute(&self.sql.job_complete, params![lease.job_id, lease.token])
+                    .execute(
+                        &self.sql.job_complete,
+                        params![p.lease.job_id, p.lease.token, p.output],
+                    )
                     .await
             }
         }
@@ -582,13 +632,48 @@ impl Driver for MsSqlDriver {
         self.fenced(
             &self.sql.job_fail_retry,
             p.lease,
-            params![secs, us, p.error],
+            params![secs, us, p.error, signed(p.errors_kept)],
         )
         .await
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, MsSqlError> {
-        self.fenced(&self.sql.job_fail_dead, p.lease, params![p.error])
+        self.fenced(
+            &self.sql.job_fail_dead,
+            p.lease,
+            params![p.error, signed(p.errors_kept)],
+        )
+        .await
+    }
+
+    async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64, MsSqlError> {
+        let (secs, us) = dateadd_parts(p.delay);
+        self.fenced(
+            &self.sql.job_snooze,
+            p.lease,
+            params![secs, us, signed(p.max_snoozes)],
+        )
+        .await
+    }
+
+    async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.job_meta_get, params![lease.job_id, lease.token])
+            .await?;
+        rows.first()
+            .map(|r| {
+                Ok(StoredMeta {
+                    meta: opt_text(r, "meta")?,
+                    version: r
+                        .try_get::<i64, _>("version")?
+                        .ok_or_else(|| decode("version is NULL"))?,
+                })
+            })
+            .transpose()
+    }
+
+    async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64, MsSqlError> {
+        self.fenced(&self.sql.job_meta_set, p.lease, params![p.version, p.meta])
             .await
     }
 
@@ -650,7 +735,7 @@ impl Driver for MsSqlDriver {
         let mut conn = self.conn().await?;
         let mut total = 0;
         for chunk in p.jobs.chunks(PAIR_ROWS) {
-            let mut params = params![p.dead, p.error];
+            let mut params = params![p.dead, p.error, signed(p.errors_kept)];
             for (job, token) in chunk {
                 params.push(*job);
                 params.push(*token);
@@ -673,18 +758,21 @@ impl Driver for MsSqlDriver {
         rows.first().map(|r| text(r, "queue")).transpose()
     }
 
+    async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.job_reschedule, reschedule_values(p))
+            .await?;
+        rows.first().map(|r| text(r, "queue")).transpose()
+    }
+
     async fn job_get(&self, job: JobId) -> Result<Option<Job>, MsSqlError> {
         let rows = self.fetch(&self.sql.job_get, params![job]).await?;
-        rows.first()
-            .map(|r| job_from_row(r).map(|(job, _)| job))
-            .transpose()
+        rows.first().map(job_detail_from_row).transpose()
     }
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, MsSqlError> {
         let rows = self.fetch(&self.sql.job_list, list_values(req)).await?;
-        rows.iter()
-            .map(|r| job_from_row(r).map(|(job, _)| job))
-            .collect()
+        rows.iter().map(job_detail_from_row).collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, MsSqlError> {
@@ -927,7 +1015,58 @@ mod tests {
                 ColumnType::Datetime2,
                 None::<DateTime<Utc>>.into_sql(),
             )
+            .column("kind", ColumnType::NVarchar, "send_email".into_sql())
+            .column("meta", ColumnType::NVarchar, r#"{"step":2}"#.into_sql())
+            .column(
+                "timeout_us",
+                ColumnType::Int8,
+                Some(1_500_000i64).into_sql(),
+            )
+            // A row from before the column existed: NULL counts as no snooze.
+            .column("snoozes", ColumnType::Int4, None::<i32>.into_sql())
             .build()
+    }
+
+    #[test]
+    fn job_rows_decode_their_history_and_output() {
+        let row = Row::builder()
+            .column("id", ColumnType::BigBinary, Uuid::now_v7().as_bytes().to_vec().into_sql())
+            .column("queue", ColumnType::NVarchar, "q".into_sql())
+            .column("payload", ColumnType::NVarchar, "1".into_sql())
+            .column("priority", ColumnType::Int4, 0i32.into_sql())
+            .column("state", ColumnType::NVarchar, "dead".into_sql())
+            .column("attempts", ColumnType::Int4, 2i32.into_sql())
+            .column("max_attempts", ColumnType::Int4, 2i32.into_sql())
+            .column("run_at", ColumnType::Datetime2, at(0).into_sql())
+            .column("lease_token", ColumnType::Guid, None::<Uuid>.into_sql())
+            .column("lease_expires_at", ColumnType::Datetime2, None::<DateTime<Utc>>.into_sql())
+            .column("worker", ColumnType::NVarchar, "w".into_sql())
+            .column("last_error", ColumnType::NVarchar, "b\"c".into_sql())
+            .column("dedup_key", ColumnType::BigVarBin, None::<Vec<u8>>.into_sql())
+            .column("created_at", ColumnType::Datetime2, at(0).into_sql())
+            .column("updated_at", ColumnType::Datetime2, at(0).into_sql())
+            .column("finished_at", ColumnType::Datetime2, Some(at(1)).into_sql())
+            .column("kind", ColumnType::NVarchar, None::<&str>.into_sql())
+            .column("meta", ColumnType::NVarchar, None::<&str>.into_sql())
+            .column("timeout_us", ColumnType::Int8, None::<i64>.into_sql())
+            .column("snoozes", ColumnType::Int4, 3i32.into_sql())
+            // As the statements write it: FOR JSON PATH entries, style 126 times with a `Z`.
+            .column(
+                "errors",
+                ColumnType::NVarchar,
+                r#"[{"attempt":1,"at":"2026-11-25T10:00:00.1234567Z","error":"a","worker":null},{"attempt":2,"at":"2026-11-25T10:00:01.0000000Z","error":"b\"c","worker":"w"}]"#
+                    .into_sql(),
+            )
+            .column("output", ColumnType::NVarchar, None::<&str>.into_sql())
+            .build();
+        let job = job_detail_from_row(&row).unwrap();
+        assert_eq!(job.snoozes, 3);
+        assert_eq!(job.errors.len(), 2);
+        assert_eq!(job.errors[0].worker, None);
+        assert_eq!(job.errors[1].error, "b\"c");
+        assert_eq!(job.errors[1].worker.as_deref(), Some("w"));
+        assert!(job.errors[0].at < job.errors[1].at);
+        assert!(job.output.is_none() && job.kind.is_none() && job.meta.is_none());
     }
 
     #[test]
@@ -950,6 +1089,14 @@ mod tests {
             "trailing space kept"
         );
         assert_eq!(l.job.finished_at, None);
+        assert_eq!(l.job.kind.as_deref(), Some("send_email"));
+        assert_eq!(
+            l.job.meta.as_deref().map(RawValue::get),
+            Some(r#"{"step":2}"#)
+        );
+        assert_eq!(l.job.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(l.job.snoozes, 0);
+        assert!(l.job.errors.is_empty() && l.job.output.is_none());
         assert_eq!(l.lease.token, token);
         assert_eq!(l.lease.expires_at, at(30));
         assert_eq!(l.lease.attempt, 2);
@@ -1057,9 +1204,9 @@ mod tests {
         assert_eq!(chunks(250, 250), vec![(0, 250)]);
         assert_eq!(chunks(251, 250), vec![(0, 250), (250, 251)]);
         let c = chunks(10_000, INSERT_ROWS);
-        assert_eq!(c.len(), 40);
+        assert_eq!(c.len(), 10_000usize.div_ceil(INSERT_ROWS));
         assert!(c.windows(2).all(|w| w[0].1 == w[1].0));
-        assert_eq!(c.last(), Some(&(9_750, 10_000)));
+        assert_eq!(c.last().map(|l| l.1), Some(10_000));
     }
 
     fn schedule(at: DateTime<Utc>) -> StoredSchedule {
@@ -1105,6 +1252,14 @@ mod tests {
         };
         let list = ListRequest::default();
         let stored = schedule(at(0));
+        let lease = Lease {
+            job_id: JobId::new(),
+            queue: "q".into(),
+            token: Uuid::new_v4(),
+            expires_at: at(0),
+            attempt: 1,
+            max_attempts: 1,
+        };
         // A statement, its text, its values, and the placeholders that are NULL with the types
         // they are declared as.
         type Case<'a> = (&'a str, String, Params<'a>, &'a [(usize, &'a str)]);
@@ -1113,7 +1268,12 @@ mod tests {
                 "job_insert",
                 sql.job_insert_rows(1),
                 insert_values(&insert, 0, 1),
-                &[(8, "varbinary(max)")],
+                &[
+                    (8, "varbinary(max)"),
+                    (9, "nvarchar(4000)"),
+                    (10, "nvarchar(4000)"),
+                    (11, "bigint"),
+                ],
             ),
             (
                 "job_list",
@@ -1123,7 +1283,24 @@ mod tests {
                     (1, "nvarchar(4000)"),
                     (2, "nvarchar(4000)"),
                     (3, "varbinary(max)"),
+                    (5, "nvarchar(4000)"),
                 ],
+            ),
+            (
+                "job_complete",
+                sql.job_complete.to_string(),
+                params![lease.job_id, lease.token, None::<&str>],
+                &[(3, "nvarchar(4000)")],
+            ),
+            (
+                "job_reschedule",
+                sql.job_reschedule.to_string(),
+                reschedule_values(JobReschedule {
+                    id: JobId::new(),
+                    delay: None,
+                    priority: None,
+                }),
+                &[(2, "int"), (3, "int"), (4, "int")],
             ),
             (
                 "job_stats",
@@ -1192,7 +1369,11 @@ mod tests {
         let jobs = vec![
             queue_core::NewJob::from_json("q", "1")
                 .unwrap()
-                .dedup_key("k"),
+                .dedup_key("k")
+                .kind("send")
+                .meta(&serde_json::json!({"a": 1}))
+                .unwrap()
+                .timeout(Duration::from_millis(2)),
             queue_core::NewJob::from_json("q", "\"x\"")
                 .unwrap()
                 .priority(3),
@@ -1208,13 +1389,19 @@ mod tests {
         };
         let v = insert_values(&p, 0, 2);
         let v = v.values();
-        assert_eq!(v.len(), 16);
+        assert_eq!(v.len(), 22);
         assert_eq!(v[5], ColumnData::I32(Some(315_360_000)));
         assert_eq!(v[6], ColumnData::I32(Some(0)));
         assert_eq!(v[7], ColumnData::Binary(Some(b"k".as_slice().into())));
-        assert_eq!(v[11], ColumnData::I32(Some(3)));
-        assert_eq!(v[13], ColumnData::I32(Some(1)));
-        assert_eq!(v[14], ColumnData::I32(Some(500_000)));
-        assert_eq!(v[15], ColumnData::Binary(None));
+        assert_eq!(v[8], ColumnData::String(Some("send".into())));
+        assert_eq!(v[9], ColumnData::String(Some(r#"{"a":1}"#.into())));
+        assert_eq!(v[10], ColumnData::I64(Some(2_000)));
+        assert_eq!(v[14], ColumnData::I32(Some(3)));
+        assert_eq!(v[16], ColumnData::I32(Some(1)));
+        assert_eq!(v[17], ColumnData::I32(Some(500_000)));
+        assert_eq!(v[18], ColumnData::Binary(None));
+        assert_eq!(v[19], ColumnData::String(None));
+        assert_eq!(v[20], ColumnData::String(None));
+        assert_eq!(v[21], ColumnData::I64(None));
     }
 }

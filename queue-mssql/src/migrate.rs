@@ -22,6 +22,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0003_schedules.sql"),
     },
+    Migration {
+        version: 4,
+        name: "job_kinds",
+        sql: include_str!("../migrations/0004_job_kinds.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:

@@ -98,6 +98,21 @@ impl MsSqlQueue {
     /// [`queue_core::Error::LeaseLost`] or [`queue_core::Error::Cancelled`] when the lease is no
     /// longer current: nothing was changed, and the caller should roll back its own writes.
     pub async fn complete_in_tx(&self, tx: &mut MsSqlTransaction, lease: &Lease) -> Result<()> {
-        self.engine.complete_in(tx, lease).await
+        self.engine.complete_in(tx, lease, None).await
+    }
+
+    /// [`Self::complete_in_tx`], storing `output` with the completion (returned by `get` as
+    /// `Job::output`).
+    ///
+    /// # Errors
+    /// As [`Self::complete_in_tx`]; [`queue_core::Error::InvalidInput`] naming `output` when it
+    /// is larger than the queue's `max_output_bytes` (nothing is changed).
+    pub async fn complete_in_tx_with_output(
+        &self,
+        tx: &mut MsSqlTransaction,
+        lease: &Lease,
+        output: &serde_json::value::RawValue,
+    ) -> Result<()> {
+        self.engine.complete_in(tx, lease, Some(output)).await
     }
 }

@@ -14,8 +14,8 @@ use queue_core::engine::statements::load;
 
 /// Most parameters one request may carry.
 pub(crate) const MAX_PARAMETERS: usize = 2_100;
-/// Jobs per INSERT (8 parameters each, 2,000 in all).
-pub(crate) const INSERT_ROWS: usize = 250;
+/// Jobs per INSERT (11 parameters each, 2,090 in all).
+pub(crate) const INSERT_ROWS: usize = 190;
 /// `(id, token)` or `(id, version)` pairs per statement (2 parameters each, plus the fixed
 /// ones), and at most this many rows locked by one statement, far below the 5,000 locks at
 /// which SQL Server escalates to a table lock.
@@ -28,7 +28,7 @@ pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 1_000;
 // Every chunk fits one request, and no statement locks enough rows to escalate to a table lock
 // (5,000 locks by one statement).
 const _: () = {
-    assert!(8 * INSERT_ROWS <= MAX_PARAMETERS);
+    assert!(11 * INSERT_ROWS <= MAX_PARAMETERS);
     assert!(4 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
     assert!(2 * IN_LIST <= MAX_PARAMETERS);
     assert!(PAIR_ROWS <= MAX_ROWS_PER_STATEMENT && INSERT_ROWS <= MAX_ROWS_PER_STATEMENT);
@@ -79,6 +79,9 @@ statements!(
     job_complete_many,
     job_fail_retry,
     job_fail_dead,
+    job_snooze,
+    job_meta_get,
+    job_meta_set,
     job_release,
     job_extend,
     job_state,
@@ -86,6 +89,7 @@ statements!(
     job_rescue,
     job_cancel,
     job_retry,
+    job_reschedule,
     job_get,
     job_list,
     job_stats,
@@ -137,9 +141,9 @@ fn expand(text: &str, markers: &[(&str, String)]) -> String {
 }
 
 impl Statements {
-    /// An INSERT of `rows` jobs (8 values each, from `@P1`).
+    /// An INSERT of `rows` jobs (11 values each, from `@P1`).
     pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
-        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
+        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
         expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
     }
 
@@ -169,10 +173,10 @@ impl Statements {
         expand(&self.job_complete_many, &[("{leases}", tuples(row, 1, n))])
     }
 
-    /// `job_rescue` for `n` jobs (after the 2 fixed values).
+    /// `job_rescue` for `n` jobs (after the 3 fixed values).
     pub(crate) fn job_rescue_for(&self, n: usize) -> String {
         let row = "(CAST(@P{} AS BINARY(16)), @P{})";
-        expand(&self.job_rescue, &[("{jobs}", tuples(row, 3, n))])
+        expand(&self.job_rescue, &[("{jobs}", tuples(row, 4, n))])
     }
 
     /// `job_prune` for `n` states (after the 4 fixed values).
@@ -230,8 +234,17 @@ mod tests {
             "{name}: placeholders are not exactly @P1..@P{n}:\n{sql}"
         );
         assert!(n <= MAX_PARAMETERS, "{name}: {n} parameters");
-        assert!(!sql.contains('{'), "{name}: an unexpanded marker:\n{sql}");
+        assert!(!has_marker(sql), "{name}: an unexpanded marker:\n{sql}");
         n
+    }
+
+    /// Whether `sql` still holds a `{marker}` (a word in braces) to expand.
+    fn has_marker(sql: &str) -> bool {
+        sql.split('{').skip(1).any(|rest| {
+            rest.split_once('}').is_some_and(|(word, _)| {
+                !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        })
     }
 
     fn sql() -> Statements {
@@ -251,17 +264,21 @@ mod tests {
             ("migration_record", 2),
             ("job_claim", 6),
             ("job_candidates", 2),
-            ("job_complete", 2),
-            ("job_fail_retry", 5),
-            ("job_fail_dead", 3),
+            ("job_complete", 3),
+            ("job_fail_retry", 6),
+            ("job_fail_dead", 4),
             ("job_release", 2),
             ("job_extend", 4),
             ("job_state", 1),
             ("job_expired", 1),
             ("job_cancel", 1),
             ("job_retry", 1),
+            ("job_reschedule", 4),
+            ("job_snooze", 5),
+            ("job_meta_get", 2),
+            ("job_meta_set", 4),
             ("job_get", 1),
-            ("job_list", 4),
+            ("job_list", 5),
             ("job_stats", 1),
             ("job_live_leases", 1),
             ("queue_control_get", 1),
@@ -282,7 +299,7 @@ mod tests {
         }
         // The expanded ones, at one row and at the largest chunk the driver sends.
         for rows in [1, 2, INSERT_ROWS] {
-            gapless("job_insert", &s.job_insert_rows(rows), 8 * rows);
+            gapless("job_insert", &s.job_insert_rows(rows), 11 * rows);
         }
         for (q, k) in [(1, 1), (3, 2), (IN_LIST, IN_LIST)] {
             gapless("job_dedup_live", &s.job_dedup_live_for(q, k), q + k);
@@ -294,7 +311,7 @@ mod tests {
                 4 + 2 * n,
             );
             gapless("job_complete_many", &s.job_complete_many_for(n), 2 * n);
-            gapless("job_rescue", &s.job_rescue_for(n), 2 + 2 * n);
+            gapless("job_rescue", &s.job_rescue_for(n), 3 + 2 * n);
         }
         for n in 1..=3 {
             gapless("job_prune", &s.job_prune_for(n), 4 + n);

@@ -1,7 +1,9 @@
 -- name: job_complete
--- Fenced by the lease token; the worker is kept, for operators.
+-- Fenced by the lease token; the worker is kept, for operators; the handler's output (or NULL)
+-- is stored with the completion. Binds: output, id, lease_token.
 UPDATE {prefix}jobs
-SET lease_token = NULL,
+SET output = ?,
+    lease_token = NULL,
     lease_expires_at = NULL,
     finished_at = UTC_TIMESTAMP(6),
     updated_at = UTC_TIMESTAMP(6),

@@ -1,7 +1,9 @@
 -- name: job_retry
--- Redrive a dead or cancelled job; fails with 1062 on dedup_live when a live job holds its key.
+-- Redrive a dead or cancelled job (attempts and snoozes reset, the error history kept); fails
+-- with 1062 on dedup_live when a live job holds its key.
 UPDATE {prefix}jobs
 SET attempts = 0,
+    snoozes = 0,
     run_at = UTC_TIMESTAMP(6),
     finished_at = NULL,
     lease_token = NULL,

@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
+    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
+    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
 };
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
@@ -22,7 +23,7 @@ use crate::migrate::{statements, MIGRATIONS};
 use crate::server::ServerInfo;
 use crate::sql::Statements;
 
-/// Rows per multi-row INSERT (7 placeholders each, far below the protocol's 65,535).
+/// Rows per multi-row INSERT (10 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
 /// Leases per `job_complete_many` / `job_rescue` statement (3 placeholders each, under 65,535).
 const PAIR_CHUNK: usize = 20_000;
@@ -161,6 +162,21 @@ fn payload(row: &MySqlRow) -> Result<Box<RawValue>, sqlx::Error> {
         .map_err(|e| decode(format!("stored payload is not JSON: {e}")))
 }
 
+/// JSON text of an optional column, checked.
+fn json_column(row: &MySqlRow, col: &str) -> Result<Option<Box<RawValue>>, sqlx::Error> {
+    opt_text(row, col)?
+        .map(|t| {
+            RawValue::from_string(t).map_err(|e| decode(format!("stored {col} is not JSON: {e}")))
+        })
+        .transpose()
+}
+
+fn timeout(row: &MySqlRow) -> Result<Option<Duration>, sqlx::Error> {
+    Ok(row
+        .try_get::<Option<i64>, _>("timeout_us")?
+        .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))))
+}
+
 fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
     s.parse()
         .map_err(|_| decode(format!("unknown job state {s:?}")))
@@ -215,7 +231,12 @@ fn bind_definition<'q>(
         .bind(s.version)
 }
 
+/// A row of `job_get` or `job_list`: the whole job, with its error history and output.
 fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
+    let errors = match opt_text(row, "errors")? {
+        Some(text) => queue_core::job::parse_errors(&text).map_err(decode)?,
+        None => Vec::new(),
+    };
     Ok(Job {
         id: JobId(row.try_get("id")?),
         queue: text(row, "queue")?,
@@ -229,6 +250,12 @@ fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
         worker: opt_text(row, "worker")?,
         last_error: opt_text(row, "last_error")?,
         dedup_key: opt_text(row, "dedup_key")?,
+        kind: opt_text(row, "kind")?,
+        meta: json_column(row, "meta")?,
+        timeout: timeout(row)?,
+        snoozes: row.try_get("snoozes")?,
+        errors,
+        output: json_column(row, "output")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -260,6 +287,12 @@ impl Candidate {
                 worker: None,
                 last_error: opt_text(row, "last_error")?,
                 dedup_key: opt_text(row, "dedup_key")?,
+                kind: opt_text(row, "kind")?,
+                meta: json_column(row, "meta")?,
+                timeout: timeout(row)?,
+                snoozes: row.try_get("snoozes")?,
+                errors: Vec::new(),
+                output: None,
                 created_at,
                 updated_at: created_at,
                 finished_at: None,
@@ -307,7 +340,10 @@ impl MySqlDriver {
                     .bind(job.priority_value())
                     .bind(job.max_attempts_value())
                     .bind(micros(*delay))
-                    .bind(job.dedup_key_value());
+                    .bind(job.dedup_key_value())
+                    .bind(job.kind_value())
+                    .bind(job.meta_json())
+                    .bind(job.timeout_value().map(micros));
             }
             q.execute(&mut *conn).await?;
         }
@@ -328,7 +364,9 @@ impl MySqlDriver {
                 let size = j.payload_json().len()
                     + j.queue().len()
                     + j.dedup_key_value().map_or(0, str::len)
-                    + 96;
+                    + j.kind_value().map_or(0, str::len)
+                    + j.meta_json().map_or(0, str::len)
+                    + 128;
                 if end > start && bytes + size > budget {
                     break;
                 }
@@ -725,11 +763,12 @@ impl Driver for MySqlDriver {
     async fn job_complete(
         &self,
         target: Target<'_, MySqlConnection>,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
         let q = sqlx::query(self.sql.job_complete.clone())
-            .bind(lease.job_id.0)
-            .bind(lease.token);
+            .bind(p.output)
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token);
         let done = match target {
             Target::Pool => q.execute(&self.pool).await?,
             Target::Tx(conn) => q.execute(conn).await?,
@@ -745,12 +784,46 @@ impl Driver for MySqlDriver {
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {
         let q = sqlx::query(self.sql.job_fail_retry.clone())
             .bind(micros(p.delay))
+            .bind(p.error)
+            .bind(p.errors_kept)
             .bind(p.error);
         self.fenced(q, p.lease).await
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
-        let q = sqlx::query(self.sql.job_fail_dead.clone()).bind(p.error);
+        let q = sqlx::query(self.sql.job_fail_dead.clone())
+            .bind(p.error)
+            .bind(p.errors_kept)
+            .bind(p.error);
+        self.fenced(q, p.lease).await
+    }
+
+    async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_snooze.clone())
+            .bind(micros(p.delay))
+            .bind(p.max_snoozes);
+        self.fenced(q, p.lease).await
+    }
+
+    async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>, sqlx::Error> {
+        let row = sqlx::query(self.sql.job_meta_get.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| {
+            Ok(StoredMeta {
+                meta: opt_text(&r, "meta")?,
+                version: r.try_get("version")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_meta_set.clone())
+            .bind(p.meta)
+            .bind(p.version);
         self.fenced(q, p.lease).await
     }
 
@@ -834,8 +907,10 @@ impl Driver for MySqlDriver {
             let mut q = sqlx::query(self.sql.job_rescue(chunk.len()))
                 .bind(p.dead)
                 .bind(p.dead)
-                .bind(p.dead)
                 .bind(p.error)
+                .bind(p.errors_kept)
+                .bind(p.error)
+                .bind(p.dead)
                 .bind(p.dead);
             for (id, _) in chunk {
                 q = q.bind(id.0);
@@ -871,6 +946,25 @@ impl Driver for MySqlDriver {
         row.map(|r| text(&r, "queue")).transpose()
     }
 
+    async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, sqlx::Error> {
+        let delay = p.delay.map(micros);
+        let done = sqlx::query(self.sql.job_reschedule.clone())
+            .bind(delay)
+            .bind(delay)
+            .bind(p.priority)
+            .bind(p.id.0)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = sqlx::query(self.sql.job_reschedule_queue.clone())
+            .bind(p.id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| text(&r, "queue")).transpose()
+    }
+
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
         sqlx::query(self.sql.job_get.clone())
             .bind(id.0)
@@ -888,6 +982,8 @@ impl Driver for MySqlDriver {
             .bind(req.queue.as_deref())
             .bind(state)
             .bind(state)
+            .bind(req.kind.as_deref())
+            .bind(req.kind.as_deref())
             .bind(before)
             .bind(before)
             .bind(req.limit as u64)

@@ -32,6 +32,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0004_schedules.sql"),
     },
+    Migration {
+        version: 5,
+        name: "job_kinds",
+        sql: include_str!("../migrations/0005_job_kinds.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`

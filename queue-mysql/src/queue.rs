@@ -109,6 +109,21 @@ impl MySqlQueue {
         tx: &mut Transaction<'_, MySql>,
         lease: &Lease,
     ) -> Result<()> {
-        self.engine.complete_in(tx, lease).await
+        self.engine.complete_in(tx, lease, None).await
+    }
+
+    /// [`Self::complete_in_tx`], storing `output` with the completion (returned by `get` as
+    /// `Job::output`).
+    ///
+    /// # Errors
+    /// As [`Self::complete_in_tx`]; [`queue_core::Error::InvalidInput`] naming `output` when it
+    /// is larger than the queue's `max_output_bytes` (nothing is changed).
+    pub async fn complete_in_tx_with_output(
+        &self,
+        tx: &mut Transaction<'_, MySql>,
+        lease: &Lease,
+        output: &serde_json::value::RawValue,
+    ) -> Result<()> {
+        self.engine.complete_in(tx, lease, Some(output)).await
     }
 }

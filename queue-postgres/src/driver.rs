@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
+    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
+    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
 };
 use queue_core::{
     EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
@@ -109,11 +110,33 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         worker: row.try_get("worker")?,
         last_error: row.try_get("last_error")?,
         dedup_key: row.try_get("dedup_key")?,
+        kind: row.try_get("kind")?,
+        meta: row
+            .try_get::<Option<Json<Box<RawValue>>>, _>("meta")?
+            .map(|Json(m)| m),
+        timeout: row
+            .try_get::<Option<i64>, _>("timeout_us")?
+            .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))),
+        snoozes: unsigned(row.try_get("snoozes")?),
+        errors: Vec::new(),
+        output: None,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
     };
     Ok((job, row.try_get("lease_token")?))
+}
+
+/// A row of `job_get` or `job_list`: a job with its error history and output.
+fn job_detail_from_row(row: &PgRow) -> Result<Job, sqlx::Error> {
+    let (mut job, _) = job_from_row(row)?;
+    if let Some(Json(errors)) = row.try_get::<Option<Json<Box<RawValue>>>, _>("errors")? {
+        job.errors = queue_core::job::parse_errors(errors.get()).map_err(decode)?;
+    }
+    job.output = row
+        .try_get::<Option<Json<Box<RawValue>>>, _>("output")?
+        .map(|Json(o)| o);
+    Ok(job)
 }
 
 /// A schedule row (`schedule_get`, `schedule_list`).
@@ -178,16 +201,27 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
 
 /// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
 /// id uuid, queue text, payload json (its binary form is the text), priority int4,
-/// max_attempts int4, dedup_key text (NULL when absent).
+/// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8 (each of the last
+/// four NULL when absent).
 fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
     fn field(out: &mut Vec<u8>, bytes: &[u8]) {
         out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
         out.extend_from_slice(bytes);
     }
+    fn optional(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+        match bytes {
+            Some(b) => field(out, b),
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
     let size: usize = jobs
         .iter()
         .map(|j| {
-            80 + j.queue().len() + j.payload_json().len() + j.dedup_key_value().map_or(0, str::len)
+            100 + j.queue().len()
+                + j.payload_json().len()
+                + j.dedup_key_value().map_or(0, str::len)
+                + j.kind_value().map_or(0, str::len)
+                + j.meta_json().map_or(0, str::len)
         })
         .sum();
     let mut out = Vec::with_capacity(19 + size + 2);
@@ -195,16 +229,17 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
     out.extend_from_slice(&0i32.to_be_bytes()); // flags
     out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
     for job in jobs {
-        out.extend_from_slice(&6i16.to_be_bytes());
+        out.extend_from_slice(&9i16.to_be_bytes());
         field(&mut out, job.id().0.as_bytes());
         field(&mut out, job.queue().as_bytes());
         field(&mut out, job.payload_json().as_bytes());
         field(&mut out, &job.priority_value().to_be_bytes());
         field(&mut out, &signed(job.max_attempts_value()).to_be_bytes());
-        match job.dedup_key_value() {
-            Some(key) => field(&mut out, key.as_bytes()),
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-        }
+        optional(&mut out, job.dedup_key_value().map(str::as_bytes));
+        optional(&mut out, job.kind_value().map(str::as_bytes));
+        optional(&mut out, job.meta_json().map(str::as_bytes));
+        let timeout = job.timeout_value().map(|t| micros(t).to_be_bytes());
+        optional(&mut out, timeout.as_ref().map(|b| &b[..]));
     }
     out.extend_from_slice(&(-1i16).to_be_bytes());
     out
@@ -316,6 +351,9 @@ impl PgDriver {
             let mut max_attempts = Vec::with_capacity(chunk.len());
             let mut delays_us = Vec::with_capacity(chunk.len());
             let mut dedup_keys = Vec::with_capacity(chunk.len());
+            let mut kinds = Vec::with_capacity(chunk.len());
+            let mut metas = Vec::with_capacity(chunk.len());
+            let mut timeouts = Vec::with_capacity(chunk.len());
             for (job, delay) in chunk.iter().zip(delays) {
                 ids.push(job.id().0);
                 queues.push(job.queue());
@@ -324,6 +362,9 @@ impl PgDriver {
                 max_attempts.push(signed(job.max_attempts_value()));
                 delays_us.push(micros(*delay));
                 dedup_keys.push(job.dedup_key_value());
+                kinds.push(job.kind_value());
+                metas.push(job.meta_json());
+                timeouts.push(job.timeout_value().map(micros));
             }
             // Without wake-ups to send, the statement has no pg_notify at all (poll-only mode and
             // engines without NOTIFY have none to call).
@@ -340,7 +381,10 @@ impl PgDriver {
                 .bind(&priorities)
                 .bind(&max_attempts)
                 .bind(&delays_us)
-                .bind(&dedup_keys);
+                .bind(&dedup_keys)
+                .bind(&kinds)
+                .bind(&metas)
+                .bind(&timeouts);
             if !notify.is_empty() {
                 query = query.bind(&self.channel).bind(notify);
             }
@@ -352,12 +396,13 @@ impl PgDriver {
     async fn complete_on(
         &self,
         conn: &mut PgConnection,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
         let done = sqlx::query(self.sql.job_complete.clone())
             .persistent(self.named())
-            .bind(lease.job_id.0)
-            .bind(lease.token)
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(p.output)
             .execute(conn)
             .await?;
         Ok(done.rows_affected())
@@ -584,20 +629,20 @@ impl Driver for PgDriver {
     async fn job_complete(
         &self,
         target: Target<'_, PgConnection>,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
         match target {
             Target::Pool if self.pinned => {
                 let mut tx = self.pool.begin().await?;
-                let done = self.complete_on(&mut tx, lease).await?;
+                let done = self.complete_on(&mut tx, p).await?;
                 tx.commit().await?;
                 Ok(done)
             }
             Target::Pool => {
                 let mut conn = self.pool.acquire().await?;
-                self.complete_on(&mut conn, lease).await
+                self.complete_on(&mut conn, p).await
             }
-            Target::Tx(conn) => self.complete_on(conn, lease).await,
+            Target::Tx(conn) => self.complete_on(conn, p).await,
         }
     }
 
@@ -650,6 +695,7 @@ impl Driver for PgDriver {
             .bind(p.lease.token)
             .bind(micros(p.delay))
             .bind(p.error)
+            .bind(signed(p.errors_kept))
             .execute(e))?;
         Ok(done.rows_affected())
     }
@@ -660,6 +706,39 @@ impl Driver for PgDriver {
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(p.error)
+            .bind(signed(p.errors_kept))
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_snooze.clone())
+            .persistent(self.named())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(micros(p.delay))
+            .bind(signed(p.max_snoozes))
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>, sqlx::Error> {
+        let row: Option<(Option<String>, i64)> =
+            on_pool!(self, |e| sqlx::query_as(self.sql.job_meta_get.clone())
+                .persistent(self.named())
+                .bind(lease.job_id.0)
+                .bind(lease.token)
+                .fetch_optional(e))?;
+        Ok(row.map(|(meta, version)| StoredMeta { meta, version }))
+    }
+
+    async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_meta_set.clone())
+            .persistent(self.named())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(p.version)
+            .bind(p.meta)
             .execute(e))?;
         Ok(done.rows_affected())
     }
@@ -754,6 +833,7 @@ impl Driver for PgDriver {
             .bind(&tokens)
             .bind(p.dead)
             .bind(p.error)
+            .bind(signed(p.errors_kept))
             .execute(e))?;
         Ok(done.rows_affected())
     }
@@ -773,13 +853,23 @@ impl Driver for PgDriver {
             .fetch_optional(e))
     }
 
+    async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, sqlx::Error> {
+        on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.job_reschedule.clone()
+        )
+        .persistent(self.named())
+        .bind(p.id.0)
+        .bind(p.delay.map(micros))
+        .bind(p.priority)
+        .fetch_optional(e))
+    }
+
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
         let row = on_pool!(self, |e| sqlx::query(self.sql.job_get.clone())
             .persistent(self.named())
             .bind(id.0)
             .fetch_optional(e))?;
-        row.map(|r| job_from_row(&r).map(|(job, _)| job))
-            .transpose()
+        row.as_ref().map(job_detail_from_row).transpose()
     }
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
@@ -789,10 +879,9 @@ impl Driver for PgDriver {
             .bind(req.state.map(|s| s.as_str()))
             .bind(req.before.map(|id| id.0))
             .bind(limit(req.limit))
+            .bind(req.kind.as_deref())
             .fetch_all(e))?;
-        rows.iter()
-            .map(|r| job_from_row(r).map(|(job, _)| job))
-            .collect()
+        rows.iter().map(job_detail_from_row).collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {

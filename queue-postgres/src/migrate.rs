@@ -31,4 +31,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0005_schedules.sql"),
     },
+    Migration {
+        version: 6,
+        name: "job_kinds",
+        sql: include_str!("../migrations/0006_job_kinds.sql"),
+    },
 ];

@@ -1,9 +1,10 @@
 -- name: job_complete
--- Fenced by the lease token; the worker is kept, for operators.
--- Binds: ?1 id, ?2 lease_token, ?3 now.
+-- Fenced by the lease token; the worker is kept, for operators; the handler's output (or NULL)
+-- is stored with the completion. Binds: ?1 id, ?2 lease_token, ?3 now, ?4 output.
 UPDATE queue_jobs
 SET state = 'completed',
     finished_at = ?3,
+    output = ?4,
     lease_token = NULL,
     lease_expires_at = NULL,
     version = version + 1,

@@ -1,8 +1,10 @@
 -- name: job_retry
--- A dead or cancelled job back to pending, due now, attempts reset. Binds: ?1 id, ?2 now.
+-- A dead or cancelled job back to pending, due now, attempts and snoozes reset (the error
+-- history is kept). Binds: ?1 id, ?2 now.
 UPDATE queue_jobs
 SET state = 'pending',
     attempts = 0,
+    snoozes = 0,
     run_at = ?2,
     finished_at = NULL,
     worker = NULL,

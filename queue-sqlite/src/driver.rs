@@ -17,8 +17,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry, JobInsert, JobPrune,
-    JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
+    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
+    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
+    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -33,11 +34,11 @@ use crate::sql::Statements;
 /// since 3.32); multi-row statements are chunked to stay under it.
 const MAX_PARAMS: usize = 32_766;
 /// Values bound per row of `job_insert`.
-const INSERT_PARAMS: usize = 9;
+const INSERT_PARAMS: usize = 12;
 /// Rows per `job_insert` statement.
 const INSERT_ROWS: usize = MAX_PARAMS / INSERT_PARAMS;
-/// Leases per `job_complete_many` / `job_rescue` statement (two values each, plus three).
-const PAIRS: usize = (MAX_PARAMS - 3) / 2;
+/// Leases per `job_complete_many` / `job_rescue` statement (two values each, plus five).
+const PAIRS: usize = (MAX_PARAMS - 5) / 2;
 
 /// The SQLite driver behind [`crate::SqliteQueue`]: the writer connection, the read pool, and
 /// the statements. Reached through [`queue_core::Backend::engine`].
@@ -53,6 +54,21 @@ pub struct SqliteDriver {
 /// The host clock in microseconds since the Unix epoch: SQLite's "database clock".
 pub(crate) fn now_micros() -> i64 {
     Utc::now().timestamp_micros()
+}
+
+/// `now` (microseconds) as the RFC 3339 text an error history entry carries.
+fn rfc3339(now: i64) -> String {
+    DateTime::from_timestamp_micros(now)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// JSON text of a column, checked.
+fn json_column(text: Option<String>, column: &str) -> Result<Option<Box<RawValue>>, sqlx::Error> {
+    text.map(|t| {
+        RawValue::from_string(t).map_err(|e| decode(format!("stored {column} is not JSON: {e}")))
+    })
+    .transpose()
 }
 
 fn decode(what: String) -> sqlx::Error {
@@ -148,11 +164,29 @@ fn job_from_row(row: &SqliteRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         worker: row.try_get("worker")?,
         last_error: row.try_get("last_error")?,
         dedup_key: row.try_get("dedup_key")?,
+        kind: row.try_get("kind")?,
+        meta: json_column(row.try_get("meta")?, "meta")?,
+        timeout: row
+            .try_get::<Option<i64>, _>("timeout_us")?
+            .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))),
+        snoozes: to_u32(row.try_get("snoozes")?, "snoozes")?,
+        errors: Vec::new(),
+        output: None,
         created_at: to_time(row.try_get("created_at")?)?,
         updated_at: to_time(row.try_get("updated_at")?)?,
         finished_at: to_time_opt(row.try_get("finished_at")?)?,
     };
     Ok((job, row.try_get("lease_token")?))
+}
+
+/// A row of `job_get` or `job_list`: a job with its error history and output.
+fn job_detail_from_row(row: &SqliteRow) -> Result<Job, sqlx::Error> {
+    let (mut job, _) = job_from_row(row)?;
+    if let Some(errors) = row.try_get::<Option<String>, _>("errors")? {
+        job.errors = queue_core::job::parse_errors(&errors).map_err(decode)?;
+    }
+    job.output = json_column(row.try_get("output")?, "output")?;
+    Ok(job)
 }
 
 /// A claimed row as a [`Leased`].
@@ -217,6 +251,9 @@ pub(crate) async fn insert_rows(
             .bind(i64::from(job.max_attempts_value()))
             .bind(now.saturating_add(micros(*delay)))
             .bind(job.dedup_key_value())
+            .bind(job.kind_value())
+            .bind(job.meta_json())
+            .bind(job.timeout_value().map(micros))
             .bind(now)
             .bind(now);
     }
@@ -255,11 +292,14 @@ impl SqliteDriver {
         self.writer.begin_with("BEGIN IMMEDIATE").await
     }
 
+    /// A statement over `(id, token)` pairs, chunked under the parameter limit: binds `fixed`,
+    /// then `text`, then `after` (each once per statement), then the pairs.
     async fn pairs(
         &self,
         statement: &SqlStr,
         fixed: &[i64],
-        text: Option<&str>,
+        text: &[&str],
+        after: &[i64],
         pairs: impl Iterator<Item = (Uuid, Uuid)>,
     ) -> Result<u64, sqlx::Error> {
         let pairs: Vec<(Uuid, Uuid)> = pairs.collect();
@@ -269,8 +309,11 @@ impl SqliteDriver {
             for v in fixed {
                 q = q.bind(*v);
             }
-            if let Some(t) = text {
-                q = q.bind(t);
+            for t in text {
+                q = q.bind(*t);
+            }
+            for v in after {
+                q = q.bind(*v);
             }
             for (id, token) in chunk {
                 q = q.bind(*id).bind(*token);
@@ -453,12 +496,13 @@ impl Driver for SqliteDriver {
     async fn job_complete(
         &self,
         target: Target<'_, SqliteConnection>,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
         let q = sqlx::query(self.sql.job_complete.clone())
-            .bind(lease.job_id.0)
-            .bind(lease.token)
-            .bind(now_micros());
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(now_micros())
+            .bind(p.output);
         let done = match target {
             Target::Pool => q.execute(&self.writer).await?,
             Target::Tx(conn) => q.execute(conn).await?,
@@ -470,7 +514,8 @@ impl Driver for SqliteDriver {
         self.pairs(
             &self.sql.job_complete_many,
             &[now_micros()],
-            None,
+            &[],
+            &[],
             leases.iter().map(|l| (l.job_id.0, l.token)),
         )
         .await
@@ -484,17 +529,56 @@ impl Driver for SqliteDriver {
             .bind(now)
             .bind(now.saturating_add(micros(p.delay)))
             .bind(p.error)
+            .bind(rfc3339(now))
+            .bind(i64::from(p.errors_kept))
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
+        let now = now_micros();
         let done = sqlx::query(self.sql.job_fail_dead.clone())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
-            .bind(now_micros())
+            .bind(now)
             .bind(p.error)
+            .bind(rfc3339(now))
+            .bind(i64::from(p.errors_kept))
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64, sqlx::Error> {
+        let now = now_micros();
+        let done = sqlx::query(self.sql.job_snooze.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(now)
+            .bind(now.saturating_add(micros(p.delay)))
+            .bind(i64::from(p.max_snoozes))
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>, sqlx::Error> {
+        let row: Option<(Option<String>, i64)> = sqlx::query_as(self.sql.job_meta_get.clone())
+            .bind(lease.job_id.0)
+            .bind(lease.token)
+            .fetch_optional(&self.writer)
+            .await?;
+        Ok(row.map(|(meta, version)| StoredMeta { meta, version }))
+    }
+
+    async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.job_meta_set.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(p.version)
+            .bind(p.meta)
+            .bind(now_micros())
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
@@ -561,10 +645,13 @@ impl Driver for SqliteDriver {
     }
 
     async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
+        let now = now_micros();
+        let at = rfc3339(now);
         self.pairs(
             &self.sql.job_rescue,
-            &[now_micros(), i64::from(p.dead)],
-            Some(p.error),
+            &[now, i64::from(p.dead)],
+            &[p.error, &at],
+            &[i64::from(p.errors_kept)],
             p.jobs.iter().map(|(id, token)| (id.0, *token)),
         )
         .await
@@ -587,14 +674,23 @@ impl Driver for SqliteDriver {
             .await
     }
 
+    async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, sqlx::Error> {
+        let now = now_micros();
+        sqlx::query_scalar(self.sql.job_reschedule.clone())
+            .bind(p.id.0)
+            .bind(p.delay.map(|d| now.saturating_add(micros(d))))
+            .bind(p.priority)
+            .bind(now)
+            .fetch_optional(&self.writer)
+            .await
+    }
+
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, sqlx::Error> {
         let row = sqlx::query(self.sql.job_get.clone())
             .bind(id.0)
             .fetch_optional(&self.reader)
             .await?;
-        row.as_ref()
-            .map(|r| job_from_row(r).map(|(j, _)| j))
-            .transpose()
+        row.as_ref().map(job_detail_from_row).transpose()
     }
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, sqlx::Error> {
@@ -603,11 +699,10 @@ impl Driver for SqliteDriver {
             .bind(req.state.map(|s| s.as_str()))
             .bind(req.before.map(|id| id.0))
             .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .bind(req.kind.as_deref())
             .fetch_all(&self.reader)
             .await?;
-        rows.iter()
-            .map(|r| job_from_row(r).map(|(j, _)| j))
-            .collect()
+        rows.iter().map(job_detail_from_row).collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {

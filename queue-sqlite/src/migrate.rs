@@ -21,4 +21,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0003_schedules.sql"),
     },
+    Migration {
+        version: 4,
+        name: "job_kinds",
+        sql: include_str!("../migrations/0004_job_kinds.sql"),
+    },
 ];

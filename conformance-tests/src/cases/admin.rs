@@ -165,6 +165,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: None,
             limit: 100,
             before: None,
+            kind: None,
         })
         .await?;
     let ids: Vec<_> = all_a.iter().map(|j| j.id).collect();
@@ -180,6 +181,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: Some(JobState::Running),
             limit: 100,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(
@@ -192,6 +194,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: Some(JobState::Pending),
             limit: 100,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(
@@ -206,6 +209,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: Some(JobState::Pending),
             limit: 100,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(pending_b.len() == 1 && pending_b[0].id == b);
@@ -215,6 +219,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: None,
             limit: 2,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(
@@ -227,6 +232,7 @@ pub async fn list_filters_by_queue_and_state(ctx: Ctx) -> anyhow::Result<()> {
             state: Some(JobState::Dead),
             limit: 100,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(none.is_empty());
@@ -329,6 +335,7 @@ pub async fn list_pages_by_id(ctx: Ctx) -> anyhow::Result<()> {
         state: Some(JobState::Pending),
         limit: 10,
         before,
+        kind: None,
     };
     let mut seen = Vec::new();
     let mut before = None;

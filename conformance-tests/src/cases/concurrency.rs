@@ -152,6 +152,7 @@ pub async fn concurrent_poppers_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
             state: Some(JobState::Running),
             limit: 10,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(running.is_empty());

@@ -7,6 +7,7 @@ pub mod basic;
 pub mod concurrency;
 pub mod controls;
 pub mod dedup;
+pub mod kinds;
 pub mod leases;
 pub mod lifecycle;
 pub mod schedules;
@@ -84,6 +85,7 @@ pub async fn all_jobs(q: &Arc<dyn Queue>) -> anyhow::Result<Vec<Job>> {
         state: None,
         limit: 1000,
         before: None,
+        kind: None,
     })
     .await?)
 }

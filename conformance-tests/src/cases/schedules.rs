@@ -49,6 +49,7 @@ async fn jobs_per_key(q: &Arc<dyn Queue>, queue: &str) -> anyhow::Result<BTreeMa
             state: None,
             limit: 1000,
             before: None,
+            kind: None,
         })
         .await?;
     let mut counts = BTreeMap::new();
@@ -365,6 +366,7 @@ pub async fn schedules_changed_expression_takes_effect(ctx: Ctx) -> anyhow::Resu
             state: None,
             limit: 1,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(
@@ -504,6 +506,7 @@ pub async fn schedules_worker_runs_the_slot_jobs(ctx: Ctx) -> anyhow::Result<()>
             state: Some(JobState::Completed),
             limit: 10,
             before: None,
+            kind: None,
         })
         .await?;
     ensure!(jobs.len() == 3, "{jobs:?}");

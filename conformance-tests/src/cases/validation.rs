@@ -193,6 +193,7 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
                 state: None,
                 limit: 0,
                 before: None,
+                kind: None,
             })),
         ),
         (
@@ -203,6 +204,7 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
                 state: None,
                 limit: 1001,
                 before: None,
+                kind: None,
             })),
         ),
         (
@@ -213,6 +215,7 @@ pub async fn bad_input_rejected(ctx: Ctx) -> anyhow::Result<()> {
                 state: None,
                 limit: 10,
                 before: None,
+                kind: None,
             })),
         ),
         (

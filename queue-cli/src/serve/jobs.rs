@@ -27,6 +27,7 @@ pub(crate) async fn page(
         state: filter.state,
         limit,
         before,
+        kind: None,
     };
     req.validate()?;
     queue.list(req).await

@@ -160,7 +160,21 @@ pub struct JobClaim<'a> {
     pub controls_checked: bool,
 }
 
+/// `job_complete`: a fenced completion.
+#[derive(Clone, Copy, Debug)]
+pub struct JobComplete<'a> {
+    /// The lease the completion is reported under.
+    pub lease: &'a Lease,
+    /// The handler's recorded output (JSON text, validated), stored in the same statement.
+    pub output: Option<&'a str>,
+}
+
 /// `job_fail_retry`: a fenced failure that sends the job back to pending.
+///
+/// Every failure (and every rescue) also appends `{"attempt", "at", "error", "worker"}` to the
+/// job's `errors` list (a JSON array): `attempt` is the row's attempt count, `at` the database's
+/// now in RFC 3339 (UTC), `error` the text stored in `last_error`, `worker` the row's worker; the
+/// oldest entries are dropped so that at most `errors_kept` remain.
 #[derive(Clone, Copy, Debug)]
 pub struct JobFailRetry<'a> {
     /// The lease the failure is reported under.
@@ -169,15 +183,64 @@ pub struct JobFailRetry<'a> {
     pub delay: Duration,
     /// The error text to store (already bounded and made storable by the engine).
     pub error: &'a str,
+    /// How many entries the error history keeps.
+    pub errors_kept: u32,
 }
 
-/// `job_fail_dead`: a fenced failure that makes the job dead.
+/// `job_fail_dead`: a fenced failure that makes the job dead (history as in [`JobFailRetry`]).
 #[derive(Clone, Copy, Debug)]
 pub struct JobFailDead<'a> {
     /// The lease the failure is reported under.
     pub lease: &'a Lease,
     /// The error text to store.
     pub error: &'a str,
+    /// How many entries the error history keeps.
+    pub errors_kept: u32,
+}
+
+/// `job_snooze`: a fenced return to pending that gives the attempt back and counts a snooze,
+/// only while the job has snoozed fewer than `max_snoozes` times.
+#[derive(Clone, Copy, Debug)]
+pub struct JobSnooze<'a> {
+    /// The lease the snooze is asked under.
+    pub lease: &'a Lease,
+    /// Due again this long after the database's now.
+    pub delay: Duration,
+    /// The row changes only while its snooze count is below this.
+    pub max_snoozes: u32,
+}
+
+/// A running job's metadata as `job_meta_get` reads it: the JSON text (or NULL) and the row's
+/// version, which `job_meta_set` compares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredMeta {
+    /// The stored object, `None` when the column is NULL.
+    pub meta: Option<String>,
+    /// The row's version when it was read.
+    pub version: i64,
+}
+
+/// `job_meta_set`: writes a running job's metadata, fenced by the lease and by the version read
+/// with it (another merge, or a heartbeat, in between changes nothing).
+#[derive(Clone, Copy, Debug)]
+pub struct JobMetaSet<'a> {
+    /// The lease the merge is made under.
+    pub lease: &'a Lease,
+    /// The version `job_meta_get` read.
+    pub version: i64,
+    /// The merged object (JSON text, validated).
+    pub meta: &'a str,
+}
+
+/// `job_reschedule`: a pending job's run time and priority; what is `None` is kept.
+#[derive(Clone, Copy, Debug)]
+pub struct JobReschedule {
+    /// The job.
+    pub id: JobId,
+    /// Due this long after the database's now.
+    pub delay: Option<Duration>,
+    /// The new priority.
+    pub priority: Option<i32>,
 }
 
 /// A running job whose lease has expired, read by `job_expired`.
@@ -202,8 +265,10 @@ pub struct JobRescue<'a> {
     pub jobs: &'a [(JobId, Uuid)],
     /// Dead instead of pending.
     pub dead: bool,
-    /// The error text to store.
+    /// The error text to store (and to append to each job's history, as in [`JobFailRetry`]).
     pub error: &'a str,
+    /// How many entries the error history keeps.
+    pub errors_kept: u32,
 }
 
 /// `job_prune`: delete up to `limit` finished jobs.
@@ -362,11 +427,12 @@ pub trait Driver: Send + Sync + 'static {
         candidates: Vec<Self::Candidate>,
     ) -> Result<Vec<Leased>, Self::Error>;
 
-    /// `job_complete`: completes the job if `lease` is current; rows changed (0 or 1).
+    /// `job_complete`: completes the job if its lease is current, storing `p.output`; rows
+    /// changed (0 or 1).
     async fn job_complete(
         &self,
         target: Target<'_, Self::Conn>,
-        lease: &Lease,
+        p: JobComplete<'_>,
     ) -> Result<u64, Self::Error>;
 
     /// `job_complete_many`: completes every job whose lease is current; rows changed.
@@ -390,6 +456,16 @@ pub trait Driver: Send + Sync + 'static {
 
     /// `job_fail_dead`: dead, the error recorded; rows changed.
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_snooze`: back to pending after `p.delay`, the attempt given back, the snooze counted
+    /// (see [`JobSnooze`]); rows changed.
+    async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_meta_get`: the metadata and version of the job if `lease` is current, else `None`.
+    async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>, Self::Error>;
+
+    /// `job_meta_set`: see [`JobMetaSet`]; rows changed.
+    async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64, Self::Error>;
 
     /// `job_release`: back to pending, due now, the attempt given back; rows changed.
     async fn job_release(&self, lease: &Lease) -> Result<u64, Self::Error>;
@@ -421,14 +497,19 @@ pub trait Driver: Send + Sync + 'static {
     /// holder learns of it; rows changed.
     async fn job_cancel(&self, id: JobId) -> Result<u64, Self::Error>;
 
-    /// `job_retry`: a dead or cancelled job back to pending, due now, attempts reset; its
-    /// queue, or `None` when no dead or cancelled job has this id.
+    /// `job_retry`: a dead or cancelled job back to pending, due now, attempts and snoozes
+    /// reset (its error history kept); its queue, or `None` when no dead or cancelled job has
+    /// this id.
     async fn job_retry(&self, id: JobId) -> Result<Option<String>, Self::Error>;
+
+    /// `job_reschedule`: see [`JobReschedule`]; the job's queue when a pending job was changed,
+    /// `None` when no pending job has this id.
+    async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, Self::Error>;
 
     /// `job_get`: one job.
     async fn job_get(&self, id: JobId) -> Result<Option<Job>, Self::Error>;
 
-    /// `job_list`: jobs newest first (by id), filtered as asked.
+    /// `job_list`: jobs newest first (by id), filtered as asked (queue, state, kind, cursor).
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, Self::Error>;
 
     /// `job_stats`: counts per queue and state, queues in name order.

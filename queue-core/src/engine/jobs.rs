@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{Driver, DriverFault, Engine, JobPrune, Target, PRUNE_CHUNK};
+use super::{Driver, DriverFault, Engine, JobPrune, JobReschedule, Target, PRUNE_CHUNK};
 use crate::error::{Error, Result};
-use crate::job::{Job, JobId, JobState};
+use crate::job::{Job, JobId, JobState, Reschedule};
 use crate::queue::{ListRequest, PruneRequest, QueueStats};
 use crate::validate;
 
@@ -60,6 +60,32 @@ impl<D: Driver> Engine<D> {
                 }
             }
             Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Changes a pending job's run time or priority.
+    ///
+    /// # Errors
+    /// As [`Queue::reschedule`](crate::Queue::reschedule).
+    pub async fn reschedule(&self, id: JobId, change: Reschedule) -> Result<()> {
+        change.validate()?;
+        let p = JobReschedule {
+            id,
+            delay: change.delay_from(Utc::now()),
+            priority: change.priority,
+        };
+        match self
+            .retried("reschedule", || self.driver().job_reschedule(p))
+            .await
+            .map_err(|e| self.error(e))?
+        {
+            Some(queue) => {
+                if p.delay == Some(Duration::ZERO) {
+                    self.wake(&queue, 1).await;
+                }
+                Ok(())
+            }
+            None => Err(self.state_error(id, "reschedule").await),
         }
     }
 

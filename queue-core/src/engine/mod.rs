@@ -36,7 +36,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, Job, JobId, Lease, Leased, NewJob};
+use crate::job::{
+    FailOutcome, Failure, Job, JobId, Lease, Leased, NewJob, Reschedule, Snooze, SnoozeOutcome,
+};
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::queue::{
     Capabilities, CheckedPop, ListRequest, PopRequest, PruneRequest, Queue, QueueControl,
@@ -48,9 +50,9 @@ use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
-    first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobFailDead, JobFailRetry,
-    JobInsert, JobPrune, JobRescue, Migration, ScheduleAdvance, StoredSchedule, Target,
-    UniqueIndex,
+    first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
+    ScheduleAdvance, StoredMeta, StoredSchedule, Target, UniqueIndex,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;
@@ -263,19 +265,29 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// [`Error::Unavailable`] or [`Error::Database`].
     pub async fn migrate(&self) -> Result<()> {
+        self.migrate_until(i64::MAX).await
+    }
+
+    /// Applies the migrations up to and including `version` only, leaving the schema as a
+    /// release whose newest migration that was made it: for tests that upgrade such a
+    /// database. Applications call [`Engine::migrate`].
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    pub async fn migrate_until(&self, version: i64) -> Result<()> {
         let d = self.driver();
         let mut m = d.migration_lock().await.map_err(|e| self.error(e))?;
-        let applied = self.apply_missing(&mut m).await;
+        let applied = self.apply_missing(&mut m, version).await;
         let unlocked = d.migration_unlock(m, applied.is_ok()).await;
         applied?;
         unlocked.map_err(|e| self.error(e))
     }
 
-    async fn apply_missing(&self, m: &mut D::Migrator) -> Result<()> {
+    async fn apply_missing(&self, m: &mut D::Migrator, until: i64) -> Result<()> {
         let d = self.driver();
         let applied = d.migration_applied(m).await.map_err(|e| self.error(e))?;
         for migration in d.migrations() {
-            if applied.contains(&migration.version) {
+            if applied.contains(&migration.version) || migration.version > until {
                 continue;
             }
             d.migration_apply(m, migration)
@@ -331,6 +343,30 @@ impl<B: Backend> Queue for B {
 
     async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
         self.engine().fail(lease, failure).await
+    }
+
+    async fn ack_with_output(
+        &self,
+        lease: &Lease,
+        output: &serde_json::value::RawValue,
+    ) -> Result<()> {
+        self.engine().ack_with_output(lease, output).await
+    }
+
+    async fn snooze(&self, lease: &Lease, snooze: Snooze) -> Result<SnoozeOutcome> {
+        self.engine().snooze(lease, snooze).await
+    }
+
+    async fn merge_meta(
+        &self,
+        lease: &Lease,
+        patch: &serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        self.engine().merge_meta(lease, patch).await
+    }
+
+    async fn reschedule(&self, id: JobId, change: Reschedule) -> Result<()> {
+        self.engine().reschedule(id, change).await
     }
 
     async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {

@@ -4,11 +4,20 @@
 use std::time::Duration;
 
 use super::{
-    count_by, sort_claimed, Driver, Engine, Expired, JobClaim, JobFailDead, JobFailRetry,
-    JobRescue, Target, LEASE_EXPIRED, LOG_TARGET, RESCUE_CHUNK,
+    count_by, sort_claimed, Driver, Engine, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobMetaSet, JobRescue, JobSnooze, Target, LEASE_EXPIRED, LOG_TARGET,
+    RESCUE_CHUNK,
 };
+
+/// Most read-merge-write rounds of one `merge_meta` before it gives up.
+const META_ROUNDS: usize = 16;
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, JobState, Lease, Leased};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::job::{
+    merge_patch, FailOutcome, Failure, JobState, Lease, Leased, Snooze, SnoozeOutcome, ERRORS_KEPT,
+};
 use crate::queue::{validate_ack_batch, CheckedPop, ClaimStrategy};
 use crate::retry::FailDecision;
 use crate::validate;
@@ -38,8 +47,22 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// As [`Queue::ack`].
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
+        self.complete(lease, None).await
+    }
+
+    /// Marks the job completed with its output.
+    ///
+    /// # Errors
+    /// As [`Queue::ack_with_output`](crate::Queue::ack_with_output).
+    pub async fn ack_with_output(&self, lease: &Lease, output: &RawValue) -> Result<()> {
+        validate::output(output.get(), self.limits())?;
+        self.complete(lease, Some(output.get())).await
+    }
+
+    async fn complete(&self, lease: &Lease, output: Option<&str>) -> Result<()> {
+        let p = JobComplete { lease, output };
         let changed = self
-            .retried("ack", || self.driver().job_complete(Target::Pool, lease))
+            .retried("ack", || self.driver().job_complete(Target::Pool, p))
             .await
             .map_err(|e| self.error(e))?;
         self.fenced(changed, lease).await?;
@@ -52,10 +75,22 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// [`Error::LeaseLost`] or [`Error::Cancelled`]: nothing was changed and the caller should
     /// roll back its own writes.
-    pub async fn complete_in(&self, conn: &mut D::Conn, lease: &Lease) -> Result<()> {
+    pub async fn complete_in(
+        &self,
+        conn: &mut D::Conn,
+        lease: &Lease,
+        output: Option<&RawValue>,
+    ) -> Result<()> {
+        if let Some(o) = output {
+            validate::output(o.get(), self.limits())?;
+        }
+        let p = JobComplete {
+            lease,
+            output: output.map(RawValue::get),
+        };
         let changed = self
             .driver()
-            .job_complete(Target::Tx(&mut *conn), lease)
+            .job_complete(Target::Tx(&mut *conn), p)
             .await
             .map_err(|e| self.error(e))?;
         if changed == 0 {
@@ -134,6 +169,7 @@ impl<D: Driver> Engine<D> {
                     lease,
                     delay,
                     error: &error,
+                    errors_kept: ERRORS_KEPT,
                 };
                 let changed = self
                     .retried("fail", || d.job_fail_retry(p))
@@ -151,6 +187,7 @@ impl<D: Driver> Engine<D> {
                 let p = JobFailDead {
                     lease,
                     error: &error,
+                    errors_kept: ERRORS_KEPT,
                 };
                 let changed = self
                     .retried("fail", || d.job_fail_dead(p))
@@ -161,6 +198,93 @@ impl<D: Driver> Engine<D> {
                 Ok(FailOutcome::Dead)
             }
         }
+    }
+
+    /// Gives the job back to run after a delay without spending the attempt, within the
+    /// snooze bound; beyond it, the snooze is recorded as a failure.
+    ///
+    /// # Errors
+    /// As [`Queue::snooze`](crate::Queue::snooze).
+    pub async fn snooze(&self, lease: &Lease, snooze: Snooze) -> Result<SnoozeOutcome> {
+        validate::delay(snooze.delay)?;
+        validate::max_snoozes(snooze.max_snoozes)?;
+        let p = JobSnooze {
+            lease,
+            delay: snooze.delay,
+            max_snoozes: snooze.max_snoozes,
+        };
+        let changed = self
+            .retried("snooze", || self.driver().job_snooze(p))
+            .await
+            .map_err(|e| self.error(e))?;
+        if changed > 0 {
+            if snooze.delay.is_zero() {
+                self.wake(&lease.queue, 1).await;
+            } else {
+                self.places_freed(std::slice::from_ref(lease)).await;
+            }
+            return Ok(SnoozeOutcome::Snoozed);
+        }
+        // Nothing changed: the lease is gone, or the job used up its snoozes (then the lease
+        // is still ours, and the job still running under it).
+        match self.driver().job_meta_get(lease).await {
+            Ok(Some(_)) => {
+                let failure = Failure::retryable(format!(
+                    "snoozed {} times, the most allowed (max_snoozes)",
+                    snooze.max_snoozes
+                ));
+                Ok(SnoozeOutcome::Failed(self.fail(lease, failure).await?))
+            }
+            Ok(None) => Err(self.lease_error(Target::Pool, lease).await),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Merges `patch` into the job's metadata under its lease.
+    ///
+    /// # Errors
+    /// As [`Queue::merge_meta`](crate::Queue::merge_meta).
+    pub async fn merge_meta(&self, lease: &Lease, patch: &Value) -> Result<Value> {
+        if !patch.is_object() {
+            return Err(Error::invalid("meta", "a merge must be a JSON object"));
+        }
+        let d = self.driver();
+        // The write is fenced by the version read with the metadata: a merge that raced another
+        // write of the row (another merge, a heartbeat) reads again and merges again.
+        for _ in 0..META_ROUNDS {
+            let stored = self
+                .retried("merge_meta", || d.job_meta_get(lease))
+                .await
+                .map_err(|e| self.error(e))?;
+            let Some(stored) = stored else {
+                return Err(self.lease_error(Target::Pool, lease).await);
+            };
+            let mut meta = match stored.meta.as_deref() {
+                Some(text) => serde_json::from_str(text).map_err(|e| {
+                    Error::database(format!("stored meta of {} is not JSON: {e}", lease.job_id))
+                })?,
+                None => Value::Object(serde_json::Map::new()),
+            };
+            merge_patch(&mut meta, patch);
+            let text = serde_json::to_string(&meta)?;
+            validate::meta(&text, self.limits())?;
+            let p = JobMetaSet {
+                lease,
+                version: stored.version,
+                meta: &text,
+            };
+            let changed = self
+                .retried("merge_meta", || d.job_meta_set(p))
+                .await
+                .map_err(|e| self.error(e))?;
+            if changed > 0 {
+                return Ok(meta);
+            }
+        }
+        Err(Error::conflict(format!(
+            "the metadata of {} changed under {META_ROUNDS} merges in a row",
+            lease.job_id
+        )))
     }
 
     /// Moves the lease's expiry to `by` from now.
@@ -223,6 +347,7 @@ impl<D: Driver> Engine<D> {
                     jobs: &ids,
                     dead: to_dead,
                     error: LEASE_EXPIRED,
+                    errors_kept: ERRORS_KEPT,
                 };
                 round += self
                     .retried("rescue", || d.job_rescue(p))

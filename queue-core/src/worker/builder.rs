@@ -8,8 +8,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use super::handler::{FnHandler, Handler, JobContext, JobError, TypedHandler};
-use super::{Config, Worker};
+use super::registry::{Registry, Route};
+use super::{Config, QueueConfig, Worker, DEFAULT_MAX_SNOOZES, LOG_TARGET};
 use crate::error::{Error, Result};
+use crate::job::{JobArgs, KindOptions};
 use crate::periodic::Scheduler;
 use crate::queue::{default_worker_id, Queue};
 use crate::validate;
@@ -29,6 +31,11 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 pub struct WorkerBuilder {
     queue: Arc<dyn Queue>,
     queue_name: String,
+    /// Further queues, with their concurrency.
+    more_queues: Vec<(String, usize)>,
+    /// Handlers by kind, in the order they were registered.
+    kinds: Vec<(String, KindOptions, Arc<dyn Handler>)>,
+    max_snoozes: u32,
     worker_id: Option<String>,
     concurrency: usize,
     prefetch: Option<usize>,
@@ -50,6 +57,9 @@ impl WorkerBuilder {
         WorkerBuilder {
             queue,
             queue_name,
+            more_queues: Vec::new(),
+            kinds: Vec::new(),
+            max_snoozes: DEFAULT_MAX_SNOOZES,
             worker_id: None,
             concurrency: 10,
             prefetch: None,
@@ -75,14 +85,72 @@ impl WorkerBuilder {
         self
     }
 
-    /// How many handlers run at once (default 10).
+    /// How many handlers of the first queue run at once (default 10).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n;
         self
     }
 
-    /// Most jobs claimed by one claim (default: the concurrency, capped at the queue's
-    /// `max_pop`). Claimed jobs that find no free slot wait in a local buffer of at most this
+    /// Claims from the queue `name` too, running at most `concurrency` of its jobs at once (its
+    /// own slots, claims and buffer, apart from every other queue's). Every queue's jobs go to
+    /// the handlers of their kinds.
+    pub fn queue(mut self, name: impl Into<String>, concurrency: usize) -> Self {
+        self.more_queues.push((name.into(), concurrency));
+        self
+    }
+
+    /// Runs `f` for every job of the kind `A::KIND`, with its args deserialized into `A` (args
+    /// that do not fit `A` are a permanent failure naming the type). The kind's
+    /// [`JobArgs::options`] apply: its timeout (for jobs pushed without one), its retry policy
+    /// and its most snoozes.
+    pub fn job<A, F, Fut>(self, f: F) -> Self
+    where
+        A: JobArgs,
+        F: Fn(A, JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        self.kind(
+            A::KIND,
+            A::options(),
+            TypedHandler {
+                f,
+                _payload: PhantomData::<fn() -> A>,
+            },
+        )
+    }
+
+    /// Runs `handler` for every job of kind `kind`, with `options` (timeout, retry policy, most
+    /// snoozes; the queue, priority and attempts of `options` are push defaults and are not
+    /// used here).
+    pub fn kind(
+        mut self,
+        kind: impl Into<String>,
+        options: KindOptions,
+        handler: impl Handler,
+    ) -> Self {
+        self.kinds.push((kind.into(), options, Arc::new(handler)));
+        self
+    }
+
+    /// Runs the closure for every job of kind `kind`, with its [`JobContext`] and `options`
+    /// (as [`WorkerBuilder::kind`]).
+    pub fn kind_fn<F, Fut>(self, kind: impl Into<String>, options: KindOptions, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        self.kind(kind, options, FnHandler(f))
+    }
+
+    /// Most snoozes per job for kinds that do not set their own (default
+    /// [`DEFAULT_MAX_SNOOZES`]).
+    pub fn max_snoozes(mut self, n: u32) -> Self {
+        self.max_snoozes = n;
+        self
+    }
+
+    /// Most jobs claimed by one claim, for each queue (default: the queue's concurrency, capped
+    /// at the backend's `max_pop`). Claimed jobs that find no free slot wait in a local buffer of at most this
     /// many jobs, so a worker holds at most `concurrency + prefetch` jobs; a job that waited
     /// long enough for its lease to run short has it extended before it starts, and one whose
     /// lease was lost is not run.
@@ -158,13 +226,15 @@ impl WorkerBuilder {
         self
     }
 
-    /// Runs `handler` for each job.
+    /// Runs `handler` for each job that has no kind, or a kind without a handler of its own
+    /// (the default handler).
     pub fn handler(mut self, handler: impl Handler) -> Self {
         self.handler = Some(Arc::new(handler));
         self
     }
 
-    /// Runs the closure for each job, with its [`JobContext`].
+    /// Runs the closure for each job, with its [`JobContext`] (the default handler, as
+    /// [`WorkerBuilder::handler`]).
     pub fn handler_fn<F, Fut>(self, f: F) -> Self
     where
         F: Fn(JobContext) -> Fut + Send + Sync + 'static,
@@ -173,8 +243,9 @@ impl WorkerBuilder {
         self.handler(FnHandler(f))
     }
 
-    /// Runs the closure for each job with its payload deserialized into `T`. A payload that
-    /// does not fit `T` is a permanent failure whose message names the type and the error.
+    /// Runs the closure for each job with its payload deserialized into `T` (the default
+    /// handler, as [`WorkerBuilder::handler`]). A payload that does not fit `T` is a permanent
+    /// failure whose message names the type and the error.
     pub fn typed<T, F, Fut>(self, f: F) -> Self
     where
         T: DeserializeOwned + Send + 'static,
@@ -191,34 +262,11 @@ impl WorkerBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming the first field that breaks a rule (`queue`,
-    /// `concurrency`, `prefetch`, `pop_concurrency`, `lease`, `heartbeat`, `poll_interval`, `rescue_interval`,
-    /// `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`, `handler`).
+    /// `concurrency`, `prefetch`, `pop_concurrency`, `lease`, `heartbeat`, `poll_interval`,
+    /// `rescue_interval`, `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`,
+    /// `max_snoozes`, `kind` and a kind's options as `kinds[<kind>].<option>`, `handler`).
     pub fn build(self) -> Result<Worker> {
         let limits = &self.queue.capabilities().limits;
-        validate::queue_name(&self.queue_name)?;
-        if self.concurrency == 0 {
-            return Err(Error::invalid("concurrency", "must be at least 1"));
-        }
-        if self.concurrency > MAX_CONCURRENCY {
-            return Err(Error::invalid(
-                "concurrency",
-                format!("must be at most {MAX_CONCURRENCY}"),
-            ));
-        }
-        let prefetch = match self.prefetch {
-            Some(0) => return Err(Error::invalid("prefetch", "must be at least 1")),
-            Some(n) if n > limits.max_pop => {
-                return Err(Error::invalid(
-                    "prefetch",
-                    format!(
-                        "must be at most the queue's max_pop of {} (got {n})",
-                        limits.max_pop
-                    ),
-                ))
-            }
-            Some(n) => n,
-            None => self.concurrency.min(limits.max_pop).max(1),
-        };
         if self
             .pop_concurrency
             .is_some_and(|n| !(1..=MAX_POP_CONCURRENCY).contains(&n))
@@ -227,6 +275,50 @@ impl WorkerBuilder {
                 "pop_concurrency",
                 format!("must be between 1 and {MAX_POP_CONCURRENCY}"),
             ));
+        }
+        let mut queues: Vec<QueueConfig> = Vec::with_capacity(1 + self.more_queues.len());
+        let all = std::iter::once((self.queue_name.clone(), self.concurrency))
+            .chain(self.more_queues.iter().cloned());
+        for (name, concurrency) in all {
+            validate::queue_name(&name)?;
+            if queues.iter().any(|q| q.name == name) {
+                return Err(Error::invalid(
+                    "queue",
+                    format!("{name:?} is named twice; each queue has one concurrency"),
+                ));
+            }
+            if concurrency == 0 {
+                return Err(Error::invalid(
+                    "concurrency",
+                    format!("must be at least 1 (queue {name:?})"),
+                ));
+            }
+            if concurrency > MAX_CONCURRENCY {
+                return Err(Error::invalid(
+                    "concurrency",
+                    format!("must be at most {MAX_CONCURRENCY} (queue {name:?})"),
+                ));
+            }
+            let prefetch = match self.prefetch {
+                Some(0) => return Err(Error::invalid("prefetch", "must be at least 1")),
+                Some(n) if n > limits.max_pop => {
+                    return Err(Error::invalid(
+                        "prefetch",
+                        format!(
+                            "must be at most the queue's max_pop of {} (got {n})",
+                            limits.max_pop
+                        ),
+                    ))
+                }
+                Some(n) => n,
+                None => concurrency.min(limits.max_pop).max(1),
+            };
+            queues.push(QueueConfig {
+                name,
+                concurrency,
+                prefetch,
+                pop_concurrency: self.pop_concurrency,
+            });
         }
         validate::lease("lease", self.lease)?;
         let heartbeat = self.heartbeat.unwrap_or(self.lease / 3);
@@ -298,22 +390,50 @@ impl WorkerBuilder {
                 ));
             }
         }
-        let Some(handler) = self.handler else {
+        validate::max_snoozes(self.max_snoozes)?;
+        let mut kinds = std::collections::BTreeMap::new();
+        for (kind, options, handler) in self.kinds {
+            validate::kind(&kind)?;
+            options
+                .validate()
+                .map_err(|e| e.in_field(&format!("kinds[{kind}]")))?;
+            if let Some(q) = options.queue.as_deref() {
+                if !queues.iter().any(|c| c.name == q) {
+                    tracing::warn!(target: LOG_TARGET, kind = %kind, queue = q, "the kind's jobs go to a queue this worker does not claim from");
+                }
+            }
+            let route = Route {
+                handler,
+                timeout: options.timeout,
+                retry_policy: options.retry_policy,
+                max_snoozes: options.max_snoozes.unwrap_or(self.max_snoozes),
+            };
+            if kinds.insert(kind.clone(), route).is_some() {
+                return Err(Error::invalid(
+                    "kind",
+                    format!("{kind:?} has two handlers; register each kind once"),
+                ));
+            }
+        }
+        let default = self.handler.map(|handler| Route {
+            handler,
+            timeout: None,
+            retry_policy: None,
+            max_snoozes: self.max_snoozes,
+        });
+        if default.is_none() && kinds.is_empty() {
             return Err(Error::invalid(
                 "handler",
-                "must be set with handler, handler_fn or typed",
+                "must be set with job or kind (a handler per kind), or handler, handler_fn or typed (one for every job)",
             ));
-        };
+        }
         Ok(Worker {
             queue: self.queue,
-            handler,
+            registry: Arc::new(Registry { kinds, default }),
             scheduler: self.scheduler,
             config: Config {
-                queue_name: self.queue_name,
+                queues,
                 worker_id,
-                concurrency: self.concurrency,
-                prefetch,
-                pop_concurrency: self.pop_concurrency,
                 lease: self.lease,
                 heartbeat,
                 poll_min: self.poll_min,

@@ -6,8 +6,8 @@ use std::time::Duration;
 /// Live counts of what a worker did, updated as it goes (cheap atomics, safe to read from a
 /// progress bar at any time).
 ///
-/// Every claimed job ends in exactly one of `completed`, `retried`, `dead`, `released`,
-/// `lease_lost` or `abandoned`; `panicked` counts the failures that were panics (they are also
+/// Every claimed job ends in exactly one of `completed`, `retried`, `dead`, `snoozed`,
+/// `released`, `lease_lost` or `abandoned`; `panicked` counts the failures that were panics (they are also
 /// counted in `retried` or `dead`).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -15,6 +15,7 @@ pub struct Counters {
     completed: AtomicU64,
     retried: AtomicU64,
     dead: AtomicU64,
+    snoozed: AtomicU64,
     panicked: AtomicU64,
     lease_lost: AtomicU64,
     released: AtomicU64,
@@ -45,6 +46,8 @@ impl Counters {
         retried,
         /// Failed jobs that went dead (permanent failure or attempts used up).
         dead,
+        /// Jobs whose handler snoozed them: back to pending for later, the attempt not spent.
+        snoozed,
         /// Handlers that panicked (each also counted in `retried` or `dead`).
         panicked,
         /// Jobs whose lease was lost or that were cancelled while held: they belong to someone
@@ -77,6 +80,7 @@ impl Counters {
             completed: self.completed(),
             retried: self.retried(),
             dead: self.dead(),
+            snoozed: self.snoozed(),
             panicked: self.panicked(),
             lease_lost: self.lease_lost(),
             released: self.released(),
@@ -104,6 +108,9 @@ impl Counters {
     }
     pub(crate) fn add_dead(&self) {
         Self::add(&self.dead, 1);
+    }
+    pub(crate) fn add_snoozed(&self) {
+        Self::add(&self.snoozed, 1);
     }
     pub(crate) fn add_panicked(&self) {
         Self::add(&self.panicked, 1);
@@ -139,6 +146,8 @@ pub struct CountersSnapshot {
     pub retried: u64,
     /// Failed jobs that went dead.
     pub dead: u64,
+    /// Jobs snoozed by their handler.
+    pub snoozed: u64,
     /// Handlers that panicked (also counted in `retried` or `dead`).
     pub panicked: u64,
     /// Jobs whose lease was lost or that were cancelled while held.
@@ -156,10 +165,16 @@ pub struct CountersSnapshot {
 }
 
 impl CountersSnapshot {
-    /// Claimed jobs that reached an outcome: completed, retried, dead, released, lease lost
-    /// or abandoned.
+    /// Claimed jobs that reached an outcome: completed, retried, dead, snoozed, released,
+    /// lease lost or abandoned.
     pub fn settled(&self) -> u64 {
-        self.completed + self.retried + self.dead + self.released + self.lease_lost + self.abandoned
+        self.completed
+            + self.retried
+            + self.dead
+            + self.snoozed
+            + self.released
+            + self.lease_lost
+            + self.abandoned
     }
 }
 

@@ -30,7 +30,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 
-use super::runtime::{jitter, panic_message, release_all, run_job, Shared};
+use super::runtime::{jitter, panic_message, release_all, run_job, Lane, Shared};
 use super::LOG_TARGET;
 use crate::error::{Error, Result};
 use crate::job::{Lease, Leased};
@@ -61,6 +61,8 @@ struct Claimed {
 /// The dispatcher's state between events.
 struct Dispatcher {
     shared: Arc<Shared>,
+    /// The queue it claims from, and that queue's slots.
+    lane: Arc<Lane>,
     request: CheckedPop,
     buffer: VecDeque<Buffered>,
     /// Claims in flight.
@@ -80,14 +82,14 @@ struct Dispatcher {
 }
 
 /// Most jobs waiting in the buffer.
-fn buffer_capacity(shared: &Shared) -> usize {
-    shared.config.prefetch
+fn buffer_capacity(lane: &Lane) -> usize {
+    lane.config.prefetch
 }
 
 /// How many claims may be in flight at most: `pop_concurrency` when set, else enough to fill
 /// the slots and the buffer with claims of half a prefetch.
-pub(super) fn max_claims(shared: &Shared) -> usize {
-    let cfg = &shared.config;
+pub(super) fn max_claims(lane: &Lane) -> usize {
+    let cfg = &lane.config;
     cfg.pop_concurrency.unwrap_or_else(|| {
         (2 * (cfg.concurrency + cfg.prefetch))
             .div_ceil(cfg.prefetch)
@@ -96,14 +98,19 @@ pub(super) fn max_claims(shared: &Shared) -> usize {
 }
 
 /// Runs until the worker stops; then gives back every job claimed but not started.
-pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub(super) async fn dispatch(
+    shared: Arc<Shared>,
+    lane: Arc<Lane>,
+    mut stop: watch::Receiver<bool>,
+) {
     let cfg = &shared.config;
+    let name = &lane.config.name;
     let limits = &shared.queue.capabilities().limits;
     // Validated once here; each claim only checks its limit again.
     let request = match CheckedPop::new(
         PopRequest {
-            queue: cfg.queue_name.clone(),
-            limit: cfg.prefetch,
+            queue: name.clone(),
+            limit: lane.config.prefetch,
             lease: cfg.lease,
             worker: cfg.worker_id.clone(),
         },
@@ -111,13 +118,14 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
     ) {
         Ok(request) => request,
         Err(error) => {
-            tracing::error!(target: LOG_TARGET, queue = %cfg.queue_name, %error, "cannot claim");
+            tracing::error!(target: LOG_TARGET, queue = %name, %error, "cannot claim");
             return;
         }
     };
     let mut d = Dispatcher {
-        max_claims: max_claims(&shared),
+        max_claims: max_claims(&lane),
         shared: shared.clone(),
+        lane: lane.clone(),
         request,
         buffer: VecDeque::new(),
         claims: JoinSet::new(),
@@ -144,7 +152,7 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
                 Ok(claimed) => d.claimed(claimed),
                 Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "claim task failed"),
             },
-            permit = shared.permits.clone().acquire_owned(), if waiting_for_slot => {
+            permit = lane.permits.clone().acquire_owned(), if waiting_for_slot => {
                 if let Ok(permit) = permit {
                     if let Some(job) = d.buffer.pop_front() {
                         tokio::spawn(run_job(shared.clone(), job, permit));
@@ -154,7 +162,7 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
             _ = sleep_until_opt(pause), if pause.is_some() && d.claims.is_empty() => {
                 d.paused_until = None;
             }
-            _ = shared.queue.wait_for_work(&cfg.queue_name, jitter(d.idle)), if idle && d.drained && pause.is_none() => {
+            _ = shared.queue.wait_for_work(name, jitter(d.idle)), if idle && d.drained && pause.is_none() => {
                 // Woken by a push, or the interval passed: claim once more.
                 d.drained = false;
                 d.idle = (d.idle * 2).min(cfg.poll_max);
@@ -162,7 +170,7 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool
         }
     }
     d.finish().await;
-    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "dispatcher stopped");
+    tracing::debug!(target: LOG_TARGET, queue = %name, "dispatcher stopped");
 }
 
 /// Counts the completions a claim took along: `acked` of `sent` were completed, the others'
@@ -188,7 +196,7 @@ impl Dispatcher {
     /// Starts buffered jobs while slots are free.
     fn start_buffered(&mut self) {
         while !self.buffer.is_empty() {
-            let Ok(permit) = self.shared.permits.clone().try_acquire_owned() else {
+            let Ok(permit) = self.lane.permits.clone().try_acquire_owned() else {
                 return;
             };
             if let Some(job) = self.buffer.pop_front() {
@@ -199,7 +207,7 @@ impl Dispatcher {
 
     /// Room for more claimed jobs: free slots and free buffer places, less what is asked for.
     fn room(&self) -> usize {
-        (self.shared.permits.available_permits() + buffer_capacity(&self.shared))
+        (self.lane.permits.available_permits() + buffer_capacity(&self.lane))
             .saturating_sub(self.buffer.len() + self.asked)
     }
 
@@ -208,7 +216,7 @@ impl Dispatcher {
         if self.drained || self.paused_until.is_some() {
             return;
         }
-        let prefetch = self.shared.config.prefetch;
+        let prefetch = self.lane.config.prefetch;
         while self.claims.len() < self.target {
             let n = self.room().min(prefetch);
             // Claims stay large (at least half a prefetch) unless the worker would otherwise
@@ -288,7 +296,7 @@ impl Dispatcher {
                 self.shared.counters.add_pop_error();
                 tracing::warn!(
                     target: LOG_TARGET,
-                    queue = %cfg.queue_name,
+                    queue = %self.lane.config.name,
                     error = %e,
                     retry_in_ms = self.backoff.as_millis() as u64,
                     "claim failed; backing off"
@@ -304,7 +312,7 @@ impl Dispatcher {
         if got > claimed.asked {
             tracing::error!(
                 target: LOG_TARGET,
-                queue = %cfg.queue_name,
+                queue = %self.lane.config.name,
                 asked = claimed.asked,
                 got,
                 "claim returned more jobs than asked for; releasing the surplus"

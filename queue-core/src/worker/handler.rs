@@ -11,7 +11,10 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde::de::DeserializeOwned;
 
+use serde_json::value::RawValue;
+
 use crate::job::{Failure, FailureKind, Job, JobId, Lease};
+use crate::queue::Queue;
 
 /// Runs one job. Implemented for closures through [`super::WorkerBuilder::handler_fn`] and
 /// [`super::WorkerBuilder::typed`]; implement it directly for handlers that carry state.
@@ -24,12 +27,14 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// The current lease of a running job, shared between its handler and the heartbeat that
-/// extends it.
+/// extends it, and what the handler recorded for its completion.
 #[derive(Debug)]
 pub(crate) struct LeaseCell {
     lease: Mutex<Lease>,
     /// The handler completed the job itself (in its own transaction).
     completed: std::sync::atomic::AtomicBool,
+    /// The output the handler recorded, stored with the completion.
+    output: Mutex<Option<Box<RawValue>>>,
 }
 
 impl LeaseCell {
@@ -37,7 +42,13 @@ impl LeaseCell {
         LeaseCell {
             lease: Mutex::new(lease),
             completed: std::sync::atomic::AtomicBool::new(false),
+            output: Mutex::new(None),
         }
+    }
+
+    /// The output the handler recorded last, taken out.
+    pub(crate) fn take_output(&self) -> Option<Box<RawValue>> {
+        self.output.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     pub(crate) fn get(&self) -> Lease {
@@ -54,17 +65,61 @@ impl LeaseCell {
     }
 }
 
-/// What a handler knows about the job it runs.
-#[derive(Debug)]
+/// What a handler knows about the job it runs, and what it can do to it while it holds the
+/// lease: merge metadata, record an output.
 pub struct JobContext {
-    /// The job as claimed: payload, attempts, timestamps.
+    /// The job as claimed: payload, kind, metadata, attempts, timestamps.
     pub job: Job,
     lease: Arc<LeaseCell>,
+    queue: Arc<dyn Queue>,
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("job", &self.job)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
 }
 
 impl JobContext {
-    pub(crate) fn new(job: Job, lease: Arc<LeaseCell>) -> Self {
-        JobContext { job, lease }
+    pub(crate) fn new(job: Job, lease: Arc<LeaseCell>, queue: Arc<dyn Queue>) -> Self {
+        JobContext { job, lease, queue }
+    }
+
+    /// The job's kind, if it has one.
+    pub fn kind(&self) -> Option<&str> {
+        self.job.kind.as_deref()
+    }
+
+    /// Merges `patch` (a JSON object) into the job's metadata in the database, by the rules of
+    /// JSON Merge Patch (objects merge key by key, `null` removes a key), fenced by this job's
+    /// lease: e.g. `ctx.merge_meta(json!({"progress": 40})).await?` to record progress. Returns
+    /// the metadata as stored. `ctx.job.meta` keeps the value the job was claimed with.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `meta` when `patch` is not an
+    /// object or the metadata would grow past the queue's `max_meta_bytes`;
+    /// [`Error::LeaseLost`](crate::Error::LeaseLost) or [`Error::Cancelled`](crate::Error::Cancelled)
+    /// when the job is no longer this handler's.
+    pub async fn merge_meta(&self, patch: serde_json::Value) -> crate::Result<serde_json::Value> {
+        self.queue.merge_meta(&self.lease(), &patch).await
+    }
+
+    /// Records `output` to be stored with the job's completion (in the same statement) and
+    /// returned by `get` as [`Job::output`]; a later call replaces an earlier one. Nothing is
+    /// stored if the handler then fails.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `output` when its JSON is
+    /// larger than the queue's `max_output_bytes`; [`Error::Payload`](crate::Error::Payload) when
+    /// it cannot be serialized.
+    pub fn record_output(&self, output: &impl serde::Serialize) -> crate::Result<()> {
+        let raw = serde_json::value::to_raw_value(output)?;
+        crate::validate::output(raw.get(), &self.queue.capabilities().limits)?;
+        *self.lease.output.lock().unwrap_or_else(|e| e.into_inner()) = Some(raw);
+        Ok(())
     }
 
     /// The job's id.
@@ -114,7 +169,8 @@ impl JobContext {
     }
 }
 
-/// Why a handler failed, and whether another attempt may help.
+/// Why a handler failed, and whether another attempt may help; or its request to run the job
+/// again later ([`JobError::snooze`]).
 ///
 /// Any error type converts into a retryable `JobError` with `?` (its message is the error and
 /// its sources); use [`JobError::permanent`] when no retry can succeed and
@@ -122,14 +178,18 @@ impl JobContext {
 pub struct JobError {
     message: String,
     kind: FailureKind,
+    /// A snooze rather than a failure.
+    snooze: Option<Duration>,
 }
 
 impl JobError {
-    /// A failure that is retried after the queue's backoff, while attempts remain.
+    /// A failure that is retried after the backoff of the job's kind (or the queue's), while
+    /// attempts remain.
     pub fn retryable(message: impl Into<String>) -> Self {
         JobError {
             message: message.into(),
             kind: FailureKind::Retryable,
+            snooze: None,
         }
     }
 
@@ -138,6 +198,7 @@ impl JobError {
         JobError {
             message: message.into(),
             kind: FailureKind::RetryAfter(delay),
+            snooze: None,
         }
     }
 
@@ -146,7 +207,25 @@ impl JobError {
         JobError {
             message: message.into(),
             kind: FailureKind::Permanent,
+            snooze: None,
         }
+    }
+
+    /// Not a failure: run the job again after `delay`, without spending an attempt (e.g. a
+    /// resource it needs is busy). The snooze is counted in [`Job::snoozes`]; past the kind's
+    /// `max_snoozes` (the worker's, by default [`super::DEFAULT_MAX_SNOOZES`]) a snooze is
+    /// recorded as a failed attempt instead, so a job cannot snooze forever.
+    pub fn snooze(delay: Duration) -> Self {
+        JobError {
+            message: format!("snoozed for {delay:?}"),
+            kind: FailureKind::RetryAfter(delay),
+            snooze: Some(delay),
+        }
+    }
+
+    /// The delay of a snooze, `None` for a failure.
+    pub fn snoozed(&self) -> Option<Duration> {
+        self.snooze
     }
 
     /// The message recorded as the job's `last_error`.
@@ -178,12 +257,16 @@ impl fmt::Debug for JobError {
         f.debug_struct("JobError")
             .field("message", &self.message)
             .field("kind", &self.kind)
+            .field("snooze", &self.snooze)
             .finish()
     }
 }
 
 impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(d) = self.snooze {
+            return write!(f, "job snoozed for {d:?}");
+        }
         let kind = match self.kind {
             FailureKind::Retryable => "retryable",
             FailureKind::RetryAfter(_) => "retry later",

@@ -1,7 +1,19 @@
-//! The worker runtime: claims jobs from one queue of any [`Queue`] backend and runs a handler
-//! for each.
+//! The worker runtime: claims jobs from one or more queues of any [`Queue`] backend and runs,
+//! for each, the handler registered for its kind.
 //!
-//! - **Concurrency and prefetch**: at most `concurrency` handlers run at once. Several claims of
+//! - **Kinds and queues**: one worker value serves several queues, each with its own
+//!   concurrency (its own slots, claims and buffer), and routes each claimed job to the handler
+//!   of its kind ([`WorkerBuilder::job`] for a [`crate::JobArgs`] type, [`WorkerBuilder::kind`]
+//!   for a name), or to the default handler ([`WorkerBuilder::handler`], `handler_fn`, `typed`)
+//!   when there is none for its kind. A job that has neither is failed by the retry policy with
+//!   an error naming its kind, so during a rolling deploy a worker that knows the kind takes it
+//!   at a later attempt. A kind's options (timeout, backoff, most snoozes) apply to its jobs;
+//!   a timeout stored with a job overrides its kind's, which overrides the worker's.
+//! - **Snooze, metadata, output**: a handler may return [`JobError::snooze`] (run again later,
+//!   the attempt not spent), merge into the job's metadata while it runs
+//!   ([`JobContext::merge_meta`]), and record an output stored with its completion
+//!   ([`JobContext::record_output`]).
+//! - **Concurrency and prefetch**, per queue: at most `concurrency` handlers run at once. Several claims of
 //!   up to `prefetch` jobs each are in flight while there is room (adapting to how full the
 //!   last claims came back); claimed jobs without a free slot wait in a local buffer of at most
 //!   `prefetch` jobs, so the worker never holds more than `concurrency + prefetch` jobs. A
@@ -24,7 +36,7 @@
 //!   adaptive, jittered interval; a full batch is followed by another pop at once.
 //! - **Rescuer**: every `rescue_interval` (jittered) expired leases are returned to pending.
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
-//!   queue and attempt.
+//!   queue, kind and attempt.
 //!
 //! For throughput: claims overlap with each other and with running handlers, so short jobs are
 //! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
@@ -76,6 +88,7 @@ mod builder;
 mod counters;
 mod dispatch;
 mod handler;
+mod registry;
 mod runtime;
 #[cfg(test)]
 mod tests;
@@ -87,18 +100,28 @@ pub use counters::{Counters, CountersSnapshot, ShutdownReport};
 pub use handler::{Handler, JobContext, JobError};
 pub use runtime::WorkerHandle;
 
+/// How many times a job may snooze unless its kind or the worker says otherwise.
+pub const DEFAULT_MAX_SNOOZES: u32 = 1_000;
+
 /// The log target of the worker runtime.
 pub const LOG_TARGET: &str = "queue::worker";
 
-/// The validated settings of a worker.
+/// The validated settings of one queue a worker claims from.
 #[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) queue_name: String,
-    pub(crate) worker_id: String,
+pub(crate) struct QueueConfig {
+    pub(crate) name: String,
     pub(crate) concurrency: usize,
     pub(crate) prefetch: usize,
     /// Most claims in flight; `None`: chosen from the concurrency and the prefetch.
     pub(crate) pop_concurrency: Option<usize>,
+}
+
+/// The validated settings of a worker.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    /// The queues it claims from, each with its own slots; at least one.
+    pub(crate) queues: Vec<QueueConfig>,
+    pub(crate) worker_id: String,
     pub(crate) lease: Duration,
     pub(crate) heartbeat: Duration,
     pub(crate) poll_min: Duration,
@@ -109,10 +132,28 @@ pub(crate) struct Config {
     pub(crate) job_timeout: Option<Duration>,
 }
 
+impl Config {
+    /// Handler slots over every queue.
+    pub(crate) fn total_concurrency(&self) -> usize {
+        self.queues.iter().map(|q| q.concurrency).sum()
+    }
+
+    /// The largest claim of any queue.
+    pub(crate) fn max_prefetch(&self) -> usize {
+        self.queues.iter().map(|q| q.prefetch).max().unwrap_or(1)
+    }
+
+    /// The queues' names, for logs.
+    pub(crate) fn queue_names(&self) -> String {
+        let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
+        names.join(",")
+    }
+}
+
 /// A configured worker, ready to [`start`](Worker::start). Build one with [`Worker::builder`].
 pub struct Worker {
     queue: Arc<dyn Queue>,
-    handler: Arc<dyn Handler>,
+    registry: Arc<registry::Registry>,
     config: Config,
     /// Runs beside the worker, when one was attached.
     scheduler: Option<crate::periodic::Scheduler>,
@@ -127,14 +168,29 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// Starts configuring a worker for the queue named `queue_name` of `queue`.
+    /// Starts configuring a worker for the queue named `queue_name` of `queue`
+    /// ([`WorkerBuilder::queue`] adds more).
     pub fn builder(queue: Arc<dyn Queue>, queue_name: impl Into<String>) -> WorkerBuilder {
         WorkerBuilder::new(queue, queue_name.into())
     }
 
-    /// The queue this worker claims from.
+    /// The first queue this worker claims from.
     pub fn queue_name(&self) -> &str {
-        &self.config.queue_name
+        &self.config.queues[0].name
+    }
+
+    /// Every queue this worker claims from, with its concurrency.
+    pub fn queues(&self) -> Vec<(&str, usize)> {
+        self.config
+            .queues
+            .iter()
+            .map(|q| (q.name.as_str(), q.concurrency))
+            .collect()
+    }
+
+    /// The kinds this worker has a handler for, by name.
+    pub fn kinds(&self) -> Vec<&str> {
+        self.registry.kinds().collect()
     }
 
     /// Spawns the worker's tasks on the current Tokio runtime and returns its handle. Dropping
@@ -144,7 +200,7 @@ impl Worker {
     /// # Panics
     /// When called outside a Tokio runtime.
     pub fn start(self) -> WorkerHandle {
-        let mut handle = runtime::start(self.queue, self.handler, self.config);
+        let mut handle = runtime::start(self.queue, self.registry, self.config);
         handle.scheduler = self.scheduler.map(crate::periodic::Scheduler::start);
         handle
     }

@@ -14,10 +14,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::counters::{Counters, ShutdownReport};
-use super::handler::{Handler, JobContext, JobError, LeaseCell};
-use super::{Config, LOG_TARGET};
+use super::handler::{JobContext, JobError, LeaseCell};
+use super::registry::{Registry, Route};
+use super::{Config, QueueConfig, LOG_TARGET};
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, Lease, Leased};
+use crate::job::{FailOutcome, Failure, FailureKind, Lease, Leased, Snooze, SnoozeOutcome};
 use crate::queue::Queue;
 
 use super::dispatch::{dispatch, Buffered};
@@ -32,15 +33,20 @@ const RELEASE_CONCURRENCY: usize = 16;
 /// What the tasks share.
 pub(super) struct Shared {
     pub(super) queue: Arc<dyn Queue>,
-    pub(super) handler: Arc<dyn Handler>,
+    pub(super) registry: Arc<Registry>,
     pub(super) config: Config,
     pub(super) counters: Arc<Counters>,
-    pub(super) permits: Arc<Semaphore>,
     pub(super) acks: AckQueue,
     /// Becomes true when running handlers must stop (the shutdown deadline passed).
     pub(super) abort: watch::Receiver<bool>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
+}
+
+/// One queue of the worker: its settings and its handler slots.
+pub(super) struct Lane {
+    pub(super) config: QueueConfig,
+    pub(super) permits: Arc<Semaphore>,
 }
 
 /// Completed jobs waiting to be acknowledged: by the acknowledger (in batches), or by the
@@ -165,41 +171,55 @@ impl WorkerHandle {
 
 pub(super) fn start(
     queue: Arc<dyn Queue>,
-    handler: Arc<dyn Handler>,
+    registry: Arc<Registry>,
     config: Config,
 ) -> WorkerHandle {
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let (abort_tx, abort_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let lanes: Vec<Arc<Lane>> = config
+        .queues
+        .iter()
+        .map(|q| {
+            Arc::new(Lane {
+                permits: Arc::new(Semaphore::new(q.concurrency)),
+                config: q.clone(),
+            })
+        })
+        .collect();
     let shared = Arc::new(Shared {
         queue,
-        handler,
-        permits: Arc::new(Semaphore::new(config.concurrency)),
+        registry,
         config,
         counters: counters.clone(),
         acks: AckQueue::default(),
         abort: abort_rx,
         aborted: AtomicU64::new(0),
     });
-    tracing::info!(
-        target: LOG_TARGET,
-        queue = %shared.config.queue_name,
-        worker = %shared.config.worker_id,
-        concurrency = shared.config.concurrency,
-        prefetch = shared.config.prefetch,
-        "worker started"
-    );
+    for lane in &lanes {
+        tracing::info!(
+            target: LOG_TARGET,
+            queue = %lane.config.name,
+            worker = %shared.config.worker_id,
+            concurrency = lane.config.concurrency,
+            prefetch = lane.config.prefetch,
+            "worker started"
+        );
+    }
     let acker = {
         let s = shared.clone();
         spawn_restarting(&shared, "acknowledger", move || acker(s.clone()))
     };
-    let dispatchers = {
-        let (s, stop) = (shared.clone(), stop_rx.clone());
-        vec![spawn_restarting(&shared, "dispatcher", move || {
-            dispatch(s.clone(), stop.clone())
-        })]
-    };
+    let dispatchers = lanes
+        .iter()
+        .map(|lane| {
+            let (s, l, stop) = (shared.clone(), lane.clone(), stop_rx.clone());
+            spawn_restarting(&shared, "dispatcher", move || {
+                dispatch(s.clone(), l.clone(), stop.clone())
+            })
+        })
+        .collect();
     let rescuer = shared.config.rescue_interval.map(|every| {
         let s = shared.clone();
         spawn_restarting(&shared, "rescuer", move || {
@@ -213,6 +233,7 @@ pub(super) fn start(
         abort_tx,
         Tasks {
             dispatchers,
+            lanes,
             acker,
             rescuer,
         },
@@ -248,7 +269,8 @@ where
                     let message = panic_message(payload.as_ref());
                     // The report itself may be what panics (a failing log writer): it must not
                     // take the restart down with it.
-                    let queue = shared.config.queue_name.as_str();
+                    let queue = shared.config.queue_names();
+                    let queue = queue.as_str();
                     let _ = std::panic::catch_unwind(|| {
                         tracing::error!(
                             target: LOG_TARGET,
@@ -273,6 +295,7 @@ const RESTART_PAUSE_MAX: Duration = Duration::from_secs(5);
 
 struct Tasks {
     dispatchers: Vec<JoinHandle<()>>,
+    lanes: Vec<Arc<Lane>>,
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
 }
@@ -290,7 +313,7 @@ async fn supervise(
     let deadline = started + grace;
     tracing::info!(
         target: LOG_TARGET,
-        queue = %shared.config.queue_name,
+        queue = %shared.config.queue_names(),
         grace_ms = grace.as_millis() as u64,
         "worker shutting down"
     );
@@ -303,19 +326,30 @@ async fn supervise(
     if let Some(rescuer) = tasks.rescuer {
         join_by(rescuer, deadline, "rescuer").await;
     }
-    let all = shared.config.concurrency as u32;
-    let drained = tokio::time::timeout_at(deadline, shared.permits.acquire_many(all)).await;
+    // Every slot of every queue back: no handler runs any more.
+    let all_slots = || {
+        futures::future::join_all(tasks.lanes.iter().map(|lane| {
+            lane.permits
+                .clone()
+                .acquire_many_owned(lane.config.concurrency as u32)
+        }))
+    };
+    let drained = tokio::time::timeout_at(deadline, all_slots()).await;
     if drained.is_err() {
-        let running = shared.config.concurrency - shared.permits.available_permits();
+        let running: usize = tasks
+            .lanes
+            .iter()
+            .map(|l| l.config.concurrency - l.permits.available_permits())
+            .sum();
         tracing::warn!(
             target: LOG_TARGET,
-            queue = %shared.config.queue_name,
+            queue = %shared.config.queue_names(),
             running,
             "shutdown deadline passed; stopping running handlers and releasing their jobs"
         );
         let _ = abort.send(true);
         // Each stopped job task releases its job before giving back its slot.
-        let _ = shared.permits.acquire_many(all).await;
+        let _ = all_slots().await;
     }
     drop(drained);
     shared.acks.stop();
@@ -329,7 +363,7 @@ async fn supervise(
     };
     tracing::info!(
         target: LOG_TARGET,
-        queue = %shared.config.queue_name,
+        queue = %shared.config.queue_names(),
         completed = report.counters.completed,
         released = report.counters.released,
         aborted = report.aborted,
@@ -472,6 +506,8 @@ enum Outcome {
     TimedOut(Duration),
     /// The handler completed the job itself, in its own transaction.
     CompletedByHandler,
+    /// No handler of this worker runs the job's kind (the reason names it).
+    Unrouted(String),
 }
 
 pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -495,16 +531,29 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
         "job",
         id = %lease.job_id,
         queue = %lease.queue,
+        kind = job.kind.as_deref().unwrap_or(""),
         attempt = lease.attempt,
     );
     let cell = Arc::new(LeaseCell::new(lease));
-    let ctx = JobContext::new(job, cell.clone());
-    let outcome = execute(&shared, ctx, &cell).instrument(span.clone()).await;
+    let (outcome, route) = match shared.registry.route(job.kind.as_deref()) {
+        Ok(route) => {
+            // A timeout stored with the job overrides its kind's, which overrides the worker's.
+            let timeout = job.timeout.or(route.timeout).or(shared.config.job_timeout);
+            let ctx = JobContext::new(job, cell.clone(), shared.queue.clone());
+            let outcome = execute(&shared, route, timeout, ctx, &cell)
+                .instrument(span.clone())
+                .await;
+            (outcome, Some(route))
+        }
+        Err(why) => (Outcome::Unrouted(why), None),
+    };
     let outcome = match outcome {
         Outcome::Finished(Ok(())) if cell.completed_by_handler() => Outcome::CompletedByHandler,
         other => other,
     };
-    settle(&shared, outcome, cell.get()).instrument(span).await;
+    settle(&shared, route, outcome, &cell)
+        .instrument(span)
+        .await;
     drop(permit);
 }
 
@@ -542,9 +591,15 @@ async fn fresh_lease(shared: &Shared, job: Buffered) -> Option<Leased> {
 }
 
 /// Runs the handler, extending the lease while it runs long, until it ends, the lease is lost,
-/// or the shutdown deadline stops it.
-async fn execute(shared: &Shared, ctx: JobContext, cell: &LeaseCell) -> Outcome {
-    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| shared.handler.call(ctx))) {
+/// its `timeout` passes, or the shutdown deadline stops it.
+async fn execute(
+    shared: &Shared,
+    route: &Route,
+    timeout: Option<Duration>,
+    ctx: JobContext,
+    cell: &LeaseCell,
+) -> Outcome {
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.handler.call(ctx))) {
         Ok(fut) => fut,
         Err(p) => return Outcome::Panicked(panic_message(&*p)),
     };
@@ -559,7 +614,6 @@ async fn execute(shared: &Shared, ctx: JobContext, cell: &LeaseCell) -> Outcome 
         return finished(r);
     }
     let mut abort = shared.abort.clone();
-    let timeout = shared.config.job_timeout;
     let expired = async move {
         match timeout {
             Some(t) => tokio::time::sleep_until(started + t).await,
@@ -599,17 +653,35 @@ async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
 }
 
 /// Records a handler's outcome.
-async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
+async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: &LeaseCell) {
+    let lease = cell.get();
     let failure = match outcome {
         Outcome::CompletedByHandler => {
             shared.counters.add_completed(1);
             return;
         }
         Outcome::Finished(Ok(())) => {
-            shared.acks.push(lease);
+            match cell.take_output() {
+                // Jobs without an output are acknowledged in batches; one with an output
+                // is completed by a statement that stores it.
+                None => shared.acks.push(lease),
+                Some(output) => {
+                    match retry_transient(|| shared.queue.ack_with_output(&lease, &output)).await {
+                        Ok(()) => shared.counters.add_completed(1),
+                        Err(e) => count_transition_error(shared, &lease, "ack", &e),
+                    }
+                }
+            }
             return;
         }
-        Outcome::Finished(Err(e)) => e.into_failure(),
+        Outcome::Finished(Err(e)) => match e.snoozed() {
+            Some(delay) => {
+                let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
+                snooze(shared, &lease, Snooze::new(delay).max_snoozes(max)).await;
+                return;
+            }
+            None => e.into_failure(),
+        },
         Outcome::Panicked(msg) => {
             shared.counters.add_panicked();
             Failure::retryable(format!("handler panicked: {msg}"))
@@ -617,6 +689,7 @@ async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
         Outcome::TimedOut(after) => {
             Failure::retryable(format!("handler timed out after {after:?} and was stopped"))
         }
+        Outcome::Unrouted(why) => Failure::retryable(why),
         Outcome::LeaseGone(e) => {
             shared.counters.add_lease_lost(1);
             tracing::warn!(target: LOG_TARGET, error = %e, "lease lost while the handler ran; handler stopped");
@@ -628,9 +701,33 @@ async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
             return;
         }
     };
+    let failure = with_kind_backoff(route, &lease, failure);
+    record_failure(shared, &lease, failure).await;
+}
+
+/// A retryable failure of a kind with its own retry policy waits that policy's backoff.
+fn with_kind_backoff(route: Option<&Route>, lease: &Lease, failure: Failure) -> Failure {
+    match (route.and_then(|r| r.retry_policy.as_ref()), failure.kind) {
+        (Some(policy), FailureKind::Retryable) => Failure {
+            kind: FailureKind::RetryAfter(policy.backoff_jittered(lease.attempt)),
+            ..failure
+        },
+        _ => failure,
+    }
+}
+
+/// Records a failure, counting what it did to the job.
+async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure) {
     let message = failure.message.clone();
-    match retry_transient(|| shared.queue.fail(&lease, failure.clone())).await {
-        Ok(FailOutcome::Retrying { after }) => {
+    match retry_transient(|| shared.queue.fail(lease, failure.clone())).await {
+        Ok(outcome) => count_failure(shared, outcome, &message),
+        Err(e) => count_transition_error(shared, lease, "fail", &e),
+    }
+}
+
+fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str) {
+    match outcome {
+        FailOutcome::Retrying { after } => {
             shared.counters.add_retried();
             tracing::warn!(
                 target: LOG_TARGET,
@@ -639,11 +736,27 @@ async fn settle(shared: &Shared, outcome: Outcome, lease: Lease) {
                 "job failed; it will be retried"
             );
         }
-        Ok(FailOutcome::Dead) => {
+        FailOutcome::Dead => {
             shared.counters.add_dead();
             tracing::error!(target: LOG_TARGET, error = %message, "job failed for good; it is dead");
         }
-        Err(e) => count_transition_error(shared, &lease, "fail", &e),
+    }
+}
+
+/// Gives the job back to run later, its attempt not spent; past its snooze bound the queue
+/// records a failure instead.
+async fn snooze(shared: &Shared, lease: &Lease, snooze: Snooze) {
+    match retry_transient(|| shared.queue.snooze(lease, snooze)).await {
+        Ok(SnoozeOutcome::Snoozed) => {
+            shared.counters.add_snoozed();
+            tracing::debug!(target: LOG_TARGET, delay_ms = snooze.delay.as_millis() as u64, "job snoozed");
+        }
+        Ok(SnoozeOutcome::Failed(outcome)) => count_failure(
+            shared,
+            outcome,
+            &format!("snoozed {} times, the most allowed", snooze.max_snoozes),
+        ),
+        Err(e) => count_transition_error(shared, lease, "snooze", &e),
     }
 }
 
@@ -668,7 +781,7 @@ const ACK_FLUSHES: usize = 2;
 async fn acker(shared: Arc<Shared>) {
     let cfg = &shared.config;
     let max = cfg.ack_batch;
-    let full = cfg.concurrency.max(cfg.prefetch).min(max);
+    let full = cfg.total_concurrency().max(cfg.max_prefetch()).min(max);
     let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
@@ -722,7 +835,7 @@ async fn acker(shared: Arc<Shared>) {
         while in_flight.try_join_next().is_some() {}
     }
     while in_flight.join_next().await.is_some() {}
-    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_name, "acknowledger stopped");
+    tracing::debug!(target: LOG_TARGET, queue = %cfg.queue_names(), "acknowledger stopped");
 }
 
 /// Acknowledges one batch; leases lost meanwhile are counted. When the batch statement fails

@@ -13,7 +13,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob};
+use crate::job::{
+    FailOutcome, Failure, Job, JobId, JobState, Lease, Leased, NewJob, Snooze, SnoozeOutcome,
+};
 use crate::queue::{
     self, Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest,
     QueueStats, Wakeups,
@@ -176,6 +178,12 @@ impl FakeQueue {
                     worker: None,
                     last_error: None,
                     dedup_key: job.dedup_key,
+                    kind: job.kind,
+                    meta: job.meta,
+                    timeout: job.timeout,
+                    snoozes: 0,
+                    errors: Vec::new(),
+                    output: None,
                     created_at: now,
                     updated_at: now,
                     finished_at: None,
@@ -360,6 +368,55 @@ impl Queue for FakeQueue {
                 FailOutcome::Dead
             }
         })
+    }
+
+    async fn ack_with_output(
+        &self,
+        lease: &Lease,
+        output: &serde_json::value::RawValue,
+    ) -> Result<()> {
+        validate::output(output.get(), &self.caps.limits)?;
+        self.ack(lease).await?;
+        self.rows().get_mut(&lease.job_id).unwrap().job.output = Some(output.to_owned());
+        Ok(())
+    }
+
+    async fn snooze(&self, lease: &Lease, snooze: Snooze) -> Result<SnoozeOutcome> {
+        self.up()?;
+        let now = self.clock();
+        let over = {
+            let mut rows = self.rows();
+            let row = Self::fenced(&mut rows, lease)?;
+            if row.job.snoozes < snooze.max_snoozes {
+                row.job.state = JobState::Pending;
+                row.job.run_at = now + chrono::Duration::from_std(snooze.delay).unwrap();
+                row.job.attempts -= 1;
+                row.job.snoozes += 1;
+                Self::clear_lease(row);
+                false
+            } else {
+                true
+            }
+        };
+        if over {
+            let failure = Failure::retryable("snoozed too often");
+            return Ok(SnoozeOutcome::Failed(self.fail(lease, failure).await?));
+        }
+        Ok(SnoozeOutcome::Snoozed)
+    }
+
+    async fn merge_meta(
+        &self,
+        lease: &Lease,
+        patch: &serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        self.up()?;
+        let mut rows = self.rows();
+        let row = Self::fenced(&mut rows, lease)?;
+        let mut meta = serde_json::from_str(row.job.meta.as_deref().map_or("{}", |m| m.get()))?;
+        crate::job::merge_patch(&mut meta, patch);
+        row.job.meta = Some(serde_json::value::to_raw_value(&meta)?);
+        Ok(meta)
     }
 
     async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {
@@ -615,7 +672,7 @@ async fn builder_rejects_bad_input_naming_the_field() {
     }
     // The defaults follow the queue's limits: prefetch is capped at max_pop.
     let w = b().concurrency(500).build().unwrap();
-    assert_eq!(w.config.prefetch, 100);
+    assert_eq!(w.config.queues[0].prefetch, 100);
     assert_eq!(w.config.ack_batch, 200);
     assert_eq!(w.config.heartbeat, Duration::from_secs(10));
     assert!(b().prefetch(100).rescue_interval(None).build().is_ok());
@@ -1661,4 +1718,326 @@ async fn acknowledgements_wait_out_a_short_outage() {
     let c = report.counters;
     assert_eq!((c.completed, c.abandoned, c.rescued), (10, 0, 0), "{c:?}");
     assert!(q.rows.lock().unwrap().values().all(|r| r.job.attempts == 1));
+}
+
+// -------------------------------------------------------------------------------------------
+// Kinds, several queues, per-kind options, snooze, metadata, output.
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ping {
+    n: u32,
+}
+
+impl crate::JobArgs for Ping {
+    const KIND: &'static str = "ping";
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Slow;
+
+impl crate::JobArgs for Slow {
+    const KIND: &'static str = "slow";
+
+    fn options() -> crate::KindOptions {
+        crate::KindOptions::new()
+            .queue("slow")
+            .timeout(Duration::from_secs(2))
+            .retry_policy(RetryPolicy {
+                base: Duration::from_secs(100),
+                factor: 1.0,
+                max: Duration::from_secs(100),
+                jitter: 0.0,
+            })
+    }
+}
+
+#[tokio::test]
+async fn the_builder_checks_kinds_and_queues() {
+    let q = FakeQueue::new();
+    let b = || builder(&q).job(|_: Ping, _ctx| async { Ok(()) });
+    let cases: Vec<(&str, WorkerBuilder)> = vec![
+        ("queue", b().queue("bad name", 1)),
+        ("queue", b().queue(Q, 3)),
+        ("concurrency", b().queue("other", 0)),
+        (
+            "kind",
+            b().kind_fn("bad kind", crate::KindOptions::new(), noop()),
+        ),
+        ("kind", b().job(|_: Ping, _ctx| async { Ok(()) })),
+        (
+            "kinds[x].timeout",
+            b().kind_fn(
+                "x",
+                crate::KindOptions::new().timeout(Duration::ZERO),
+                noop(),
+            ),
+        ),
+        (
+            "kinds[x].max_snoozes",
+            b().kind_fn("x", crate::KindOptions::new().max_snoozes(0), noop()),
+        ),
+        ("max_snoozes", b().max_snoozes(0)),
+    ];
+    for (field, b) in cases {
+        assert_eq!(field_of(b.build().unwrap_err()), field);
+    }
+    let w = b().queue("slow", 3).handler_fn(noop()).build().unwrap();
+    assert_eq!(w.queues(), vec![(Q, 10), ("slow", 3)]);
+    assert_eq!(w.kinds(), vec!["ping"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_go_to_the_handler_of_their_kind_and_the_rest_to_the_default() {
+    let q = FakeQueue::new();
+    let typed = q
+        .push(NewJob::of(&Ping { n: 7 }).unwrap().with_queue(Q))
+        .await
+        .unwrap();
+    let plain = push_n(&q, 1, json!({"plain": true})).await[0];
+    let other = q
+        .push(NewJob::new(Q, &json!({})).unwrap().kind("other"))
+        .await
+        .unwrap();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let handle = builder(&q)
+        .job(move |p: Ping, ctx: JobContext| {
+            let s = s1.clone();
+            async move {
+                assert_eq!(ctx.kind(), Some("ping"));
+                s.lock().unwrap().push(format!("ping {}", p.n));
+                Ok(())
+            }
+        })
+        .handler_fn(move |ctx: JobContext| {
+            let s = s2.clone();
+            async move {
+                s.lock().unwrap().push(format!("default {:?}", ctx.kind()));
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.completed() == 3).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec!["default None", "default Some(\"other\")", "ping 7"]
+    );
+    for id in [typed, plain, other] {
+        assert_eq!(q.job(id).state, JobState::Completed);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_kind_without_a_handler_fails_by_the_retry_policy_naming_it() {
+    let q = FakeQueue::new();
+    let id = q
+        .push(NewJob::new(Q, &json!({})).unwrap().kind("unknown.kind"))
+        .await
+        .unwrap();
+    let bare = push_n(&q, 1, json!({})).await[0];
+    let handle = builder(&q)
+        .job(|_: Ping, _ctx| async { Ok(()) })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.retried() == 2).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.attempts, 1);
+    let error = job.last_error.unwrap();
+    assert!(
+        error.contains("\"unknown.kind\"") && error.contains("ping"),
+        "{error}"
+    );
+    assert!(job.run_at > q.clock(), "retried later, not at once");
+    assert!(q.job(bare).last_error.unwrap().contains("no kind"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_queue_keeps_its_own_concurrency() {
+    let q = FakeQueue::new();
+    let mut jobs = Vec::new();
+    for i in 0..40u32 {
+        let queue = if i % 2 == 0 { Q } else { "other" };
+        jobs.push(NewJob::of(&Ping { n: i }).unwrap().with_queue(queue));
+    }
+    q.push_batch(jobs).await.unwrap();
+    let running: Arc<Mutex<HashMap<String, (usize, usize)>>> = Arc::default();
+    let r = running.clone();
+    let handle = builder(&q)
+        .concurrency(2)
+        .queue("other", 5)
+        .job(move |_: Ping, ctx: JobContext| {
+            let r = r.clone();
+            async move {
+                let queue = ctx.job.queue.clone();
+                {
+                    let mut m = r.lock().unwrap();
+                    let e = m.entry(queue.clone()).or_default();
+                    e.0 += 1;
+                    e.1 = e.1.max(e.0);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                r.lock().unwrap().get_mut(&queue).unwrap().0 -= 1;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(30), || counters.completed() == 40).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let m = running.lock().unwrap();
+    assert_eq!(m[Q].1, 2, "peak of {Q}");
+    assert_eq!(m["other"].1, 5, "peak of other");
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeouts_come_from_the_job_then_its_kind_then_the_worker() {
+    let q = FakeQueue::new();
+    // The kind's timeout (2 s) and its own backoff (100 s).
+    let by_kind = q.push(NewJob::of(&Slow).unwrap()).await.unwrap();
+    // The job's own timeout (1 s) overrides the kind's.
+    let by_job = q
+        .push(NewJob::of(&Slow).unwrap().timeout(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    // No kind: the worker's timeout (3 s).
+    let plain = q
+        .push(NewJob::new("slow", &json!({})).unwrap())
+        .await
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let started = tokio::time::Instant::now();
+    let handle = builder(&q)
+        .queue("slow", 5)
+        .job_timeout(Some(Duration::from_secs(3)))
+        .job(|_: Slow, _ctx| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        })
+        .handler_fn(forever(dropped.clone()))
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.retried() == 3).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let error = |id| q.job(id).last_error.unwrap();
+    assert!(
+        error(by_kind).contains("timed out after 2s"),
+        "{}",
+        error(by_kind)
+    );
+    assert!(
+        error(by_job).contains("timed out after 1s"),
+        "{}",
+        error(by_job)
+    );
+    assert!(
+        error(plain).contains("timed out after 3s"),
+        "{}",
+        error(plain)
+    );
+    // The kind's retry policy set the kind's jobs' backoff; the plain job took the queue's.
+    let after = |id| (q.job(id).run_at - q.epoch.0).to_std().unwrap();
+    assert!(
+        after(by_kind) >= Duration::from_secs(100),
+        "{:?}",
+        after(by_kind)
+    );
+    assert!(
+        after(plain) < Duration::from_secs(100),
+        "{:?}",
+        after(plain)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_snooze_gives_the_attempt_back_until_its_bound() {
+    let q = FakeQueue::new();
+    let id = q
+        .push(
+            NewJob::of(&Ping { n: 0 })
+                .unwrap()
+                .with_queue(Q)
+                .max_attempts(1),
+        )
+        .await
+        .unwrap();
+    let handle = builder(&q)
+        .max_snoozes(3)
+        .job(|_: Ping, _ctx| async { Err(JobError::snooze(Duration::from_millis(100))) })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.dead() == 1).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(counters.snoozed(), 3);
+    let job = q.job(id);
+    assert_eq!(job.snoozes, 3);
+    assert_eq!(
+        job.attempts, 1,
+        "snoozes spend no attempt; the fourth one is a failure"
+    );
+    assert_eq!(job.state, JobState::Dead);
+    assert!(job.last_error.unwrap().contains("snoozed"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn output_and_metadata_reach_the_queue() {
+    let limits = Limits {
+        max_output_bytes: 64,
+        ..Limits::default()
+    };
+    let q = FakeQueue::with_limits(limits);
+    let id = q
+        .push(
+            NewJob::of(&Ping { n: 1 })
+                .unwrap()
+                .with_queue(Q)
+                .meta(&json!({"a": 1, "b": {"c": 2}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let handle = builder(&q)
+        .job(|_: Ping, ctx: JobContext| async move {
+            assert_eq!(ctx.job.meta_value(), json!({"a": 1, "b": {"c": 2}}));
+            let merged = ctx.merge_meta(json!({"b": {"c": null, "d": 3}})).await?;
+            assert_eq!(merged, json!({"a": 1, "b": {"d": 3}}));
+            let too_big = ctx.record_output(&"x".repeat(100)).unwrap_err();
+            assert!(matches!(too_big, Error::InvalidInput { ref field, .. } if field == "output"));
+            ctx.record_output(&json!({"sent": true}))?;
+            Ok(())
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    until(Duration::from_secs(10), || counters.completed() == 1).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(
+        job.output::<serde_json::Value>().unwrap(),
+        Some(json!({"sent": true}))
+    );
+    assert_eq!(job.meta_value(), json!({"a": 1, "b": {"d": 3}}));
+    assert_eq!(
+        q.calls.ack_batch.load(Ordering::SeqCst),
+        0,
+        "a job with output is not batched"
+    );
 }
