@@ -1,5 +1,5 @@
-//! The operator's subcommands: migrate, push, stats, list, retry, cancel, prune, and the queue
-//! controls pause, resume and limit.
+//! The operator's subcommands: migrate, push, stats, list, get, retry, cancel, reschedule,
+//! prune, and the queue controls pause, resume and limit.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use clap::Args;
 use queue_core::validate::redact_url;
 use queue_core::{
     validate, Error, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, Queue,
-    QueueStats, MAX_CONCURRENCY_LIMIT,
+    QueueStats, Reschedule, MAX_CONCURRENCY_LIMIT,
 };
 
 use crate::duration;
@@ -74,6 +74,15 @@ pub(crate) struct PushArgs {
     /// At most one live job per queue has this key.
     #[arg(long)]
     dedup_key: Option<String>,
+    /// The job's kind: which handler of a worker runs it.
+    #[arg(long)]
+    kind: Option<String>,
+    /// Metadata stored with the job, as a JSON object.
+    #[arg(long, allow_hyphen_values = true)]
+    meta: Option<String>,
+    /// The longest one attempt may run, e.g. 30s, 5m (a worker stops the handler past it).
+    #[arg(long, allow_hyphen_values = true)]
+    timeout: Option<String>,
 }
 
 /// `stats`.
@@ -100,6 +109,9 @@ pub(crate) struct ListArgs {
     /// Only this state: pending, running, completed, dead or cancelled.
     #[arg(long)]
     state: Option<String>,
+    /// Only jobs of this kind.
+    #[arg(long)]
+    kind: Option<String>,
     /// Most jobs to show (1..=1000).
     #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
     limit: i64,
@@ -118,6 +130,36 @@ pub(crate) struct IdArgs {
     target: Target,
     /// The job's id (a UUID, as printed by `push` and `list`).
     id: String,
+}
+
+/// `get`.
+#[derive(Debug, Args)]
+pub(crate) struct GetArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The job's id (a UUID, as printed by `push` and `list`).
+    id: String,
+    /// Print JSON (every field) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `reschedule`.
+#[derive(Debug, Args)]
+pub(crate) struct RescheduleArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The id of a pending job.
+    id: String,
+    /// Claimable this long from now, e.g. 0s (now), 30m, 2h.
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "at")]
+    delay: Option<String>,
+    /// Claimable at this time (RFC 3339, e.g. 2026-12-01T08:00:00Z).
+    #[arg(long)]
+    at: Option<String>,
+    /// Its new priority (higher runs first).
+    #[arg(long, allow_negative_numbers = true)]
+    priority: Option<i32>,
 }
 
 /// `prune`.
@@ -303,6 +345,17 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
     if let Some(key) = &args.dedup_key {
         job = job.dedup_key(key.as_str());
     }
+    if let Some(kind) = &args.kind {
+        job = job.kind(kind.as_str());
+    }
+    if let Some(meta) = &args.meta {
+        let value: serde_json::Value = serde_json::from_str(meta)
+            .map_err(|e| Error::invalid("meta", format!("must be a JSON object ({e})")))?;
+        job = job.meta(&value)?;
+    }
+    if let Some(timeout) = &args.timeout {
+        job = job.timeout(duration::parse("timeout", timeout)?);
+    }
     job.validate(&limits)?;
     let queue = args.target.connect().await?;
     let id = queue.push(job).await?;
@@ -413,7 +466,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
                     .map_err(|_| queue_core::Error::invalid("before", "must be a job id (a UUID)"))
             })
             .transpose()?,
-        kind: None,
+        kind: args.kind.clone(),
     };
     req.validate()?;
     let queue = args.target.connect().await?;
@@ -431,6 +484,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
                 &[
                     "id",
                     "queue",
+                    "kind",
                     "state",
                     "attempts",
                     "priority",
@@ -451,6 +505,9 @@ fn job_row(job: &Job) -> Vec<String> {
     vec![
         job.id.to_string(),
         table::clip(&job.queue, 24),
+        job.kind
+            .as_deref()
+            .map_or_else(|| "-".to_owned(), |k| table::clip(k, 24)),
         job.state.to_string(),
         format!("{}/{}", job.attempts, job.max_attempts),
         job.priority.to_string(),
@@ -463,12 +520,20 @@ fn job_row(job: &Job) -> Vec<String> {
     ]
 }
 
+/// Every field of `job` as JSON (as `list --json` and `get --json` print it).
 fn job_json(job: &Job) -> serde_json::Value {
+    let raw = |v: &Option<Box<serde_json::value::RawValue>>| {
+        v.as_deref()
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+    };
     serde_json::json!({
         "id": job.id,
         "queue": job.queue,
+        "kind": job.kind,
         "state": job.state,
         "payload": job.payload_value(),
+        "meta": raw(&job.meta),
+        "output": raw(&job.output),
         "priority": job.priority,
         "attempts": job.attempts,
         "max_attempts": job.max_attempts,
@@ -477,10 +542,122 @@ fn job_json(job: &Job) -> serde_json::Value {
         "worker": job.worker,
         "last_error": job.last_error,
         "dedup_key": job.dedup_key,
+        "timeout_ms": job.timeout.map(|t| t.as_millis() as u64),
+        "snoozes": job.snoozes,
+        "errors": job.errors,
         "created_at": job.created_at,
         "updated_at": job.updated_at,
         "finished_at": job.finished_at,
     })
+}
+
+/// `job` as lines of `name: value`, then its payload, metadata, output and error history.
+fn job_text(job: &Job) -> String {
+    use std::fmt::Write as _;
+    let time = |t: &chrono::DateTime<chrono::Utc>| t.format(TIME_FORMAT).to_string();
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut out = String::new();
+    let fields = [
+        ("id", job.id.to_string()),
+        ("queue", job.queue.clone()),
+        ("kind", or_dash(job.kind.clone())),
+        ("state", job.state.to_string()),
+        ("attempts", format!("{}/{}", job.attempts, job.max_attempts)),
+        ("snoozes", job.snoozes.to_string()),
+        ("priority", job.priority.to_string()),
+        ("run_at", time(&job.run_at)),
+        ("timeout", or_dash(job.timeout.map(|t| format!("{t:?}")))),
+        ("dedup_key", or_dash(job.dedup_key.clone())),
+        ("worker", or_dash(job.worker.clone())),
+        (
+            "lease_expires_at",
+            or_dash(job.lease_expires_at.as_ref().map(time)),
+        ),
+        ("created_at", time(&job.created_at)),
+        ("updated_at", time(&job.updated_at)),
+        ("finished_at", or_dash(job.finished_at.as_ref().map(time))),
+        ("last_error", or_dash(job.last_error.clone())),
+    ];
+    for (name, value) in fields {
+        let _ = writeln!(out, "{name:<17}{value}");
+    }
+    let _ = writeln!(out, "payload:\n{}", pretty(&job.payload_value()));
+    if job.meta.is_some() {
+        let _ = writeln!(out, "meta:\n{}", pretty(&job.meta_value()));
+    }
+    if let Some(output) = job.output.as_deref() {
+        let value = serde_json::from_str(output.get()).unwrap_or(serde_json::Value::Null);
+        let _ = writeln!(out, "output:\n{}", pretty(&value));
+    }
+    if !job.errors.is_empty() {
+        let _ = writeln!(
+            out,
+            "errors (oldest first, the newest {} kept):",
+            queue_core::ERRORS_KEPT
+        );
+        let rows: Vec<Vec<String>> = job
+            .errors
+            .iter()
+            .map(|e| {
+                vec![
+                    e.attempt.to_string(),
+                    time(&e.at),
+                    or_dash(e.worker.clone()),
+                    table::clip(&e.error, 72),
+                ]
+            })
+            .collect();
+        out.push_str(&table::render(&["attempt", "at", "worker", "error"], &rows));
+    }
+    out
+}
+
+pub(crate) async fn get(args: GetArgs) -> Result<(), CliError> {
+    let id: JobId = args.id.trim().parse()?;
+    let queue = args.target.connect().await?;
+    let Some(job) = queue.get(id).await? else {
+        return Err(Error::NotFound { job: id }.into());
+    };
+    if args.json {
+        println!("{}", job_json(&job));
+    } else {
+        print!("{}", job_text(&job));
+    }
+    Ok(())
+}
+
+pub(crate) async fn reschedule(args: RescheduleArgs) -> Result<(), CliError> {
+    let id: JobId = args.id.trim().parse()?;
+    let mut change = Reschedule::new();
+    if let Some(delay) = &args.delay {
+        change = change.delay(duration::parse("delay", delay)?);
+    }
+    if let Some(at) = &args.at {
+        let at = chrono::DateTime::parse_from_rfc3339(at.trim()).map_err(|_| {
+            Error::invalid(
+                "at",
+                "must be a time such as 2026-12-01T08:00:00Z (RFC 3339)",
+            )
+        })?;
+        change = change.run_at(at.with_timezone(&chrono::Utc));
+    }
+    if let Some(p) = args.priority {
+        change = change.priority(p);
+    }
+    change.validate()?;
+    let queue = args.target.connect().await?;
+    queue.reschedule(id, change).await?;
+    let job = queue.get(id).await?;
+    match job {
+        Some(j) => println!(
+            "rescheduled {id}: due {} (UTC), priority {}",
+            j.run_at.format(TIME_FORMAT),
+            j.priority
+        ),
+        None => println!("rescheduled {id}"),
+    }
+    Ok(())
 }
 
 pub(crate) async fn retry(args: IdArgs) -> Result<(), CliError> {

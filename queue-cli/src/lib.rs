@@ -56,10 +56,15 @@ enum Command {
     Stats(admin::StatsArgs),
     /// List jobs, newest first.
     List(admin::ListArgs),
+    /// Show one job: every field, its payload, metadata, output and the history of its failed
+    /// attempts.
+    Get(admin::GetArgs),
     /// Bring a dead or cancelled job back to pending.
     Retry(admin::IdArgs),
     /// Cancel a pending or running job.
     Cancel(admin::IdArgs),
+    /// Change when a pending job runs (`--delay`, `--at`) or its priority (`--priority`).
+    Reschedule(admin::RescheduleArgs),
     /// Delete finished jobs older than a given age.
     Prune(admin::PruneArgs),
     /// Pause a queue: no job of it is given out (to any worker, in any process) until it is
@@ -111,6 +116,8 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Push(args) => admin::push(args).await,
         Command::Stats(args) => admin::stats(args).await,
         Command::List(args) => admin::list(args).await,
+        Command::Get(args) => admin::get(args).await,
+        Command::Reschedule(args) => admin::reschedule(args).await,
         Command::Retry(args) => admin::retry(args).await,
         Command::Cancel(args) => admin::cancel(args).await,
         Command::Prune(args) => admin::prune(args).await,

@@ -84,6 +84,7 @@ async fn log_payload(ctx: JobContext) -> Result<(), JobError> {
         target: LOG_TARGET,
         job = %ctx.id(),
         queue = %ctx.job.queue,
+        kind = ctx.kind().unwrap_or("-"),
         attempt = ctx.attempt(),
         payload = %table::clip(ctx.job.payload.get(), 1000),
         "ran job"

@@ -1,6 +1,7 @@
 //! The `queue` command through the real binary, checked against what the database stores:
-//! `push` with payloads from a file and from standard input, `list` paging, `schedules`, and
-//! the queue controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`.
+//! `push` with payloads from a file and from standard input, with a kind, metadata and a
+//! timeout, `list` paging and its kind filter, `get`, `reschedule`, `schedules`, and the queue
+//! controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`.
 
 use std::io::Write;
 use std::path::Path;
@@ -204,6 +205,111 @@ async fn list_pages_with_before() {
 
 /// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
 /// against the schedules the database stores.
+#[tokio::test]
+async fn kinds_metadata_and_reschedule_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let id = ok(&queue_cmd(
+        &[
+            "push",
+            "--url",
+            &url,
+            "--queue",
+            "emails",
+            "--kind",
+            "send_email",
+            "--meta",
+            r#"{"tenant":7}"#,
+            "--timeout",
+            "30s",
+            "--payload",
+            r#"{"to":"ada"}"#,
+        ],
+        None,
+    ));
+    let id = id.trim().to_owned();
+    ok(&queue_cmd(
+        &["push", "--url", &url, "--queue", "emails"],
+        None,
+    ));
+    // list --kind shows only that kind, with the kind column.
+    let listed = ok(&queue_cmd(
+        &["list", "--url", &url, "--kind", "send_email"],
+        None,
+    ));
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].contains("kind") && lines[1].contains("send_email"),
+        "{listed}"
+    );
+    // get prints every field; --json the same as data.
+    let shown = ok(&queue_cmd(&["get", "--url", &url, &id], None));
+    for want in [
+        "send_email",
+        "timeout          30s",
+        "\"tenant\": 7",
+        "\"to\": \"ada\"",
+    ] {
+        assert!(shown.contains(want), "{want:?} in {shown}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&ok(&queue_cmd(
+        &["get", "--url", &url, &id, "--json"],
+        None,
+    )))
+    .unwrap();
+    assert_eq!(json["kind"], "send_email");
+    assert_eq!(json["meta"]["tenant"], 7);
+    assert_eq!(json["timeout_ms"], 30_000);
+    // reschedule: an hour later, priority 4, as the database stores it.
+    let out = ok(&queue_cmd(
+        &[
+            "reschedule",
+            "--url",
+            &url,
+            &id,
+            "--delay",
+            "1h",
+            "--priority",
+            "4",
+        ],
+        None,
+    ));
+    assert!(out.contains("priority 4"), "{out}");
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let job = queue.get(id.parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!(job.priority, 4);
+    assert!(job.run_at > chrono::Utc::now() + chrono::Duration::minutes(50));
+    assert_eq!(job.kind.as_deref(), Some("send_email"));
+    // Refusals name the field and change nothing.
+    for (args, field) in [
+        (vec!["push", "--queue", "q", "--kind", "bad kind"], "kind"),
+        (vec!["push", "--queue", "q", "--meta", "[1]"], "meta"),
+        (vec!["push", "--queue", "q", "--timeout", "0s"], "timeout"),
+        (vec!["reschedule", id.as_str()], "reschedule"),
+        (vec!["reschedule", id.as_str(), "--at", "tomorrow"], "at"),
+        (vec!["list", "--kind", "a b"], "kind"),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--url", url.as_str()]);
+        let err = failed(&queue_cmd(&all, None));
+        assert!(err.contains(&format!("invalid {field}")), "{args:?}: {err}");
+    }
+    assert_eq!(job_count(&url).await, 2);
+    let unchanged = queue.get(id.parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!(unchanged.run_at, job.run_at);
+    // A job that is not pending is refused (exit 1), naming its state.
+    let claimed = queue.pop(PopRequest::new("emails").limit(2)).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let running = claimed[0].job.id.to_string();
+    let out = queue_cmd(
+        &["reschedule", "--url", &url, &running, "--delay", "0s"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("running"));
+}
+
 #[tokio::test]
 async fn schedules_are_added_listed_and_removed() {
     let dir = tempfile::tempdir().unwrap();
