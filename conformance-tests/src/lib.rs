@@ -7,6 +7,7 @@ pub mod cases;
 pub mod harness;
 pub mod runner;
 pub mod servers;
+pub mod statements;
 pub mod suite;
 
 pub use backend::{Namespace, SqlBackend, SqlHarness};

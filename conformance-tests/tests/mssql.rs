@@ -514,6 +514,15 @@ async fn fresh(
     Ok(q)
 }
 
+/// The error history keeps exactly the newest entries at any bound, through every statement
+/// that appends one (see `conformance_tests::statements`): on SQL Server the only run of the
+/// string functions that append and trim it.
+async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    conformance_tests::statements::error_history_keeps_the_newest(&q).await?;
+    drop_schema(&q).await
+}
+
 async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
     run_batch(
         q,
@@ -718,6 +727,7 @@ fn main() -> ExitCode {
         "mssql",
         harnesses,
         dialect_tests![
+            the_error_history_keeps_the_newest_entries,
             capabilities_and_session,
             bad_settings_and_unreachable_servers,
             push_batch_is_chunked_and_atomic,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, ensure};
+use anyhow::{bail, ensure, Context as _};
 use async_trait::async_trait;
 use conformance_tests::servers::random_suffix;
 use conformance_tests::{Discovery, Namespace, Server, SqlBackend, TestConfig};
@@ -665,6 +665,52 @@ async fn a_dead_migrators_lock_row_is_taken_over_after_its_lease(
     Ok(())
 }
 
+/// The error history keeps exactly the newest entries at any bound, through every statement
+/// that appends one (see `conformance_tests::statements`).
+async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    conformance_tests::statements::error_history_keeps_the_newest(&q).await?;
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// A migration that adds columns and ran without its record (a crash between the DDL, which
+/// commits by itself, and the record) runs again and is recorded, the table unchanged.
+async fn a_migration_applied_but_not_recorded_runs_again(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let prefix = q.table_prefix().to_owned();
+    let id = q.push(job("rerun", 1).kind("k")).await?;
+    let last: i64 = sqlx::query_scalar(in_prefix(
+        "SELECT MAX(version) FROM {prefix}migrations",
+        &prefix,
+    ))
+    .fetch_one(q.pool())
+    .await?;
+    sqlx::query(in_prefix(
+        "DELETE FROM {prefix}migrations WHERE version = ?",
+        &prefix,
+    ))
+    .bind(last)
+    .execute(q.pool())
+    .await?;
+    let again = builder(&server.url, &prefix).connect().await?;
+    again.migrate().await?;
+    let versions: Vec<i64> = sqlx::query_scalar(in_prefix(
+        "SELECT version FROM {prefix}migrations WHERE version > 0 ORDER BY version",
+        &prefix,
+    ))
+    .fetch_all(q.pool())
+    .await?;
+    ensure!(
+        versions == (1..=last).collect::<Vec<_>>(),
+        "recorded {versions:?}"
+    );
+    let job = again.get(id).await?.context("the job")?;
+    ensure!(job.kind.as_deref() == Some("k"), "{job:?}");
+    q.drop_tables().await?;
+    Ok(())
+}
+
 /// The claim strategies the forced profile (`QUEUE_TEST_PROFILE`) has: all of them, or only the
 /// optimistic claim where it lacks SKIP LOCKED (TiDB, Vitess, the distributed profile).
 fn claims() -> &'static [ClaimStrategy] {
@@ -680,6 +726,8 @@ fn main() -> std::process::ExitCode {
     conformance_tests::main_with::<Backend>(
         claims(),
         conformance_tests::dialect_tests![
+            the_error_history_keeps_the_newest_entries,
+            a_migration_applied_but_not_recorded_runs_again,
             capabilities_and_detection,
             bad_settings_and_unreachable_servers,
             push_batch_is_chunked_and_atomic,

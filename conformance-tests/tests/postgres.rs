@@ -594,6 +594,14 @@ async fn bad_configuration_and_unreachable_servers(server: Server) -> anyhow::Re
 }
 
 /// The claim reads the partial claim index in order: no sort, no scan of finished rows.
+/// The error history keeps exactly the newest entries at any bound, through every statement
+/// that appends one (see `conformance_tests::statements`).
+async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    conformance_tests::statements::error_history_keeps_the_newest(&q).await?;
+    drop_schema(&q).await
+}
+
 async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b).await?;
     let plan: Vec<String> = sqlx::query_scalar(in_schema(
@@ -1380,6 +1388,7 @@ fn behind_transaction_pooler() -> bool {
 
 fn main() -> std::process::ExitCode {
     let mut dialect = conformance_tests::dialect_tests![
+        the_error_history_keeps_the_newest_entries,
         one_notification_per_queue_per_transaction,
         single_push_notifications_are_coalesced_but_never_lost,
         the_listener_reconnects_after_its_backend_is_killed,

@@ -345,6 +345,16 @@ async fn concurrent_single_pushes_are_written_together_each_with_its_own_outcome
     Ok(())
 }
 
+/// The error history keeps exactly the newest entries at any bound, through every statement
+/// that appends one (see `conformance_tests::statements`).
+async fn the_error_history_keeps_the_newest_entries(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("history.db").to_string_lossy().into_owned();
+    let q = SqliteQueue::builder(&path).connect().await?;
+    q.migrate().await?;
+    conformance_tests::statements::error_history_keeps_the_newest(&q).await
+}
+
 async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let q = SqliteQueue::builder(dir.path().join("plan.db").display().to_string())
@@ -684,6 +694,7 @@ async fn a_slow_write_is_not_a_driver_warning(_: Server) -> anyhow::Result<()> {
 
 fn main() -> std::process::ExitCode {
     conformance_tests::main::<Backend>(conformance_tests::dialect_tests![
+        the_error_history_keeps_the_newest_entries,
         a_missing_directory_is_unavailable_quickly,
         bad_settings_are_rejected,
         every_spelling_of_a_path_opens_the_file,

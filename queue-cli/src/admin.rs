@@ -472,7 +472,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
     let queue = args.target.connect().await?;
     let jobs = queue.list(req).await?;
     if args.json {
-        let rows: Vec<_> = jobs.iter().map(job_json).collect();
+        let rows: Vec<_> = jobs.iter().map(|j| job_json(j, false)).collect();
         println!("{}", serde_json::Value::Array(rows));
     } else if jobs.is_empty() {
         println!("no jobs");
@@ -520,20 +520,20 @@ fn job_row(job: &Job) -> Vec<String> {
     ]
 }
 
-/// Every field of `job` as JSON (as `list --json` and `get --json` print it).
-fn job_json(job: &Job) -> serde_json::Value {
+/// `job` as JSON: every field for `get --json` (`detail`), and without the history and output,
+/// which `list` does not read, for `list --json`.
+fn job_json(job: &Job, detail: bool) -> serde_json::Value {
     let raw = |v: &Option<Box<serde_json::value::RawValue>>| {
         v.as_deref()
             .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
     };
-    serde_json::json!({
+    let mut value = serde_json::json!({
         "id": job.id,
         "queue": job.queue,
         "kind": job.kind,
         "state": job.state,
         "payload": job.payload_value(),
         "meta": raw(&job.meta),
-        "output": raw(&job.output),
         "priority": job.priority,
         "attempts": job.attempts,
         "max_attempts": job.max_attempts,
@@ -544,11 +544,15 @@ fn job_json(job: &Job) -> serde_json::Value {
         "dedup_key": job.dedup_key,
         "timeout_ms": job.timeout.map(|t| t.as_millis() as u64),
         "snoozes": job.snoozes,
-        "errors": job.errors,
         "created_at": job.created_at,
         "updated_at": job.updated_at,
         "finished_at": job.finished_at,
-    })
+    });
+    if detail {
+        value["errors"] = serde_json::json!(job.errors);
+        value["output"] = raw(&job.output).into();
+    }
+    value
 }
 
 /// `job` as lines of `name: value`, then its payload, metadata, output and error history.
@@ -620,7 +624,7 @@ pub(crate) async fn get(args: GetArgs) -> Result<(), CliError> {
         return Err(Error::NotFound { job: id }.into());
     };
     if args.json {
-        println!("{}", job_json(&job));
+        println!("{}", job_json(&job, true));
     } else {
         print!("{}", job_text(&job));
     }
@@ -648,8 +652,8 @@ pub(crate) async fn reschedule(args: RescheduleArgs) -> Result<(), CliError> {
     change.validate()?;
     let queue = args.target.connect().await?;
     queue.reschedule(id, change).await?;
-    let job = queue.get(id).await?;
-    match job {
+    // The change is stored; reading it back only adds detail to the message.
+    match queue.get(id).await.ok().flatten() {
         Some(j) => println!(
             "rescheduled {id}: due {} (UTC), priority {}",
             j.run_at.format(TIME_FORMAT),

@@ -203,8 +203,9 @@ async fn list_pages_with_before() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid before: must be a job id"));
 }
 
-/// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
-/// against the schedules the database stores.
+/// `push` with a kind, metadata and a timeout, `list --kind`, `get` (text and JSON) and
+/// `reschedule`, checked against what the database stores; bad input names the field (exit
+/// status 2, nothing stored), and a job that is not pending is refused (exit status 1).
 #[tokio::test]
 async fn kinds_metadata_and_reschedule_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -310,6 +311,8 @@ async fn kinds_metadata_and_reschedule_from_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("running"));
 }
 
+/// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
+/// against the schedules the database stores.
 #[tokio::test]
 async fn schedules_are_added_listed_and_removed() {
     let dir = tempfile::tempdir().unwrap();

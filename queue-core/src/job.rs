@@ -202,9 +202,11 @@ impl NewJob {
     }
 
     /// A job of the typed kind `A`, carrying `args` as its payload: its kind is
-    /// [`JobArgs::KIND`], and its queue, priority, attempt budget and timeout are the kind's
+    /// [`JobArgs::KIND`], and its queue, priority and attempt budget are the kind's
     /// [`JobArgs::options`] (the queue [`DEFAULT_QUEUE`] when the kind names none). Each can be
-    /// changed afterwards with the builder methods.
+    /// changed afterwards with the builder methods. The kind's timeout is not stored with the
+    /// job: the worker applies the kind's timeout as it is when the job runs, unless the job
+    /// was given one of its own ([`NewJob::timeout`]).
     ///
     /// # Errors
     /// [`Error::Payload`] when `args` cannot be serialized.
@@ -218,7 +220,6 @@ impl NewJob {
         if let Some(n) = options.max_attempts {
             job.max_attempts = n;
         }
-        job.timeout = options.timeout;
         Ok(job)
     }
 
@@ -411,9 +412,10 @@ pub struct Job {
     /// How many times a handler snoozed it (a snooze does not count as an attempt).
     pub snoozes: u32,
     /// The failures of its attempts, oldest first: at most the [`ERRORS_KEPT`] most recent.
-    /// Returned by `get` and `list`; a claimed job carries only `last_error`.
+    /// Read by `get` only (empty in what `list` and claims return, which carry `last_error`).
     pub errors: Vec<AttemptError>,
-    /// What its handler recorded when it completed, if anything. Returned by `get` and `list`.
+    /// What its handler recorded when it completed, if anything. Read by `get` only (`None` in
+    /// what `list` and claims return).
     pub output: Option<Box<RawValue>>,
     /// When it was pushed (database clock).
     pub created_at: DateTime<Utc>,
@@ -575,8 +577,8 @@ pub trait JobArgs: Serialize + DeserializeOwned + Send + 'static {
 }
 
 /// What a kind sets for its jobs unless a push or the worker says otherwise. At push
-/// ([`NewJob::of`]): `queue`, `priority`, `max_attempts`, `timeout`. In the worker that runs
-/// them: `timeout` (for jobs pushed without one), `retry_policy` and `max_snoozes`.
+/// ([`NewJob::of`]): `queue`, `priority`, `max_attempts`. In the worker that runs them:
+/// `timeout` (for jobs pushed without one), `retry_policy` and `max_snoozes`.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct KindOptions {
@@ -776,23 +778,34 @@ pub enum FailOutcome {
 pub struct Snooze {
     /// Due again this long after the database's now.
     pub delay: Duration,
-    /// Most snoozes the job may have: a snooze beyond it is recorded as a failed attempt instead
-    /// (by the retry policy), so a job cannot snooze forever.
+    /// Most snoozes the job may have: a snooze beyond it is recorded as a failed attempt instead,
+    /// so a job cannot snooze forever.
     pub max_snoozes: u32,
+    /// What that failed attempt is: retryable after the queue's backoff (the default), after a
+    /// delay of the caller's choosing (a kind's own backoff), or permanent.
+    pub past_bound: FailureKind,
 }
 
 impl Snooze {
-    /// A snooze of `delay`, bounded by [`crate::worker::DEFAULT_MAX_SNOOZES`].
+    /// A snooze of `delay`, bounded by [`crate::worker::DEFAULT_MAX_SNOOZES`]; past the bound a
+    /// retryable failure.
     pub fn new(delay: Duration) -> Self {
         Snooze {
             delay,
             max_snoozes: crate::worker::DEFAULT_MAX_SNOOZES,
+            past_bound: FailureKind::Retryable,
         }
     }
 
     /// Bounds the job's snoozes at `n`.
     pub fn max_snoozes(mut self, n: u32) -> Self {
         self.max_snoozes = n;
+        self
+    }
+
+    /// Past the bound, records a failure of this kind.
+    pub fn past_bound(mut self, kind: FailureKind) -> Self {
+        self.past_bound = kind;
         self
     }
 }

@@ -446,7 +446,8 @@ pub trait Queue: Send + Sync + 'static {
     /// # Errors
     /// [`Error::InvalidInput`] naming `meta` when `patch` is not an object or the result would
     /// be larger than the queue's `max_meta_bytes` (nothing is changed); [`Error::LeaseLost`]
-    /// or [`Error::Cancelled`].
+    /// or [`Error::Cancelled`]; [`Error::Conflict`] when other writes of the row won 64 times
+    /// in a row (nothing is changed).
     async fn merge_meta(
         &self,
         lease: &Lease,

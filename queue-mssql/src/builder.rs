@@ -111,6 +111,19 @@ impl MsSqlQueueBuilder {
                 "must be at most 1 GiB on SQL Server (NVARCHAR(MAX) holds 2 GB of UTF-16)",
             ));
         }
+        if self.common.limits.max_output_bytes > MAX_PAYLOAD_BYTES
+            || self.common.limits.max_meta_bytes > MAX_PAYLOAD_BYTES
+        {
+            let field = if self.common.limits.max_output_bytes > MAX_PAYLOAD_BYTES {
+                "limits.max_output_bytes"
+            } else {
+                "limits.max_meta_bytes"
+            };
+            return Err(Error::invalid(
+                field,
+                "must be at most 1 GiB on SQL Server (NVARCHAR(MAX) holds 2 GB of UTF-16)",
+            ));
+        }
         let target = Target::parse(&self.url)?;
         if target.instance && !cfg!(feature = "sql-browser") {
             return Err(Error::invalid(

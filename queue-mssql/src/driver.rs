@@ -143,7 +143,7 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
     Ok((job, token))
 }
 
-/// A row of `job_get` or `job_list`: the job with its error history and output.
+/// A row of `job_get`: the job with its error history and output.
 pub(crate) fn job_detail_from_row(row: &Row) -> Result<Job, MsSqlError> {
     let (mut job, _) = job_from_row(row)?;
     if let Some(errors) = opt_text(row, "errors")? {
@@ -772,7 +772,9 @@ impl Driver for MsSqlDriver {
 
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, MsSqlError> {
         let rows = self.fetch(&self.sql.job_list, list_values(req)).await?;
-        rows.iter().map(job_detail_from_row).collect()
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(job, _)| job))
+            .collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, MsSqlError> {

@@ -32,7 +32,8 @@ const MAX_PREFIX: usize = 64 - "migrations".len();
 /// statement takes at most 65,535.
 const MAX_POP: usize = 13_000;
 
-/// Room left in a packet for everything of a job but its payload (ids, queue, dedup key, ...).
+/// Room left in a packet for everything of a job but its payload and metadata (ids, queue, dedup
+/// key, kind, ...), or of a completion but its output.
 const PACKET_OVERHEAD: u64 = 64 * 1024;
 
 /// Pooled connections unless set otherwise.
@@ -222,15 +223,30 @@ impl MySqlQueueBuilder {
         );
         // The first contact: the first host of the list that fits.
         let server = nodes.start().await?;
-        // A job travels in one packet; a payload the server cannot receive would fail every
-        // push of it (and drop the connection), so refuse such limits up front.
-        let needed = self.common.limits.max_payload_bytes as u64 + PACKET_OVERHEAD;
+        // A job travels in one packet with its metadata, a completion with its output; one the
+        // server cannot receive would fail every time (and drop the connection), so refuse
+        // such limits up front.
+        let limits = &self.common.limits;
+        let meta = limits.max_meta_bytes as u64;
+        let needed = limits.max_payload_bytes as u64 + meta + PACKET_OVERHEAD;
         if server.max_packet > 0 && needed > server.max_packet {
             return Err(Error::invalid(
                 "limits.max_payload_bytes",
                 format!(
-                    "must leave room in the server's max_allowed_packet of {} bytes \
-                     (at most {} bytes)",
+                    "must leave room in the server's max_allowed_packet of {} bytes for the \
+                     metadata (max_meta_bytes {meta}) and the rest of the job (at most {} bytes)",
+                    server.max_packet,
+                    server.max_packet.saturating_sub(PACKET_OVERHEAD + meta)
+                ),
+            ));
+        }
+        let needed = limits.max_output_bytes as u64 + PACKET_OVERHEAD;
+        if server.max_packet > 0 && needed > server.max_packet {
+            return Err(Error::invalid(
+                "limits.max_output_bytes",
+                format!(
+                    "must leave room in the server's max_allowed_packet of {} bytes (at most {} \
+                     bytes)",
                     server.max_packet,
                     server.max_packet.saturating_sub(PACKET_OVERHEAD)
                 ),

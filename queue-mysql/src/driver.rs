@@ -231,7 +231,8 @@ fn bind_definition<'q>(
         .bind(s.version)
 }
 
-/// A row of `job_get` or `job_list`: the whole job, with its error history and output.
+/// A row of `job_get` or `job_list`: the whole job, with its error history and output (NULL in
+/// `job_list`, which leaves them to `job_get`).
 fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
     let errors = match opt_text(row, "errors")? {
         Some(text) => queue_core::job::parse_errors(&text).map_err(decode)?,
@@ -560,7 +561,15 @@ impl Driver for MySqlDriver {
             }
         }
         for stmt in statements(migration.sql, &self.prefix) {
-            m.conn.execute(sqlx::AssertSqlSafe(stmt)).await?;
+            match m.conn.execute(sqlx::AssertSqlSafe(stmt)).await {
+                Ok(_) => {}
+                // A statement that adds columns and was applied before its record (DDL commits
+                // by itself): "duplicate column name", which only such a rerun produces here.
+                Err(e) if crate::error::is_duplicate_column(&e) => {
+                    tracing::info!(target: crate::LOG_TARGET, version = migration.version, "the migration's columns exist already; recording it");
+                }
+                Err(e) => return Err(e),
+            }
         }
         sqlx::query(self.sql.migration_record.clone())
             .bind(migration.version)

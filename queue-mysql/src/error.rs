@@ -6,6 +6,8 @@ use sqlx::mysql::MySqlDatabaseError;
 /// `ER_DUP_ENTRY`: a unique index rejected a row. The server does not say which index in a
 /// structured field, so the engine finds out (by looking for the clashing live dedup key).
 const DUP_ENTRY: u16 = 1062;
+/// ER_DUP_FIELDNAME: a column that exists is added again.
+const DUP_FIELDNAME: u16 = 1060;
 /// `ER_LOCK_DEADLOCK`: InnoDB chose this transaction as a deadlock victim (and rolled it back).
 const LOCK_DEADLOCK: u16 = 1213;
 /// `ER_LOCK_WAIT_TIMEOUT`: a row lock was not granted within `innodb_lock_wait_timeout`.
@@ -54,6 +56,11 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
 }
 
 /// Whether the server refused a write because it is read-only (see [`READ_ONLY`]).
+/// Whether `err` says a column that is being added exists already (a migration run again).
+pub(crate) fn is_duplicate_column(err: &sqlx::Error) -> bool {
+    number(err) == Some(DUP_FIELDNAME)
+}
+
 pub(crate) fn read_only(err: &sqlx::Error) -> bool {
     number(err).is_some_and(|n| READ_ONLY.contains(&n))
 }

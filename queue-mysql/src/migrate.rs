@@ -4,8 +4,10 @@
 //!
 //! DDL commits implicitly on MySQL and MariaDB, so a migration and its bookkeeping row cannot
 //! share a transaction. Every migration is therefore written to be re-runnable
-//! (`CREATE TABLE IF NOT EXISTS`, an `ALTER` that yields the same table when repeated): a crash
-//! between the DDL and the record only means the DDL runs again, harmlessly, next time.
+//! (`CREATE TABLE IF NOT EXISTS`, an `ALTER` that yields the same table when repeated, or one
+//! `ALTER ... ADD COLUMN` whose rerun fails with "duplicate column name", which the driver takes
+//! as applied): a crash between the DDL and the record only means the DDL runs again,
+//! harmlessly, next time.
 
 use queue_core::engine::statements::load;
 use queue_core::engine::Migration;

@@ -181,7 +181,7 @@ mod tests {
         assert!(u.as_str().contains("id IN (?, ?)"));
         let ins = s.job_insert_rows(3);
         assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
-        assert_eq!(ins.as_str().matches('?').count(), 21);
+        assert_eq!(ins.as_str().matches('?').count(), 30);
         assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
         assert!(s.job_prune(3).as_str().contains("state IN (?, ?, ?)"));
         assert!(s

@@ -10,6 +10,10 @@
 --   errors:     a JSON array of the most recent failures, {attempt, at, error, worker} each
 --               (jsonb: the statements that fail a job append to it)
 --   output:     the JSON a handler recorded with its completion
+-- The lock is waited for at most 10 s: a long transaction on the table would otherwise hold the
+-- ALTER, and every claim and acknowledgement queued behind its lock request, until it ends. A
+-- migration that times out changes nothing and can be run again.
+SET LOCAL lock_timeout = '10s';
 ALTER TABLE {schema}.jobs
     ADD COLUMN kind       text,
     ADD COLUMN meta       json,

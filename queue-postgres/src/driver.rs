@@ -127,7 +127,7 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     Ok((job, row.try_get("lease_token")?))
 }
 
-/// A row of `job_get` or `job_list`: a job with its error history and output.
+/// A row of `job_get`: a job with its error history and output.
 fn job_detail_from_row(row: &PgRow) -> Result<Job, sqlx::Error> {
     let (mut job, _) = job_from_row(row)?;
     if let Some(Json(errors)) = row.try_get::<Option<Json<Box<RawValue>>>, _>("errors")? {
@@ -881,7 +881,9 @@ impl Driver for PgDriver {
             .bind(limit(req.limit))
             .bind(req.kind.as_deref())
             .fetch_all(e))?;
-        rows.iter().map(job_detail_from_row).collect()
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(job, _)| job))
+            .collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {

@@ -179,7 +179,7 @@ fn job_from_row(row: &SqliteRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     Ok((job, row.try_get("lease_token")?))
 }
 
-/// A row of `job_get` or `job_list`: a job with its error history and output.
+/// A row of `job_get`: a job with its error history and output.
 fn job_detail_from_row(row: &SqliteRow) -> Result<Job, sqlx::Error> {
     let (mut job, _) = job_from_row(row)?;
     if let Some(errors) = row.try_get::<Option<String>, _>("errors")? {
@@ -702,7 +702,9 @@ impl Driver for SqliteDriver {
             .bind(req.kind.as_deref())
             .fetch_all(&self.reader)
             .await?;
-        rows.iter().map(job_detail_from_row).collect()
+        rows.iter()
+            .map(|r| job_from_row(r).map(|(j, _)| j))
+            .collect()
     }
 
     async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
@@ -908,7 +910,7 @@ mod tests {
         let s = repeat_tuple(sql.job_complete_many.as_str(), 3);
         assert!(s.contains("(?, ?),(?, ?),(?, ?)\n) AS leases"), "{s}");
         let s = repeat_tuple(sql.job_insert.as_str(), 2);
-        assert_eq!(s.matches('?').count(), 18);
+        assert_eq!(s.matches('?').count(), 24);
         assert!(
             !sql.job_insert.as_str().contains("--"),
             "comments are not sent"

@@ -125,14 +125,21 @@ pub fn expect_cancelled<T: std::fmt::Debug>(
 /// The fields of a row that a fenced-off call must not change.
 pub fn row_fingerprint(j: &Job) -> String {
     format!(
-        "state={} attempts={} max={} run_at={:?} lease_expires_at={:?} worker={:?} last_error={:?} updated_at={:?} finished_at={:?}",
+        "state={} attempts={} max={} priority={} run_at={:?} lease_expires_at={:?} worker={:?} last_error={:?} kind={:?} meta={:?} timeout={:?} snoozes={} errors={:?} output={:?} updated_at={:?} finished_at={:?}",
         j.state,
         j.attempts,
         j.max_attempts,
+        j.priority,
         j.run_at,
         j.lease_expires_at,
         j.worker,
         j.last_error,
+        j.kind,
+        j.meta.as_deref().map(|m| m.get()),
+        j.timeout,
+        j.snoozes,
+        j.errors,
+        j.output.as_deref().map(|o| o.get()),
         j.updated_at,
         j.finished_at
     )

@@ -274,6 +274,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// [`Error::Unavailable`] or [`Error::Database`].
+    #[doc(hidden)]
     pub async fn migrate_until(&self, version: i64) -> Result<()> {
         let d = self.driver();
         let mut m = d.migration_lock().await.map_err(|e| self.error(e))?;

@@ -100,6 +100,19 @@ impl CommonOptions {
                 "must be at least 1",
             ));
         }
+        // The smallest metadata object and output: `{}` and a one-digit number.
+        if self.limits.max_meta_bytes < 2 {
+            return Err(Error::invalid(
+                "limits.max_meta_bytes",
+                "must be at least 2 (the empty object, {})",
+            ));
+        }
+        if self.limits.max_output_bytes == 0 {
+            return Err(Error::invalid(
+                "limits.max_output_bytes",
+                "must be at least 1",
+            ));
+        }
         if self.lock_retries > MAX_LOCK_RETRIES {
             return Err(Error::invalid(
                 "lock_retries",

@@ -9,18 +9,20 @@ use super::{
     RESCUE_CHUNK,
 };
 
-/// Most read-merge-write rounds of one `merge_meta` before it gives up.
-const META_ROUNDS: usize = 16;
-use crate::error::{Error, Result};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::job::{
     merge_patch, FailOutcome, Failure, JobState, Lease, Leased, Snooze, SnoozeOutcome, ERRORS_KEPT,
 };
 use crate::queue::{validate_ack_batch, CheckedPop, ClaimStrategy};
 use crate::retry::FailDecision;
 use crate::validate;
+
+/// Most read-merge-write rounds of one `merge_meta` before it gives up: each round that loses
+/// does so to another write of the row, so this many merges at once of one holder all land.
+const META_ROUNDS: usize = 64;
 
 impl<D: Driver> Engine<D> {
     /// Why a fenced transition of `lease` changed nothing: the job was cancelled, or the lease
@@ -145,6 +147,9 @@ impl<D: Driver> Engine<D> {
                 .await
                 .map_err(|e| self.error(e))?;
             if let Some((acked, mut jobs)) = combined {
+                // The completions may be of other queues than the claim's (a worker serving
+                // several queues sends them along with whichever claim comes next).
+                self.places_freed(leases).await;
                 if jobs.is_empty() {
                     return Ok((acked, self.claim_if_controlled(p).await));
                 }
@@ -227,17 +232,21 @@ impl<D: Driver> Engine<D> {
         }
         // Nothing changed: the lease is gone, or the job used up its snoozes (then the lease
         // is still ours, and the job still running under it).
-        match self.driver().job_meta_get(lease).await {
-            Ok(Some(_)) => {
-                let failure = Failure::retryable(format!(
-                    "snoozed {} times, the most allowed (max_snoozes)",
-                    snooze.max_snoozes
-                ));
-                Ok(SnoozeOutcome::Failed(self.fail(lease, failure).await?))
-            }
-            Ok(None) => Err(self.lease_error(Target::Pool, lease).await),
-            Err(e) => Err(self.error(e)),
+        let held = self
+            .retried("snooze", || self.driver().job_meta_get(lease))
+            .await
+            .map_err(|e| self.error(e))?;
+        if held.is_none() {
+            return Err(self.lease_error(Target::Pool, lease).await);
         }
+        let failure = Failure {
+            message: format!(
+                "snoozed {} times, the most allowed (max_snoozes)",
+                snooze.max_snoozes
+            ),
+            kind: snooze.past_bound,
+        };
+        Ok(SnoozeOutcome::Failed(self.fail(lease, failure).await?))
     }
 
     /// Merges `patch` into the job's metadata under its lease.

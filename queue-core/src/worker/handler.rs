@@ -112,12 +112,16 @@ impl JobContext {
     /// stored if the handler then fails.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `output` when its JSON is
-    /// larger than the queue's `max_output_bytes`; [`Error::Payload`](crate::Error::Payload) when
-    /// it cannot be serialized.
-    pub fn record_output(&self, output: &impl serde::Serialize) -> crate::Result<()> {
-        let raw = serde_json::value::to_raw_value(output)?;
-        crate::validate::output(raw.get(), &self.queue.capabilities().limits)?;
+    /// A permanent [`JobError`] (the same output would be refused at every attempt): when its
+    /// JSON is larger than the queue's `max_output_bytes` (the message names `output` and the
+    /// limit), or when it cannot be serialized. A handler that returns it with `?` makes the job
+    /// dead; one that can record something smaller may do so instead.
+    pub fn record_output(&self, output: &impl serde::Serialize) -> Result<(), JobError> {
+        let raw = serde_json::value::to_raw_value(output).map_err(|e| {
+            JobError::permanent(format!("the output does not serialize as JSON: {e}"))
+        })?;
+        crate::validate::output(raw.get(), &self.queue.capabilities().limits)
+            .map_err(|e| JobError::permanent(e.to_string()))?;
         *self.lease.output.lock().unwrap_or_else(|e| e.into_inner()) = Some(raw);
         Ok(())
     }

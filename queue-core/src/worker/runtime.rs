@@ -657,27 +657,24 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
     let lease = cell.get();
     let failure = match outcome {
         Outcome::CompletedByHandler => {
+            if cell.take_output().is_some() {
+                tracing::warn!(target: LOG_TARGET, "the handler completed the job itself, so the output it recorded was not stored; complete it with the backend's complete_in_tx_with_output to store one");
+            }
             shared.counters.add_completed(1);
             return;
         }
         Outcome::Finished(Ok(())) => {
             match cell.take_output() {
-                // Jobs without an output are acknowledged in batches; one with an output
-                // is completed by a statement that stores it.
+                // Jobs without an output are acknowledged in batches; one with an output is
+                // completed by a statement that stores it.
                 None => shared.acks.push(lease),
-                Some(output) => {
-                    match retry_transient(|| shared.queue.ack_with_output(&lease, &output)).await {
-                        Ok(()) => shared.counters.add_completed(1),
-                        Err(e) => count_transition_error(shared, &lease, "ack", &e),
-                    }
-                }
+                Some(output) => complete_with_output(shared, &lease, &output).await,
             }
             return;
         }
         Outcome::Finished(Err(e)) => match e.snoozed() {
             Some(delay) => {
-                let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
-                snooze(shared, &lease, Snooze::new(delay).max_snoozes(max)).await;
+                snooze(shared, route, &lease, delay).await;
                 return;
             }
             None => e.into_failure(),
@@ -701,18 +698,44 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
             return;
         }
     };
-    let failure = with_kind_backoff(route, &lease, failure);
+    let failure = Failure {
+        kind: kind_backoff(route, &lease, failure.kind),
+        ..failure
+    };
     record_failure(shared, &lease, failure).await;
 }
 
+/// Completes a job with the output its handler recorded, retried through an outage like a
+/// batch of acknowledgements. A queue without recorded outputs (a hand-written `Queue` that
+/// does not implement them) gets a plain acknowledgement, and the output is dropped with a
+/// warning.
+async fn complete_with_output(
+    shared: &Shared,
+    lease: &Lease,
+    output: &serde_json::value::RawValue,
+) {
+    let done = match retry_through_outage(shared, || shared.queue.ack_with_output(lease, output))
+        .await
+    {
+        Err(Error::Unsupported(what)) => {
+            tracing::warn!(target: LOG_TARGET, unsupported = what, "the queue stores no outputs; completing the job without its output");
+            retry_through_outage(shared, || shared.queue.ack(lease)).await
+        }
+        other => other,
+    };
+    match done {
+        Ok(()) => shared.counters.add_completed(1),
+        Err(e) => count_transition_error(shared, lease, "ack", &e),
+    }
+}
+
 /// A retryable failure of a kind with its own retry policy waits that policy's backoff.
-fn with_kind_backoff(route: Option<&Route>, lease: &Lease, failure: Failure) -> Failure {
-    match (route.and_then(|r| r.retry_policy.as_ref()), failure.kind) {
-        (Some(policy), FailureKind::Retryable) => Failure {
-            kind: FailureKind::RetryAfter(policy.backoff_jittered(lease.attempt)),
-            ..failure
-        },
-        _ => failure,
+fn kind_backoff(route: Option<&Route>, lease: &Lease, kind: FailureKind) -> FailureKind {
+    match (route.and_then(|r| r.retry_policy.as_ref()), kind) {
+        (Some(policy), FailureKind::Retryable) => {
+            FailureKind::RetryAfter(policy.backoff_jittered(lease.attempt))
+        }
+        _ => kind,
     }
 }
 
@@ -744,18 +767,32 @@ fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str) {
 }
 
 /// Gives the job back to run later, its attempt not spent; past its snooze bound the queue
-/// records a failure instead.
-async fn snooze(shared: &Shared, lease: &Lease, snooze: Snooze) {
-    match retry_transient(|| shared.queue.snooze(lease, snooze)).await {
+/// records a failure instead (with the kind's backoff, where it has one). A delay beyond the
+/// longest one a queue takes is cut to it, as a retry's is.
+async fn snooze(shared: &Shared, route: Option<&Route>, lease: &Lease, delay: Duration) {
+    let delay = delay.min(crate::validate::MAX_DELAY);
+    let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
+    let request = Snooze::new(delay).max_snoozes(max).past_bound(kind_backoff(
+        route,
+        lease,
+        FailureKind::Retryable,
+    ));
+    match retry_transient(|| shared.queue.snooze(lease, request)).await {
         Ok(SnoozeOutcome::Snoozed) => {
             shared.counters.add_snoozed();
-            tracing::debug!(target: LOG_TARGET, delay_ms = snooze.delay.as_millis() as u64, "job snoozed");
+            tracing::debug!(target: LOG_TARGET, delay_ms = delay.as_millis() as u64, "job snoozed");
         }
         Ok(SnoozeOutcome::Failed(outcome)) => count_failure(
             shared,
             outcome,
-            &format!("snoozed {} times, the most allowed", snooze.max_snoozes),
+            &format!("snoozed {max} times, the most allowed"),
         ),
+        // A hand-written `Queue` without snoozes: run the job again after the delay, as a
+        // failure (its attempt is spent).
+        Err(Error::Unsupported(_)) => {
+            let failure = Failure::retry_after(format!("snoozed for {delay:?}"), delay);
+            record_failure(shared, lease, failure).await;
+        }
         Err(e) => count_transition_error(shared, lease, "snooze", &e),
     }
 }
