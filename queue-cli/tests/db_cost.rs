@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use axum::http::StatusCode;
+use dbqueue::NewJob;
 use queue_cli::serve::{router, Dashboard, DashboardConfig};
 use support::{cancelled, completed, dead, push, running, Client, Fixture};
 use tracing::field::{Field, Visit};
@@ -98,6 +99,8 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
         push(q, queue, "{}").await?;
     }
     let id = push(q, "emails", "{}").await?;
+    q.push(NewJob::from_json("emails", "{}")?.kind("mail.send"))
+        .await?;
     let dashboard = Dashboard::new(
         fx.queue.clone(),
         DashboardConfig {
@@ -115,6 +118,7 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let cold = cost(&mut c, "/").await?;
     let refresh = cost(&mut c, "/fragment/overview").await?;
     let list = cost(&mut c, "/jobs?queue=emails&state=dead").await?;
+    let of_kind = cost(&mut c, "/jobs?queue=emails&kind=mail.send").await?;
     let job = cost(&mut c, &format!("/jobs/{id}")).await?;
     let schedules = cost(&mut c, "/schedules").await?;
     let backend = fx.backend.name();
@@ -122,6 +126,7 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
         ("overview, first view (counts and chart)", &cold),
         ("overview refresh (chart cached)", &refresh),
         ("job list of one queue and state", &list),
+        ("job list of one queue and kind", &of_kind),
         ("job page", &job),
         ("schedules", &schedules),
     ] {
@@ -137,6 +142,7 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
         "a refresh runs the stats queries only: {refresh:?}"
     );
     ensure!(list.len() == 3, "stats and one page: {list:?}");
+    ensure!(of_kind.len() == 3, "stats and one page: {of_kind:?}");
     ensure!(job.len() == 1, "one read: {job:?}");
     // The database's clock where it has one, and the schedules with their last jobs.
     ensure!((1..=2).contains(&schedules.len()), "{schedules:?}");

@@ -125,6 +125,27 @@ async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow:
     Ok(())
 }
 
+/// The ids a job list shows, in its order.
+fn ids_on(page: &Page) -> anyhow::Result<Vec<JobId>> {
+    page.body
+        .split("<td class=\"id\"><a href=\"/jobs/")
+        .skip(1)
+        .map(|part| Ok(part.get(..36).context("an id")?.parse::<JobId>()?))
+        .collect()
+}
+
+/// The link to the next (older) page of a job list, unescaped, if it has one.
+fn older_link(page: &Page) -> Option<String> {
+    if !page.body.contains("id=\"older\"") {
+        return None;
+    }
+    page.body
+        .split("id=\"older\"")
+        .next()
+        .and_then(|s| s.rsplit("href=\"").next())
+        .map(|href| href.trim_end_matches(['"', ' ']).replace("&#38;", "&"))
+}
+
 async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let mut ids = Vec::new();
@@ -145,19 +166,10 @@ async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Res
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
         page.has("Queue emails: pending jobs")?
             .has("class=\"active\" aria-current=\"page\">pending <span class=\"count\">7</span>")?;
-        for part in page.body.split("<td class=\"id\"><a href=\"/jobs/").skip(1) {
-            seen.push(part[..36].parse::<JobId>()?);
-        }
-        match page
-            .body
-            .split("id=\"older\"")
-            .next()
-            .and_then(|s| s.rsplit("href=\"").next())
-        {
-            Some(href) if page.body.contains("id=\"older\"") => {
-                path = href.trim_end_matches(['"', ' ']).replace("&#38;", "&");
-            }
-            _ => break,
+        seen.extend(ids_on(&page)?);
+        match older_link(&page) {
+            Some(href) => path = href,
+            None => break,
         }
     }
     let newest_first: Vec<JobId> = ids.iter().rev().copied().collect();
@@ -167,6 +179,126 @@ async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Res
     );
     let all = c.get("/jobs").await?.expect(StatusCode::OK)?;
     all.has("All queues")?.has(">other</a>")?;
+    Ok(())
+}
+
+/// Jobs of three kinds (and none) in two queues: every list shows each job's kind, and
+/// `kind=` narrows a list to one kind, across its pages, tabs and filter form.
+async fn job_lists_show_and_filter_by_kind(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let kinded = |queue: &str, kind: &str| -> anyhow::Result<NewJob> {
+        Ok(NewJob::from_json(queue, "{}")?.kind(kind))
+    };
+    let mut sends = Vec::new();
+    let mut bounces = Vec::new();
+    for _ in 0..4 {
+        sends.push(q.push(kinded("emails", "mail.send")?).await?);
+        bounces.push(q.push(kinded("emails", "mail.bounce")?).await?);
+    }
+    let plain = push(q, "emails", "{}").await?;
+    let elsewhere = q.push(kinded("reports", "mail.send")?).await?;
+    let dead_send = dead_job(q, kinded("emails", "mail.send")?, "boom").await?;
+    sends.push(dead_send);
+
+    // Every row shows its kind, a link to the same list narrowed to that kind.
+    let mut c = client(&fx);
+    let page = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
+    page.has("<th scope=\"col\">kind</th>")?
+        .has(&format!(
+            "<td class=\"kind\"><a href=\"{}\">mail.bounce</a></td>",
+            esc("/jobs?queue=emails&kind=mail.bounce")
+        ))?
+        .has("<td class=\"kind\"></td>")? // the job without a kind
+        .has("name=\"kind\" id=\"kind-filter\" value=\"\"")?
+        .lacks("id=\"every-kind\"")?;
+    let dead_tab = c
+        .get("/jobs?queue=emails&state=dead")
+        .await?
+        .expect(StatusCode::OK)?;
+    dead_tab.has(&format!(
+        "<a href=\"{}\">mail.send</a>",
+        esc("/jobs?queue=emails&state=dead&kind=mail.send")
+    ))?;
+
+    // One kind, page after page (three to a page): the filter stays in every link.
+    let mut small = client_with(
+        &fx,
+        DashboardConfig {
+            page_size: 3,
+            ..config()
+        },
+    );
+    let mut seen = Vec::new();
+    let mut path = "/jobs?queue=emails&kind=mail.send".to_owned();
+    for n in 0.. {
+        ensure!(n < 5, "the pages do not end");
+        let page = small.get(&path).await?.expect(StatusCode::OK)?;
+        page.has("<h1>Queue emails: jobs of kind mail.send</h1>")?
+            .has("<input type=\"hidden\" name=\"queue\" value=\"emails\">")?
+            .has("name=\"kind\" id=\"kind-filter\" value=\"mail.send\"")?
+            .has(&format!(
+                "href=\"{}\" id=\"every-kind\"",
+                esc("/jobs?queue=emails")
+            ))?
+            .has(&format!(
+                "href=\"{}\"",
+                esc("/jobs?queue=emails&state=dead&kind=mail.send")
+            ))?
+            // The counts are the queue's, of every kind: not shown for one kind.
+            .lacks("<span class=\"count\">")?
+            .has("id=\"kind-note\"")?
+            .has("Retry all 1 dead jobs of every kind")?;
+        seen.extend(ids_on(&page)?);
+        match older_link(&page) {
+            Some(href) => {
+                ensure!(href.contains("kind=mail.send"), "{href}");
+                path = href;
+            }
+            None => break,
+        }
+    }
+    let newest_first: Vec<JobId> = sends.iter().rev().copied().collect();
+    ensure!(
+        seen == newest_first,
+        "pages gave {seen:?}, expected {newest_first:?}"
+    );
+
+    // With a state, and across every queue.
+    let page = c
+        .get("/jobs?queue=emails&state=dead&kind=mail.send")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails: dead jobs of kind mail.send</h1>")?
+        .has("<input type=\"hidden\" name=\"state\" value=\"dead\">")?;
+    ensure!(ids_on(&page)? == [dead_send]);
+    let page = c
+        .get("/jobs?kind=mail.send")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>All queues: jobs of kind mail.send</h1>")?;
+    let all: Vec<JobId> = ids_on(&page)?;
+    ensure!(all.contains(&elsewhere) && all.contains(&dead_send) && all.len() == 6);
+    ensure!(!all.contains(&plain) && !all.iter().any(|id| bounces.contains(id)));
+    c.get("/jobs?queue=emails&kind=nothing.here")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("No jobs of kind nothing.here here.")?;
+    // An empty kind is no filter.
+    let page = c
+        .get("/jobs?queue=emails&kind=")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails</h1>")?
+        .has("<span class=\"count\">10</span>")?;
+    ensure!(ids_on(&page)?.len() == 10);
+    // A kind no job can have is refused, naming the field.
+    for bad in ["bad%20kind", "%3Cb%3E", &"k".repeat(129)] {
+        c.get(&format!("/jobs?queue=emails&kind={bad}"))
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has("invalid kind")?
+            .lacks("<b>")?;
+    }
     Ok(())
 }
 
@@ -917,6 +1049,7 @@ fn main() {
         case!(overview_shows_every_queue_with_its_counts),
         case!(the_overview_fragment_follows_the_database),
         case!(job_lists_filter_and_page_newest_first),
+        case!(job_lists_show_and_filter_by_kind),
         case!(the_job_page_shows_everything_a_job_carries),
         case!(search_finds_jobs_by_id_and_dedup_key),
         case!(retry_brings_a_dead_job_back),

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use queue_core::{Error, Job, JobState, QueueStats, ScheduleInfo};
+use queue_core::{Error, Job, JobId, JobState, QueueStats, ScheduleInfo};
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
@@ -209,12 +209,30 @@ pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
 
 /// The list of jobs of `queue` (and `state`).
 pub(crate) fn jobs_href(queue: Option<&str>, state: Option<JobState>) -> String {
+    list_href(queue, state, None, None)
+}
+
+/// The list of jobs of `queue`, `state` and `kind` (each optional), older than `before` when
+/// given: the one place a list's link is made, so that paging and tabs keep every filter.
+pub(crate) fn list_href(
+    queue: Option<&str>,
+    state: Option<JobState>,
+    kind: Option<&str>,
+    before: Option<JobId>,
+) -> String {
+    let before = before.map(|id| id.to_string());
     let mut pairs = Vec::new();
     if let Some(q) = queue {
         pairs.push(("queue", q));
     }
     if let Some(s) = state {
         pairs.push(("state", s.as_str()));
+    }
+    if let Some(k) = kind {
+        pairs.push(("kind", k));
+    }
+    if let Some(id) = &before {
+        pairs.push(("before", id.as_str()));
     }
     if pairs.is_empty() {
         "/jobs".to_owned()
@@ -411,6 +429,10 @@ pub(crate) struct JobRow {
     pub(crate) href: String,
     pub(crate) queue: String,
     pub(crate) queue_href: String,
+    /// The job's kind, or empty.
+    pub(crate) kind: String,
+    /// The list of the jobs of its kind.
+    pub(crate) kind_href: String,
     pub(crate) state: &'static str,
     pub(crate) attempts: String,
     pub(crate) priority: i32,
@@ -422,7 +444,19 @@ pub(crate) struct JobRow {
 }
 
 impl JobRow {
+    /// `job` as a row; its kind links to the jobs of that kind in its queue.
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
+        Self::listed(job, now, Some(&job.queue), None)
+    }
+
+    /// `job` as a row of the list of `queue` and `state`; its kind links to the jobs of that
+    /// kind in the same list.
+    pub(crate) fn listed(
+        job: &Job,
+        now: DateTime<Utc>,
+        queue: Option<&str>,
+        state: Option<JobState>,
+    ) -> Self {
         let when = match job.state {
             JobState::Pending => format!("runs {}", relative(job.run_at, now)),
             JobState::Running => job
@@ -439,6 +473,12 @@ impl JobRow {
             href: format!("/jobs/{}", job.id),
             queue: job.queue.clone(),
             queue_href: jobs_href(Some(&job.queue), None),
+            kind: job.kind.clone().unwrap_or_default(),
+            kind_href: job
+                .kind
+                .as_deref()
+                .map(|k| list_href(queue, state, Some(k), None))
+                .unwrap_or_default(),
             state: job.state.as_str(),
             attempts: format!("{}/{}", job.attempts, job.max_attempts),
             priority: job.priority,
@@ -515,6 +555,9 @@ pub(crate) struct QueueActions {
     pub(crate) queue: String,
     pub(crate) dead: u64,
     pub(crate) dead_text: String,
+    /// Whether the list shows one kind: the bulk retry still takes the queue's dead jobs of
+    /// every kind, and says so.
+    pub(crate) every_kind: bool,
 }
 
 #[derive(Template)]
@@ -525,6 +568,8 @@ pub(crate) struct JobsPage {
     pub(crate) queue: Option<String>,
     pub(crate) queue_href: String,
     pub(crate) tabs: Vec<Tab>,
+    /// The kind filter's form: the queue and state it keeps, and the kind (or empty).
+    pub(crate) filter: KindFilter,
     pub(crate) rows: Vec<JobRow>,
     pub(crate) show_queue: bool,
     pub(crate) newest_href: Option<String>,
@@ -536,6 +581,17 @@ pub(crate) struct JobsPage {
     pub(crate) control: Option<ControlView>,
     pub(crate) notice: Option<Notice>,
     pub(crate) empty_text: String,
+}
+
+/// The form that filters a job list by kind, keeping its queue and state.
+#[derive(Debug)]
+pub(crate) struct KindFilter {
+    pub(crate) queue: Option<String>,
+    pub(crate) state: Option<&'static str>,
+    /// The kind shown, or empty for every kind.
+    pub(crate) kind: String,
+    /// The same list of every kind.
+    pub(crate) every_kind_href: String,
 }
 
 /// One job, as its page shows it.
@@ -752,6 +808,11 @@ mod tests {
             "/jobs?queue=a%3Ab.c&state=dead"
         );
         assert_eq!(jobs_href(None, None), "/jobs");
+        let id: JobId = "0190f0e4-1c2b-7d3e-8f00-123456789abc".parse().unwrap();
+        assert_eq!(
+            list_href(None, Some(JobState::Dead), Some("mail.send"), Some(id)),
+            "/jobs?state=dead&kind=mail.send&before=0190f0e4-1c2b-7d3e-8f00-123456789abc"
+        );
         assert_eq!(query(&[("q", "a&b=<c>")]), "q=a%26b%3D%3Cc%3E");
     }
 }
