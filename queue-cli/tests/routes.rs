@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
-use dbqueue::{JobId, JobState, NewJob, PopRequest, Queue};
+use dbqueue::{Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
+use serde_json::value::RawValue;
 use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
 
 fn config() -> DashboardConfig {
@@ -355,6 +356,182 @@ async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow
         .await?
         .expect(StatusCode::BAD_REQUEST)?
         .has("invalid id")?;
+    Ok(())
+}
+
+/// Claims the first due job of `queue` as `worker`, which must be `id`.
+async fn claim(q: &dyn Queue, queue: &str, id: JobId, worker: &str) -> anyhow::Result<Lease> {
+    let leased = q
+        .pop(
+            PopRequest::new(queue)
+                .worker(worker)
+                .lease(Duration::from_secs(300)),
+        )
+        .await?;
+    let got = leased.into_iter().next().context("pop found nothing")?;
+    ensure!(
+        got.job.id == id,
+        "pop claimed {} instead of {id}",
+        got.job.id
+    );
+    Ok(got.lease)
+}
+
+/// The text of each cell of each body row of the table `id` (tags dropped, entities kept).
+fn table_rows(page: &Page, id: &str) -> anyhow::Result<Vec<Vec<String>>> {
+    let start = page
+        .body
+        .find(&format!("id=\"{id}\""))
+        .with_context(|| format!("no table {id}"))?;
+    let table = &page.body[start..];
+    let table = &table[..table.find("</table>").context("table end")?];
+    let body = table.split("<tbody>").nth(1).context("a body")?;
+    let text = |html: &str| {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.trim().to_owned()
+    };
+    Ok(body
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| text(&format!("<td{cell}")))
+                .collect()
+        })
+        .collect())
+}
+
+/// A job with a kind, a timeout and metadata fails twice, snoozes once, then completes with an
+/// output: its page shows each of them, the history as a table, newest first.
+async fn the_job_page_shows_kind_history_metadata_and_output(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = q
+        .push(
+            NewJob::from_json("emails", "{\"to\":\"ada@example.com\"}")?
+                .kind("mail.send")
+                .timeout(Duration::from_secs(90))
+                .meta(&serde_json::json!({ "tenant": "acme", "progress": { "done": 0 } }))?,
+        )
+        .await?;
+    let first = claim(q, "emails", id, "host-a:1").await?;
+    q.fail(&first, Failure::retry_after("SMTP timeout", Duration::ZERO))
+        .await?;
+    let second = claim(q, "emails", id, "host-b:2").await?;
+    q.fail(
+        &second,
+        Failure::retry_after("SMTP said 451", Duration::ZERO),
+    )
+    .await?;
+    let third = claim(q, "emails", id, "host-c:3").await?;
+    q.merge_meta(&third, &serde_json::json!({ "progress": { "done": 3 } }))
+        .await?;
+    q.snooze(&third, Snooze::new(Duration::ZERO)).await?;
+    let last = claim(q, "emails", id, "host-c:3").await?;
+    let output = RawValue::from_string(r#"{"message_id":"<m1@mx>","sent":true}"#.to_owned())?;
+    q.ack_with_output(&last, &output).await?;
+    let job = q.get(id).await?.context("the job")?;
+    ensure!(
+        job.state == JobState::Completed && job.snoozes == 1 && job.errors.len() == 2,
+        "{job:?}"
+    );
+
+    let mut c = client(&fx);
+    let page = c
+        .get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(&format!(
+        "<dd id=\"kind\"><a href=\"{}\">mail.send</a></dd>",
+        esc("/jobs?queue=emails&kind=mail.send")
+    ))?
+    .has("<dd id=\"snoozes\">1</dd>")?
+    .has("<dd id=\"timeout\">1m 30s per attempt</dd>")?
+    .has("<dd>3 of 25</dd>")?
+    // Metadata and output as indented JSON, escaped.
+    // (the keys in the order the database keeps them)
+    .has(&esc("\n  \"tenant\": \"acme\""))?
+    .has(&esc("\n  \"progress\": {\n    \"done\": 3\n  }"))?
+    .has(&esc("\n  \"message_id\": \"<m1@mx>\",\n"))?
+    .lacks("<m1@mx>")?
+    .has("id=\"errors-note\">2 failed attempts, newest first.</p>")?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(rows.len() == 2, "{rows:?}");
+    ensure!(
+        rows[0][0] == "2" && rows[0][2] == "host-b:2" && rows[0][3] == "SMTP said 451",
+        "{rows:?}"
+    );
+    ensure!(
+        rows[1][0] == "1" && rows[1][2] == "host-a:1" && rows[1][3] == "SMTP timeout",
+        "{rows:?}"
+    );
+    let recorded = job.errors[1].at.format("%Y-%m-%d %H:%M:%S").to_string();
+    ensure!(rows[0][1].starts_with(&recorded), "{rows:?} at {recorded}");
+    // The last error stays in view above the history.
+    if let Some(e) = &job.last_error {
+        page.has(&format!(
+            "<pre class=\"error\" id=\"last-error\">{}</pre>",
+            esc(e)
+        ))?;
+    }
+
+    // A job of no kind, without a timeout, metadata, output or failure shows none of them.
+    let plain = push(q, "emails", "{}").await?;
+    let page = c
+        .get(&format!("/jobs/{plain}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<dd id=\"kind\">-</dd>")?
+        .has("<dd id=\"snoozes\">0</dd>")?
+        .lacks("id=\"timeout\"")?
+        .lacks("id=\"meta\"")?
+        .lacks("id=\"output\"")?
+        .lacks("id=\"errors\"")?
+        .has("<p class=\"empty\">None.</p>")?;
+
+    // A history keeps the 20 newest failures, and the page says older ones are gone.
+    let long = q
+        .push(NewJob::from_json("reports", "{}")?.max_attempts(30))
+        .await?;
+    for n in 1..=21 {
+        let lease = claim(q, "reports", long, &format!("w-{n}")).await?;
+        q.fail(
+            &lease,
+            Failure::retry_after(format!("failure {n}"), Duration::ZERO),
+        )
+        .await?;
+    }
+    let page = c
+        .get(&format!("/jobs/{long}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(
+        "The 20 most recent failed attempts, newest first: a job keeps no more than 20, so any \
+         older ones are gone.",
+    )?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(rows.len() == 20, "{} rows", rows.len());
+    ensure!(
+        rows[0][0] == "21" && rows[0][3] == "failure 21",
+        "{:?}",
+        rows[0]
+    );
+    ensure!(
+        rows[19][0] == "2" && rows[19][3] == "failure 2",
+        "{:?}",
+        rows[19]
+    );
     Ok(())
 }
 
@@ -935,12 +1112,28 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     )
     .await?;
     let running_id = running(q, "emails", "{}", SCRIPT).await?;
+    // Metadata, an output and a history whose worker id carry markup too.
+    let recorded = q
+        .push(
+            NewJob::from_json("emails", "{}")?
+                .priority(i32::MAX)
+                .meta(&serde_json::json!({ "html": SCRIPT }))?,
+        )
+        .await?;
+    let lease = claim(q, "emails", recorded, IMG).await?;
+    q.fail(&lease, Failure::retry_after(SCRIPT, Duration::ZERO))
+        .await?;
+    let lease = claim(q, "emails", recorded, "w").await?;
+    let output = serde_json::json!({ "attr": IMG }).to_string();
+    q.ack_with_output(&lease, &RawValue::from_string(output)?)
+        .await?;
     let mut c = client(&fx);
     for path in [
         "/".to_owned(),
         "/jobs?queue=emails".to_owned(),
         format!("/jobs/{id}"),
         format!("/jobs/{running_id}"),
+        format!("/jobs/{recorded}"),
         format!("/search?q={}", support::query_value(IMG)),
     ] {
         let page = c.get(&path).await?;
@@ -949,6 +1142,14 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     }
     let page = c.get(&format!("/jobs/{id}")).await?;
     page.has(&esc(SCRIPT))?.has(&esc(IMG))?;
+    let page = c.get(&format!("/jobs/{recorded}")).await?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(
+        rows.len() == 1 && rows[0][2] == esc(IMG) && rows[0][3] == esc(SCRIPT),
+        "{rows:?}"
+    );
+    page.has(&esc(&serde_json::json!(SCRIPT).to_string()))? // in the metadata
+        .has(&esc(&serde_json::json!(IMG).to_string()))?; // in the output
     Ok(())
 }
 
@@ -1051,6 +1252,7 @@ fn main() {
         case!(job_lists_filter_and_page_newest_first),
         case!(job_lists_show_and_filter_by_kind),
         case!(the_job_page_shows_everything_a_job_carries),
+        case!(the_job_page_shows_kind_history_metadata_and_output),
         case!(search_finds_jobs_by_id_and_dedup_key),
         case!(retry_brings_a_dead_job_back),
         case!(cancel_stops_pending_and_running_jobs),

@@ -6,7 +6,9 @@ use askama::Template;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use queue_core::{Error, Job, JobId, JobState, QueueStats, ScheduleInfo};
+use queue_core::{
+    AttemptError, Error, Job, JobId, JobState, QueueStats, ScheduleInfo, ERRORS_KEPT,
+};
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
@@ -594,6 +596,53 @@ pub(crate) struct KindFilter {
     pub(crate) every_kind_href: String,
 }
 
+/// One failed attempt of a job's history, as its page shows it.
+#[derive(Debug)]
+pub(crate) struct ErrorRow {
+    pub(crate) attempt: u32,
+    pub(crate) at: String,
+    pub(crate) at_ago: String,
+    pub(crate) worker: String,
+    pub(crate) error: String,
+}
+
+impl ErrorRow {
+    fn new(e: &AttemptError, now: DateTime<Utc>) -> Self {
+        ErrorRow {
+            attempt: e.attempt,
+            at: time(e.at),
+            at_ago: relative(e.at, now),
+            worker: e.worker.clone().unwrap_or_else(|| "-".to_owned()),
+            error: e.error.clone(),
+        }
+    }
+}
+
+/// A duration as the dashboard's forms take it: `30s`, `1m 30s`, `250ms`, `2d 1h`.
+pub(crate) fn duration_text(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return if d.is_zero() {
+            "0s".to_owned()
+        } else {
+            format!("{}µs", d.as_micros())
+        };
+    }
+    let parts = [
+        (ms / 86_400_000, "d"),
+        (ms / 3_600_000 % 24, "h"),
+        (ms / 60_000 % 60, "m"),
+        (ms / 1000 % 60, "s"),
+        (ms % 1000, "ms"),
+    ];
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n}{unit}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// One job, as its page shows it.
 #[derive(Debug)]
 pub(crate) struct JobView {
@@ -610,9 +659,27 @@ pub(crate) struct JobView {
     pub(crate) worker: String,
     pub(crate) lease_expires: String,
     pub(crate) dedup: String,
+    /// Its kind, or `-`.
+    pub(crate) kind: String,
+    /// The list of the jobs of its kind in its queue, when it has a kind.
+    pub(crate) kind_href: Option<String>,
+    pub(crate) snoozes: u32,
+    /// The longest one attempt may run, when the job was pushed with a limit.
+    pub(crate) timeout: Option<String>,
     pub(crate) last_error: Option<String>,
+    /// Its failed attempts, newest first.
+    pub(crate) errors: Vec<ErrorRow>,
+    /// What the page says about the history: its order, and whether older failures were
+    /// dropped.
+    pub(crate) errors_note: String,
     pub(crate) payload: String,
     pub(crate) payload_note: String,
+    /// Its metadata as indented JSON, when it has any.
+    pub(crate) meta: Option<String>,
+    pub(crate) meta_note: String,
+    /// The output its handler recorded, as indented JSON, when it recorded one.
+    pub(crate) output: Option<String>,
+    pub(crate) output_note: String,
     pub(crate) can_retry: bool,
     pub(crate) can_cancel: bool,
 }
@@ -685,26 +752,56 @@ fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!("{} UTC ({})", time(t), relative(t, now))
 }
 
+/// `raw` JSON indented for a page, cut to [`MAX_PAYLOAD_SHOWN`] bytes, with a note saying so
+/// (naming `what`, e.g. `payload`) when it was cut.
+fn shown_json(raw: &str, what: &str) -> (String, String) {
+    if raw.len() <= MAX_PAYLOAD_SHOWN {
+        return (pretty_json(raw), String::new());
+    }
+    let mut cut = MAX_PAYLOAD_SHOWN;
+    while !raw.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    (
+        pretty_json(&raw[..cut]),
+        format!(
+            "The {what} is {} bytes; the first {} are shown.",
+            count(raw.len() as u64),
+            count(cut as u64)
+        ),
+    )
+}
+
 impl JobView {
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
-        let raw = job.payload.get();
-        let (shown, payload_note) = if raw.len() > MAX_PAYLOAD_SHOWN {
-            let mut cut = MAX_PAYLOAD_SHOWN;
-            while !raw.is_char_boundary(cut) {
-                cut -= 1;
+        let (payload, mut payload_note) = shown_json(job.payload.get(), "payload");
+        if !payload_note.is_empty() {
+            payload_note.push_str(" `queue list --json` prints it whole.");
+        }
+        let (meta, meta_note) = match &job.meta {
+            Some(m) => {
+                let (text, note) = shown_json(m.get(), "metadata");
+                (Some(text), note)
             }
-            (
-                &raw[..cut],
-                format!(
-                    "The payload is {} bytes; the first {} are shown. `queue list --json` prints it whole.",
-                    count(raw.len() as u64),
-                    count(cut as u64)
-                ),
-            )
-        } else {
-            (raw, String::new())
+            None => (None, String::new()),
         };
-        let payload = pretty_json(shown);
+        let (output, output_note) = match &job.output {
+            Some(o) => {
+                let (text, note) = shown_json(o.get(), "output");
+                (Some(text), note)
+            }
+            None => (None, String::new()),
+        };
+        let kept = job.errors.len();
+        let errors_note = match kept {
+            0 => String::new(),
+            1 => "1 failed attempt.".to_owned(),
+            n if n >= ERRORS_KEPT as usize => format!(
+                "The {n} most recent failed attempts, newest first: a job keeps no more than \
+                 {ERRORS_KEPT}, so any older ones are gone."
+            ),
+            n => format!("{n} failed attempts, newest first."),
+        };
         JobView {
             id: job.id.to_string(),
             queue: job.queue.clone(),
@@ -725,9 +822,27 @@ impl JobView {
                 .map(|t| with_relative(t, now))
                 .unwrap_or_else(|| "-".to_owned()),
             dedup: job.dedup_key.clone().unwrap_or_else(|| "-".to_owned()),
+            kind: job.kind.clone().unwrap_or_else(|| "-".to_owned()),
+            kind_href: job
+                .kind
+                .as_deref()
+                .map(|k| list_href(Some(&job.queue), None, Some(k), None)),
+            snoozes: job.snoozes,
+            timeout: job.timeout.map(duration_text),
             last_error: job.last_error.clone(),
+            errors: job
+                .errors
+                .iter()
+                .rev()
+                .map(|e| ErrorRow::new(e, now))
+                .collect(),
+            errors_note,
             payload,
             payload_note,
+            meta,
+            meta_note,
+            output,
+            output_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
             can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
         }
@@ -799,6 +914,18 @@ mod tests {
         assert_eq!(pretty_json("[]"), "[]");
         assert_eq!(pretty_json("17"), "17");
         assert_eq!(pretty_json(r#"{"cut":"#), "{\n  \"cut\": ");
+    }
+
+    #[test]
+    fn durations_read_as_they_are_typed() {
+        use std::time::Duration;
+        assert_eq!(duration_text(Duration::from_secs(30)), "30s");
+        assert_eq!(duration_text(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1s 500ms");
+        assert_eq!(duration_text(Duration::from_secs(86_400 + 3600)), "1d 1h");
+        assert_eq!(duration_text(Duration::from_micros(5)), "5µs");
+        assert_eq!(duration_text(Duration::ZERO), "0s");
     }
 
     #[test]
