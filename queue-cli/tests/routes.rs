@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
 use dbqueue::{Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
 use serde_json::value::RawValue;
@@ -535,6 +536,193 @@ async fn the_job_page_shows_kind_history_metadata_and_output(
     Ok(())
 }
 
+/// The job's run time and priority, as the library reads them.
+async fn schedule_of(q: &dyn Queue, id: JobId) -> anyhow::Result<(JobState, DateTime<Utc>, i32)> {
+    let job = q.get(id).await?.context("the job exists")?;
+    Ok((job.state, job.run_at, job.priority))
+}
+
+/// A pending job run now, after a delay, and given a priority from its page: the database holds
+/// each change; bad input names its field and changes nothing.
+async fn reschedule_moves_a_pending_job(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = q
+        .push(NewJob::from_json("emails", "{}")?.delay(Duration::from_secs(3600)))
+        .await?;
+    let path = format!("/jobs/{id}/reschedule");
+    let mut c = client(&fx);
+    c.get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .has(&format!("action=\"{path}\""))?
+        .has("id=\"reschedule\"")?;
+
+    // Now, with a priority.
+    let page = c
+        .post(&path, &[("run", "now"), ("delay", ""), ("priority", "7")])
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Rescheduled: the job is due now, with priority 7.")?
+        .has("<dd id=\"priority-value\">7</dd>")?
+        .has("id=\"job-state\">pending")?;
+    let (state, run_at, priority) = schedule_of(q, id).await?;
+    let now = q.now().await?;
+    ensure!(state == JobState::Pending && priority == 7);
+    ensure!(run_at <= now, "due now: {run_at} > {now}");
+    ensure!(q.stats(Some("emails")).await?[0].available == 1);
+
+    // After a delay, counted from the database's clock; the priority stays.
+    let before = q.now().await?;
+    c.post(
+        &path,
+        &[("run", "delay"), ("delay", "2h"), ("priority", "")],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Rescheduled: the job is due in 2h; its priority is unchanged.")?;
+    let after = q.now().await?;
+    let (state, run_at, priority) = schedule_of(q, id).await?;
+    let two_hours = chrono::TimeDelta::hours(2);
+    let slack = chrono::TimeDelta::seconds(2);
+    ensure!(state == JobState::Pending && priority == 7);
+    ensure!(
+        run_at >= before + two_hours - slack && run_at <= after + two_hours + slack,
+        "{run_at} is not 2h after {before}..{after}"
+    );
+    ensure!(q.stats(Some("emails")).await?[0].scheduled == 1);
+
+    // The priority alone: the run time stays.
+    c.post(&path, &[("run", "keep"), ("priority", " -2 ")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Rescheduled: the job&#39;s priority is now -2; its run time is unchanged.")?;
+    let kept = schedule_of(q, id).await?;
+    ensure!(kept == (JobState::Pending, run_at, -2), "{kept:?}");
+
+    // Bad input: refused, naming the field; nothing changes.
+    for (fields, expected) in [
+        (
+            vec![("run", "delay"), ("delay", "soon")],
+            "Nothing was changed: invalid delay: &#34;soon&#34; is not a duration",
+        ),
+        (
+            vec![("run", "delay"), ("delay", "")],
+            "Nothing was changed: invalid delay: must not be empty",
+        ),
+        (
+            vec![("run", "delay"), ("delay", "4000d")],
+            "Nothing was changed: invalid delay: must be at most 10 years",
+        ),
+        (
+            vec![("run", "keep"), ("delay", "5m")],
+            "Nothing was changed: invalid delay: is used only when the job runs after a delay",
+        ),
+        (
+            vec![("run", "keep"), ("priority", "")],
+            "Nothing was changed: invalid reschedule: must change the run time, the priority or \
+             both",
+        ),
+        (
+            vec![("run", "now"), ("priority", "high")],
+            "Nothing was changed: invalid priority: must be a whole number",
+        ),
+        (
+            vec![("run", "soon")],
+            "Nothing was changed: invalid run: must be keep",
+        ),
+    ] {
+        c.post(&path, &fields)
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has(expected)?
+            .has("id=\"job-state\">pending")?;
+        ensure!(
+            schedule_of(q, id).await? == kept,
+            "{fields:?} changed nothing"
+        );
+    }
+    c.post(
+        &format!("/jobs/{}/reschedule", JobId::new()),
+        &[("run", "now")],
+    )
+    .await?
+    .expect(StatusCode::NOT_FOUND)?
+    .has("not found")?;
+    c.post("/jobs/not-a-uuid/reschedule", &[("run", "now")])
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid id")?;
+
+    // Now again: a worker gets it at once.
+    c.post(&path, &[("run", "now")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Rescheduled: the job is due now; its priority is unchanged.")?;
+    let leased = q.pop(PopRequest::new("emails")).await?;
+    ensure!(leased.len() == 1 && leased[0].job.id == id);
+    Ok(())
+}
+
+/// A job claimed after its page was opened, and finished ones, are refused and left as they
+/// are; their pages offer no reschedule.
+async fn reschedule_refuses_a_job_that_is_not_pending(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = push(q, "emails", "{}").await?;
+    let mut c = client(&fx);
+    c.get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .has("id=\"reschedule\"")?;
+    // A worker claims it before the form is sent.
+    claim(q, "emails", id, "host-a:1").await?;
+    let held = q.get(id).await?.context("the job")?;
+    let page = c
+        .post(
+            &format!("/jobs/{id}/reschedule"),
+            &[("run", "now"), ("priority", "9")],
+        )
+        .await?
+        .expect(StatusCode::CONFLICT)?;
+    page.has(&format!(
+        "Nothing was changed: cannot reschedule job {id}: it is running"
+    ))?
+    .has("id=\"job-state\">running")?
+    .lacks("id=\"reschedule\"")?;
+    let now = q.get(id).await?.context("the job")?;
+    ensure!(
+        now.state == JobState::Running
+            && now.priority == held.priority
+            && now.run_at == held.run_at
+            && now.worker.as_deref() == Some("host-a:1")
+            && now.lease_expires_at == held.lease_expires_at
+            && now.attempts == held.attempts,
+        "unchanged: {now:?}"
+    );
+    let done = completed(q, "emails", "{}").await?;
+    let gone = dead(q, "emails", "{}", "boom").await?;
+    let stopped = cancelled(q, "emails", "{}").await?;
+    for (id, state) in [
+        (done, JobState::Completed),
+        (gone, JobState::Dead),
+        (stopped, JobState::Cancelled),
+    ] {
+        let before = schedule_of(q, id).await?;
+        c.get(&format!("/jobs/{id}"))
+            .await?
+            .expect(StatusCode::OK)?
+            .lacks("id=\"reschedule\"")?;
+        c.post(
+            &format!("/jobs/{id}/reschedule"),
+            &[("run", "delay"), ("delay", "1h"), ("priority", "3")],
+        )
+        .await?
+        .expect(StatusCode::CONFLICT)?
+        .has(&format!("cannot reschedule job {id}: it is {state}"))?;
+        ensure!(schedule_of(q, id).await? == before, "{state} job unchanged");
+    }
+    Ok(())
+}
+
 async fn search_finds_jobs_by_id_and_dedup_key(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = q
@@ -874,6 +1062,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let pending = push(q, "emails", "{}").await?;
+    let pending_before = schedule_of(q, pending).await?;
     q.pause("emails").await?;
     q.set_concurrency_limit("emails", Some(3)).await?;
     let mut c = client_with(
@@ -890,7 +1079,9 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         format!("/jobs/{pending}"),
     ] {
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
-        page.lacks("method=\"post\"")?.has("id=\"read-only\"")?;
+        page.lacks("method=\"post\"")?
+            .lacks("id=\"reschedule\"")?
+            .has("id=\"read-only\"")?;
     }
     // The controls are shown, without their forms.
     let page = c.get("/").await?.expect(StatusCode::OK)?;
@@ -910,6 +1101,10 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     for (path, fields) in [
         (format!("/jobs/{id}/retry"), vec![]),
         (format!("/jobs/{pending}/cancel"), vec![]),
+        (
+            format!("/jobs/{pending}/reschedule"),
+            vec![("run", "delay"), ("delay", "1h"), ("priority", "5")],
+        ),
         ("/actions/retry-dead".to_owned(), vec![("queue", "emails")]),
         (
             "/actions/prune".to_owned(),
@@ -932,7 +1127,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
             .has("read-only")?;
     }
     ensure!(state_of(q, id).await? == JobState::Dead);
-    ensure!(state_of(q, pending).await? == JobState::Pending);
+    ensure!(schedule_of(q, pending).await? == pending_before);
     ensure!(controls_of(q, "emails").await? == (true, Some(3)));
     ensure!(q.controls().await?.len() == 1, "reports was not paused");
     Ok(())
@@ -1065,6 +1260,30 @@ async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Re
             .expect(StatusCode::FORBIDDEN)?;
     }
     ensure!(q.controls().await?.is_empty(), "nothing changed");
+    // So is a reschedule.
+    let pending = push(q, "emails", "{}").await?;
+    let before = schedule_of(q, pending).await?;
+    let path = format!("/jobs/{pending}/reschedule");
+    let fields = [("run", "delay"), ("delay", "1h"), ("priority", "4")];
+    c.post_raw(&path, &fields, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?
+        .has("CSRF token is missing")?;
+    let mut with_token = fields.to_vec();
+    with_token.push(("csrf", &other));
+    c.post_raw(&path, &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    with_token.pop();
+    with_token.push(("csrf", &csrf));
+    c.post_raw(&path, &with_token, &[("origin", "http://evil.example")])
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    ensure!(schedule_of(q, pending).await? == before, "nothing changed");
+    c.post_raw(&path, &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(schedule_of(q, pending).await?.2 == 4);
     Ok(())
 }
 
@@ -1253,6 +1472,8 @@ fn main() {
         case!(job_lists_show_and_filter_by_kind),
         case!(the_job_page_shows_everything_a_job_carries),
         case!(the_job_page_shows_kind_history_metadata_and_output),
+        case!(reschedule_moves_a_pending_job),
+        case!(reschedule_refuses_a_job_that_is_not_pending),
         case!(search_finds_jobs_by_id_and_dedup_key),
         case!(retry_brings_a_dead_job_back),
         case!(cancel_stops_pending_and_running_jobs),

@@ -682,6 +682,7 @@ pub(crate) struct JobView {
     pub(crate) output_note: String,
     pub(crate) can_retry: bool,
     pub(crate) can_cancel: bool,
+    pub(crate) can_reschedule: bool,
 }
 
 /// The most payload a job page shows.
@@ -845,6 +846,7 @@ impl JobView {
             output_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
             can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
+            can_reschedule: job.state == JobState::Pending,
         }
     }
 }
