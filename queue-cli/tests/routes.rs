@@ -348,7 +348,10 @@ async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow
         .get(&format!("/jobs/{big_id}"))
         .await?
         .expect(StatusCode::OK)?;
-    page.has("The payload is 307,211 bytes; the first 262,144 are shown.")?;
+    page.has(&format!(
+        "The payload is 307,211 bytes; the first 262,144 are shown. `queue get {big_id} --json` \
+         prints it whole."
+    ))?;
     ensure!(page.body.len() < 300 * 1024, "{} bytes", page.body.len());
     c.get(&format!("/jobs/{}", JobId::new()))
         .await?

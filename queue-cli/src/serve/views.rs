@@ -753,9 +753,9 @@ fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!("{} UTC ({})", time(t), relative(t, now))
 }
 
-/// `raw` JSON indented for a page, cut to [`MAX_PAYLOAD_SHOWN`] bytes, with a note saying so
-/// (naming `what`, e.g. `payload`) when it was cut.
-fn shown_json(raw: &str, what: &str) -> (String, String) {
+/// `raw` JSON of job `id` indented for a page, cut to [`MAX_PAYLOAD_SHOWN`] bytes, with a note
+/// saying so (naming `what`, e.g. `payload`, and where to read it whole) when it was cut.
+fn shown_json(raw: &str, what: &str, id: JobId) -> (String, String) {
     if raw.len() <= MAX_PAYLOAD_SHOWN {
         return (pretty_json(raw), String::new());
     }
@@ -766,7 +766,8 @@ fn shown_json(raw: &str, what: &str) -> (String, String) {
     (
         pretty_json(&raw[..cut]),
         format!(
-            "The {what} is {} bytes; the first {} are shown.",
+            "The {what} is {} bytes; the first {} are shown. `queue get {id} --json` prints it \
+             whole.",
             count(raw.len() as u64),
             count(cut as u64)
         ),
@@ -775,20 +776,17 @@ fn shown_json(raw: &str, what: &str) -> (String, String) {
 
 impl JobView {
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
-        let (payload, mut payload_note) = shown_json(job.payload.get(), "payload");
-        if !payload_note.is_empty() {
-            payload_note.push_str(" `queue list --json` prints it whole.");
-        }
+        let (payload, payload_note) = shown_json(job.payload.get(), "payload", job.id);
         let (meta, meta_note) = match &job.meta {
             Some(m) => {
-                let (text, note) = shown_json(m.get(), "metadata");
+                let (text, note) = shown_json(m.get(), "metadata", job.id);
                 (Some(text), note)
             }
             None => (None, String::new()),
         };
         let (output, output_note) = match &job.output {
             Some(o) => {
-                let (text, note) = shown_json(o.get(), "output");
+                let (text, note) = shown_json(o.get(), "output", job.id);
                 (Some(text), note)
             }
             None => (None, String::new()),
