@@ -1,7 +1,8 @@
 // The dashboard's only script: it refreshes the parts of a page marked with data-refresh
-// without reloading the page (but not while a field in them is being edited), and asks before
-// the forms marked with data-confirm are sent. Everything it puts into the page was rendered
-// and escaped by the server.
+// without reloading the page (but not while a field in them is being edited), asks before
+// the forms marked with data-confirm are sent, and ticks the choice a field belongs to once
+// something is typed into it (data-selects: a reschedule's delay selects "after"). Everything
+// it puts into the page was rendered and escaped by the server.
 'use strict';
 
 (function () {
@@ -63,6 +64,11 @@
     document.addEventListener('submit', function (event) {
       const question = event.target.getAttribute('data-confirm');
       if (question && !window.confirm(question)) event.preventDefault();
+    });
+    document.addEventListener('input', function (event) {
+      const id = event.target.getAttribute('data-selects');
+      const choice = id && document.getElementById(id);
+      if (choice && event.target.value.trim() !== '') choice.checked = true;
     });
   }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use axum::http::StatusCode;
+use dbqueue::{Failure, NewJob, PopRequest};
 use queue_cli::serve::{router, Dashboard, DashboardConfig};
 use support::{cancelled, completed, dead, push, running, Client, Fixture};
 use tracing::field::{Field, Visit};
@@ -98,6 +99,25 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
         push(q, queue, "{}").await?;
     }
     let id = push(q, "emails", "{}").await?;
+    // A job of a kind with a history of failures: its page is still one read.
+    let failed = q
+        .push(
+            NewJob::from_json("emails", "{}")?
+                .kind("mail.send")
+                .priority(i32::MAX),
+        )
+        .await?;
+    for attempt in 0..2 {
+        let leased = q
+            .pop(PopRequest::new("emails").lease(Duration::from_secs(300)))
+            .await?;
+        ensure!(leased.len() == 1 && leased[0].job.id == failed, "{attempt}");
+        q.fail(
+            &leased[0].lease,
+            Failure::retry_after("boom", Duration::ZERO),
+        )
+        .await?;
+    }
     let dashboard = Dashboard::new(
         fx.queue.clone(),
         DashboardConfig {
@@ -115,14 +135,18 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let cold = cost(&mut c, "/").await?;
     let refresh = cost(&mut c, "/fragment/overview").await?;
     let list = cost(&mut c, "/jobs?queue=emails&state=dead").await?;
+    let of_kind = cost(&mut c, "/jobs?queue=emails&kind=mail.send").await?;
     let job = cost(&mut c, &format!("/jobs/{id}")).await?;
+    let history = cost(&mut c, &format!("/jobs/{failed}")).await?;
     let schedules = cost(&mut c, "/schedules").await?;
     let backend = fx.backend.name();
     for (what, statements) in [
         ("overview, first view (counts and chart)", &cold),
         ("overview refresh (chart cached)", &refresh),
         ("job list of one queue and state", &list),
+        ("job list of one queue and kind", &of_kind),
         ("job page", &job),
+        ("job page with a history of failures", &history),
         ("schedules", &schedules),
     ] {
         println!(
@@ -137,7 +161,9 @@ async fn statements_per_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
         "a refresh runs the stats queries only: {refresh:?}"
     );
     ensure!(list.len() == 3, "stats and one page: {list:?}");
+    ensure!(of_kind.len() == 3, "stats and one page: {of_kind:?}");
     ensure!(job.len() == 1, "one read: {job:?}");
+    ensure!(history.len() == 1, "one read: {history:?}");
     // The database's clock where it has one, and the schedules with their last jobs.
     ensure!((1..=2).contains(&schedules.len()), "{schedules:?}");
     // Stats, the database's clock where it has one, and one page per finished state.

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
-use dbqueue::{JobId, JobState, NewJob, PopRequest, Queue};
+use chrono::{DateTime, Utc};
+use dbqueue::{Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
+use serde_json::value::RawValue;
 use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
 
 fn config() -> DashboardConfig {
@@ -125,6 +127,27 @@ async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow:
     Ok(())
 }
 
+/// The ids a job list shows, in its order.
+fn ids_on(page: &Page) -> anyhow::Result<Vec<JobId>> {
+    page.body
+        .split("<td class=\"id\"><a href=\"/jobs/")
+        .skip(1)
+        .map(|part| Ok(part.get(..36).context("an id")?.parse::<JobId>()?))
+        .collect()
+}
+
+/// The link to the next (older) page of a job list, unescaped, if it has one.
+fn older_link(page: &Page) -> Option<String> {
+    if !page.body.contains("id=\"older\"") {
+        return None;
+    }
+    page.body
+        .split("id=\"older\"")
+        .next()
+        .and_then(|s| s.rsplit("href=\"").next())
+        .map(|href| href.trim_end_matches(['"', ' ']).replace("&#38;", "&"))
+}
+
 async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let mut ids = Vec::new();
@@ -145,19 +168,10 @@ async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Res
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
         page.has("Queue emails: pending jobs")?
             .has("class=\"active\" aria-current=\"page\">pending <span class=\"count\">7</span>")?;
-        for part in page.body.split("<td class=\"id\"><a href=\"/jobs/").skip(1) {
-            seen.push(part[..36].parse::<JobId>()?);
-        }
-        match page
-            .body
-            .split("id=\"older\"")
-            .next()
-            .and_then(|s| s.rsplit("href=\"").next())
-        {
-            Some(href) if page.body.contains("id=\"older\"") => {
-                path = href.trim_end_matches(['"', ' ']).replace("&#38;", "&");
-            }
-            _ => break,
+        seen.extend(ids_on(&page)?);
+        match older_link(&page) {
+            Some(href) => path = href,
+            None => break,
         }
     }
     let newest_first: Vec<JobId> = ids.iter().rev().copied().collect();
@@ -167,6 +181,126 @@ async fn job_lists_filter_and_page_newest_first(fx: Arc<Fixture>) -> anyhow::Res
     );
     let all = c.get("/jobs").await?.expect(StatusCode::OK)?;
     all.has("All queues")?.has(">other</a>")?;
+    Ok(())
+}
+
+/// Jobs of three kinds (and none) in two queues: every list shows each job's kind, and
+/// `kind=` narrows a list to one kind, across its pages, tabs and filter form.
+async fn job_lists_show_and_filter_by_kind(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let kinded = |queue: &str, kind: &str| -> anyhow::Result<NewJob> {
+        Ok(NewJob::from_json(queue, "{}")?.kind(kind))
+    };
+    let mut sends = Vec::new();
+    let mut bounces = Vec::new();
+    for _ in 0..4 {
+        sends.push(q.push(kinded("emails", "mail.send")?).await?);
+        bounces.push(q.push(kinded("emails", "mail.bounce")?).await?);
+    }
+    let plain = push(q, "emails", "{}").await?;
+    let elsewhere = q.push(kinded("reports", "mail.send")?).await?;
+    let dead_send = dead_job(q, kinded("emails", "mail.send")?, "boom").await?;
+    sends.push(dead_send);
+
+    // Every row shows its kind, a link to the same list narrowed to that kind.
+    let mut c = client(&fx);
+    let page = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
+    page.has("<th scope=\"col\">kind</th>")?
+        .has(&format!(
+            "<td class=\"kind\"><a href=\"{}\">mail.bounce</a></td>",
+            esc("/jobs?queue=emails&kind=mail.bounce")
+        ))?
+        .has("<td class=\"kind\"></td>")? // the job without a kind
+        .has("name=\"kind\" id=\"kind-filter\" value=\"\"")?
+        .lacks("id=\"every-kind\"")?;
+    let dead_tab = c
+        .get("/jobs?queue=emails&state=dead")
+        .await?
+        .expect(StatusCode::OK)?;
+    dead_tab.has(&format!(
+        "<a href=\"{}\">mail.send</a>",
+        esc("/jobs?queue=emails&state=dead&kind=mail.send")
+    ))?;
+
+    // One kind, page after page (three to a page): the filter stays in every link.
+    let mut small = client_with(
+        &fx,
+        DashboardConfig {
+            page_size: 3,
+            ..config()
+        },
+    );
+    let mut seen = Vec::new();
+    let mut path = "/jobs?queue=emails&kind=mail.send".to_owned();
+    for n in 0.. {
+        ensure!(n < 5, "the pages do not end");
+        let page = small.get(&path).await?.expect(StatusCode::OK)?;
+        page.has("<h1>Queue emails: jobs of kind mail.send</h1>")?
+            .has("<input type=\"hidden\" name=\"queue\" value=\"emails\">")?
+            .has("name=\"kind\" id=\"kind-filter\" value=\"mail.send\"")?
+            .has(&format!(
+                "href=\"{}\" id=\"every-kind\"",
+                esc("/jobs?queue=emails")
+            ))?
+            .has(&format!(
+                "href=\"{}\"",
+                esc("/jobs?queue=emails&state=dead&kind=mail.send")
+            ))?
+            // The counts are the queue's, of every kind: not shown for one kind.
+            .lacks("<span class=\"count\">")?
+            .has("id=\"kind-note\"")?
+            .has("Retry all 1 dead jobs of every kind")?;
+        seen.extend(ids_on(&page)?);
+        match older_link(&page) {
+            Some(href) => {
+                ensure!(href.contains("kind=mail.send"), "{href}");
+                path = href;
+            }
+            None => break,
+        }
+    }
+    let newest_first: Vec<JobId> = sends.iter().rev().copied().collect();
+    ensure!(
+        seen == newest_first,
+        "pages gave {seen:?}, expected {newest_first:?}"
+    );
+
+    // With a state, and across every queue.
+    let page = c
+        .get("/jobs?queue=emails&state=dead&kind=mail.send")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails: dead jobs of kind mail.send</h1>")?
+        .has("<input type=\"hidden\" name=\"state\" value=\"dead\">")?;
+    ensure!(ids_on(&page)? == [dead_send]);
+    let page = c
+        .get("/jobs?kind=mail.send")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>All queues: jobs of kind mail.send</h1>")?;
+    let all: Vec<JobId> = ids_on(&page)?;
+    ensure!(all.contains(&elsewhere) && all.contains(&dead_send) && all.len() == 6);
+    ensure!(!all.contains(&plain) && !all.iter().any(|id| bounces.contains(id)));
+    c.get("/jobs?queue=emails&kind=nothing.here")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("No jobs of kind nothing.here here.")?;
+    // An empty kind is no filter.
+    let page = c
+        .get("/jobs?queue=emails&kind=")
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails</h1>")?
+        .has("<span class=\"count\">10</span>")?;
+    ensure!(ids_on(&page)?.len() == 10);
+    // A kind no job can have is refused, naming the field.
+    for bad in ["bad%20kind", "%3Cb%3E", &"k".repeat(129)] {
+        c.get(&format!("/jobs?queue=emails&kind={bad}"))
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has("invalid kind")?
+            .lacks("<b>")?;
+    }
     Ok(())
 }
 
@@ -214,7 +348,10 @@ async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow
         .get(&format!("/jobs/{big_id}"))
         .await?
         .expect(StatusCode::OK)?;
-    page.has("The payload is 307,211 bytes; the first 262,144 are shown.")?;
+    page.has(&format!(
+        "The payload is 307,211 bytes; the first 262,144 are shown. `queue get {big_id} --json` \
+         prints it whole."
+    ))?;
     ensure!(page.body.len() < 300 * 1024, "{} bytes", page.body.len());
     c.get(&format!("/jobs/{}", JobId::new()))
         .await?
@@ -223,6 +360,369 @@ async fn the_job_page_shows_everything_a_job_carries(fx: Arc<Fixture>) -> anyhow
         .await?
         .expect(StatusCode::BAD_REQUEST)?
         .has("invalid id")?;
+    Ok(())
+}
+
+/// Claims the first due job of `queue` as `worker`, which must be `id`.
+async fn claim(q: &dyn Queue, queue: &str, id: JobId, worker: &str) -> anyhow::Result<Lease> {
+    let leased = q
+        .pop(
+            PopRequest::new(queue)
+                .worker(worker)
+                .lease(Duration::from_secs(300)),
+        )
+        .await?;
+    let got = leased.into_iter().next().context("pop found nothing")?;
+    ensure!(
+        got.job.id == id,
+        "pop claimed {} instead of {id}",
+        got.job.id
+    );
+    Ok(got.lease)
+}
+
+/// The text of each cell of each body row of the table `id` (tags dropped, entities kept).
+fn table_rows(page: &Page, id: &str) -> anyhow::Result<Vec<Vec<String>>> {
+    let start = page
+        .body
+        .find(&format!("id=\"{id}\""))
+        .with_context(|| format!("no table {id}"))?;
+    let table = &page.body[start..];
+    let table = &table[..table.find("</table>").context("table end")?];
+    let body = table.split("<tbody>").nth(1).context("a body")?;
+    let text = |html: &str| {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.trim().to_owned()
+    };
+    Ok(body
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| text(&format!("<td{cell}")))
+                .collect()
+        })
+        .collect())
+}
+
+/// A job with a kind, a timeout and metadata fails twice, snoozes once, then completes with an
+/// output: its page shows each of them, the history as a table, newest first.
+async fn the_job_page_shows_kind_history_metadata_and_output(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = q
+        .push(
+            NewJob::from_json("emails", "{\"to\":\"ada@example.com\"}")?
+                .kind("mail.send")
+                .timeout(Duration::from_secs(90))
+                .meta(&serde_json::json!({ "tenant": "acme", "progress": { "done": 0 } }))?,
+        )
+        .await?;
+    let first = claim(q, "emails", id, "host-a:1").await?;
+    q.fail(&first, Failure::retry_after("SMTP timeout", Duration::ZERO))
+        .await?;
+    let second = claim(q, "emails", id, "host-b:2").await?;
+    q.fail(
+        &second,
+        Failure::retry_after("SMTP said 451", Duration::ZERO),
+    )
+    .await?;
+    let third = claim(q, "emails", id, "host-c:3").await?;
+    q.merge_meta(&third, &serde_json::json!({ "progress": { "done": 3 } }))
+        .await?;
+    q.snooze(&third, Snooze::new(Duration::ZERO)).await?;
+    let last = claim(q, "emails", id, "host-c:3").await?;
+    let output = RawValue::from_string(r#"{"message_id":"<m1@mx>","sent":true}"#.to_owned())?;
+    q.ack_with_output(&last, &output).await?;
+    let job = q.get(id).await?.context("the job")?;
+    ensure!(
+        job.state == JobState::Completed && job.snoozes == 1 && job.errors.len() == 2,
+        "{job:?}"
+    );
+
+    let mut c = client(&fx);
+    let page = c
+        .get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(&format!(
+        "<dd id=\"kind\"><a href=\"{}\">mail.send</a></dd>",
+        esc("/jobs?queue=emails&kind=mail.send")
+    ))?
+    .has("<dd id=\"snoozes\">1</dd>")?
+    .has("<dd id=\"timeout\">1m 30s per attempt</dd>")?
+    .has("<dd>3 of 25</dd>")?
+    // Metadata and output as indented JSON, escaped.
+    // (the keys in the order the database keeps them)
+    .has(&esc("\n  \"tenant\": \"acme\""))?
+    .has(&esc("\n  \"progress\": {\n    \"done\": 3\n  }"))?
+    .has(&esc("\n  \"message_id\": \"<m1@mx>\",\n"))?
+    .lacks("<m1@mx>")?
+    .has("id=\"errors-note\">2 failed attempts, newest first.</p>")?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(rows.len() == 2, "{rows:?}");
+    ensure!(
+        rows[0][0] == "2" && rows[0][2] == "host-b:2" && rows[0][3] == "SMTP said 451",
+        "{rows:?}"
+    );
+    ensure!(
+        rows[1][0] == "1" && rows[1][2] == "host-a:1" && rows[1][3] == "SMTP timeout",
+        "{rows:?}"
+    );
+    let recorded = job.errors[1].at.format("%Y-%m-%d %H:%M:%S").to_string();
+    ensure!(rows[0][1].starts_with(&recorded), "{rows:?} at {recorded}");
+    // The last error stays in view above the history.
+    if let Some(e) = &job.last_error {
+        page.has(&format!(
+            "<pre class=\"error\" id=\"last-error\">{}</pre>",
+            esc(e)
+        ))?;
+    }
+
+    // A job of no kind, without a timeout, metadata, output or failure shows none of them.
+    let plain = push(q, "emails", "{}").await?;
+    let page = c
+        .get(&format!("/jobs/{plain}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<dd id=\"kind\">-</dd>")?
+        .has("<dd id=\"snoozes\">0</dd>")?
+        .lacks("id=\"timeout\"")?
+        .lacks("id=\"meta\"")?
+        .lacks("id=\"output\"")?
+        .lacks("id=\"errors\"")?
+        .has("<p class=\"empty\">None.</p>")?;
+
+    // A history keeps the 20 newest failures, and the page says older ones are gone.
+    let long = q
+        .push(NewJob::from_json("reports", "{}")?.max_attempts(30))
+        .await?;
+    for n in 1..=21 {
+        let lease = claim(q, "reports", long, &format!("w-{n}")).await?;
+        q.fail(
+            &lease,
+            Failure::retry_after(format!("failure {n}"), Duration::ZERO),
+        )
+        .await?;
+    }
+    let page = c
+        .get(&format!("/jobs/{long}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(
+        "The 20 most recent failed attempts, newest first: a job keeps no more than 20, so any \
+         older ones are gone.",
+    )?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(rows.len() == 20, "{} rows", rows.len());
+    ensure!(
+        rows[0][0] == "21" && rows[0][3] == "failure 21",
+        "{:?}",
+        rows[0]
+    );
+    ensure!(
+        rows[19][0] == "2" && rows[19][3] == "failure 2",
+        "{:?}",
+        rows[19]
+    );
+    Ok(())
+}
+
+/// The job's run time and priority, as the library reads them.
+async fn schedule_of(q: &dyn Queue, id: JobId) -> anyhow::Result<(JobState, DateTime<Utc>, i32)> {
+    let job = q.get(id).await?.context("the job exists")?;
+    Ok((job.state, job.run_at, job.priority))
+}
+
+/// A pending job run now, after a delay, and given a priority from its page: the database holds
+/// each change; bad input names its field and changes nothing.
+async fn reschedule_moves_a_pending_job(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = q
+        .push(NewJob::from_json("emails", "{}")?.delay(Duration::from_secs(3600)))
+        .await?;
+    let path = format!("/jobs/{id}/reschedule");
+    let mut c = client(&fx);
+    c.get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .has(&format!("action=\"{path}\""))?
+        .has("id=\"reschedule\"")?;
+
+    // Now, with a priority.
+    let page = c
+        .post(&path, &[("run", "now"), ("delay", ""), ("priority", "7")])
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Rescheduled: the job is due now, with priority 7.")?
+        .has("<dd id=\"priority-value\">7</dd>")?
+        .has("id=\"job-state\">pending")?;
+    let (state, run_at, priority) = schedule_of(q, id).await?;
+    let now = q.now().await?;
+    ensure!(state == JobState::Pending && priority == 7);
+    ensure!(run_at <= now, "due now: {run_at} > {now}");
+    ensure!(q.stats(Some("emails")).await?[0].available == 1);
+
+    // After a delay, counted from the database's clock; the priority stays.
+    let before = q.now().await?;
+    c.post(
+        &path,
+        &[("run", "delay"), ("delay", "2h"), ("priority", "")],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Rescheduled: the job is due in 2h; its priority is unchanged.")?;
+    let after = q.now().await?;
+    let (state, run_at, priority) = schedule_of(q, id).await?;
+    let two_hours = chrono::TimeDelta::hours(2);
+    let slack = chrono::TimeDelta::seconds(2);
+    ensure!(state == JobState::Pending && priority == 7);
+    ensure!(
+        run_at >= before + two_hours - slack && run_at <= after + two_hours + slack,
+        "{run_at} is not 2h after {before}..{after}"
+    );
+    ensure!(q.stats(Some("emails")).await?[0].scheduled == 1);
+
+    // The priority alone: the run time stays.
+    c.post(&path, &[("run", "keep"), ("priority", " -2 ")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Rescheduled: the job&#39;s priority is now -2; its run time is unchanged.")?;
+    let kept = schedule_of(q, id).await?;
+    ensure!(kept == (JobState::Pending, run_at, -2), "{kept:?}");
+
+    // Bad input: refused, naming the field; nothing changes.
+    for (fields, expected) in [
+        (
+            vec![("run", "delay"), ("delay", "soon")],
+            "Nothing was changed: invalid delay: &#34;soon&#34; is not a duration",
+        ),
+        (
+            vec![("run", "delay"), ("delay", "")],
+            "Nothing was changed: invalid delay: must not be empty",
+        ),
+        (
+            vec![("run", "delay"), ("delay", "4000d")],
+            "Nothing was changed: invalid delay: must be at most 10 years",
+        ),
+        (
+            vec![("run", "keep"), ("delay", "5m")],
+            "Nothing was changed: invalid delay: is used only when the job runs after a delay",
+        ),
+        (
+            vec![("run", "keep"), ("priority", "")],
+            "Nothing was changed: invalid reschedule: must change the run time, the priority or \
+             both",
+        ),
+        (
+            vec![("run", "now"), ("priority", "high")],
+            "Nothing was changed: invalid priority: must be a whole number",
+        ),
+        (
+            vec![("run", "soon")],
+            "Nothing was changed: invalid run: must be keep",
+        ),
+    ] {
+        c.post(&path, &fields)
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has(expected)?
+            .has("id=\"job-state\">pending")?;
+        ensure!(
+            schedule_of(q, id).await? == kept,
+            "{fields:?} changed nothing"
+        );
+    }
+    c.post(
+        &format!("/jobs/{}/reschedule", JobId::new()),
+        &[("run", "now")],
+    )
+    .await?
+    .expect(StatusCode::NOT_FOUND)?
+    .has("not found")?;
+    c.post("/jobs/not-a-uuid/reschedule", &[("run", "now")])
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid id")?;
+
+    // Now again: a worker gets it at once.
+    c.post(&path, &[("run", "now")])
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Rescheduled: the job is due now; its priority is unchanged.")?;
+    let leased = q.pop(PopRequest::new("emails")).await?;
+    ensure!(leased.len() == 1 && leased[0].job.id == id);
+    Ok(())
+}
+
+/// A job claimed after its page was opened, and finished ones, are refused and left as they
+/// are; their pages offer no reschedule.
+async fn reschedule_refuses_a_job_that_is_not_pending(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let id = push(q, "emails", "{}").await?;
+    let mut c = client(&fx);
+    c.get(&format!("/jobs/{id}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .has("id=\"reschedule\"")?;
+    // A worker claims it before the form is sent.
+    claim(q, "emails", id, "host-a:1").await?;
+    let held = q.get(id).await?.context("the job")?;
+    let page = c
+        .post(
+            &format!("/jobs/{id}/reschedule"),
+            &[("run", "now"), ("priority", "9")],
+        )
+        .await?
+        .expect(StatusCode::CONFLICT)?;
+    page.has(&format!(
+        "Nothing was changed: cannot reschedule job {id}: it is running"
+    ))?
+    .has("id=\"job-state\">running")?
+    .lacks("id=\"reschedule\"")?;
+    let now = q.get(id).await?.context("the job")?;
+    ensure!(
+        now.state == JobState::Running
+            && now.priority == held.priority
+            && now.run_at == held.run_at
+            && now.worker.as_deref() == Some("host-a:1")
+            && now.lease_expires_at == held.lease_expires_at
+            && now.attempts == held.attempts,
+        "unchanged: {now:?}"
+    );
+    let done = completed(q, "emails", "{}").await?;
+    let gone = dead(q, "emails", "{}", "boom").await?;
+    let stopped = cancelled(q, "emails", "{}").await?;
+    for (id, state) in [
+        (done, JobState::Completed),
+        (gone, JobState::Dead),
+        (stopped, JobState::Cancelled),
+    ] {
+        let before = schedule_of(q, id).await?;
+        c.get(&format!("/jobs/{id}"))
+            .await?
+            .expect(StatusCode::OK)?
+            .lacks("id=\"reschedule\"")?;
+        c.post(
+            &format!("/jobs/{id}/reschedule"),
+            &[("run", "delay"), ("delay", "1h"), ("priority", "3")],
+        )
+        .await?
+        .expect(StatusCode::CONFLICT)?
+        .has(&format!("cannot reschedule job {id}: it is {state}"))?;
+        ensure!(schedule_of(q, id).await? == before, "{state} job unchanged");
+    }
     Ok(())
 }
 
@@ -565,6 +1065,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
     let pending = push(q, "emails", "{}").await?;
+    let pending_before = schedule_of(q, pending).await?;
     q.pause("emails").await?;
     q.set_concurrency_limit("emails", Some(3)).await?;
     let mut c = client_with(
@@ -581,7 +1082,9 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         format!("/jobs/{pending}"),
     ] {
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
-        page.lacks("method=\"post\"")?.has("id=\"read-only\"")?;
+        page.lacks("method=\"post\"")?
+            .lacks("id=\"reschedule\"")?
+            .has("id=\"read-only\"")?;
     }
     // The controls are shown, without their forms.
     let page = c.get("/").await?.expect(StatusCode::OK)?;
@@ -601,6 +1104,10 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     for (path, fields) in [
         (format!("/jobs/{id}/retry"), vec![]),
         (format!("/jobs/{pending}/cancel"), vec![]),
+        (
+            format!("/jobs/{pending}/reschedule"),
+            vec![("run", "delay"), ("delay", "1h"), ("priority", "5")],
+        ),
         ("/actions/retry-dead".to_owned(), vec![("queue", "emails")]),
         (
             "/actions/prune".to_owned(),
@@ -623,7 +1130,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
             .has("read-only")?;
     }
     ensure!(state_of(q, id).await? == JobState::Dead);
-    ensure!(state_of(q, pending).await? == JobState::Pending);
+    ensure!(schedule_of(q, pending).await? == pending_before);
     ensure!(controls_of(q, "emails").await? == (true, Some(3)));
     ensure!(q.controls().await?.len() == 1, "reports was not paused");
     Ok(())
@@ -756,6 +1263,30 @@ async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Re
             .expect(StatusCode::FORBIDDEN)?;
     }
     ensure!(q.controls().await?.is_empty(), "nothing changed");
+    // So is a reschedule.
+    let pending = push(q, "emails", "{}").await?;
+    let before = schedule_of(q, pending).await?;
+    let path = format!("/jobs/{pending}/reschedule");
+    let fields = [("run", "delay"), ("delay", "1h"), ("priority", "4")];
+    c.post_raw(&path, &fields, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?
+        .has("CSRF token is missing")?;
+    let mut with_token = fields.to_vec();
+    with_token.push(("csrf", &other));
+    c.post_raw(&path, &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    with_token.pop();
+    with_token.push(("csrf", &csrf));
+    c.post_raw(&path, &with_token, &[("origin", "http://evil.example")])
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    ensure!(schedule_of(q, pending).await? == before, "nothing changed");
+    c.post_raw(&path, &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(schedule_of(q, pending).await?.2 == 4);
     Ok(())
 }
 
@@ -803,12 +1334,28 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     )
     .await?;
     let running_id = running(q, "emails", "{}", SCRIPT).await?;
+    // Metadata, an output and a history whose worker id carry markup too.
+    let recorded = q
+        .push(
+            NewJob::from_json("emails", "{}")?
+                .priority(i32::MAX)
+                .meta(&serde_json::json!({ "html": SCRIPT }))?,
+        )
+        .await?;
+    let lease = claim(q, "emails", recorded, IMG).await?;
+    q.fail(&lease, Failure::retry_after(SCRIPT, Duration::ZERO))
+        .await?;
+    let lease = claim(q, "emails", recorded, "w").await?;
+    let output = serde_json::json!({ "attr": IMG }).to_string();
+    q.ack_with_output(&lease, &RawValue::from_string(output)?)
+        .await?;
     let mut c = client(&fx);
     for path in [
         "/".to_owned(),
         "/jobs?queue=emails".to_owned(),
         format!("/jobs/{id}"),
         format!("/jobs/{running_id}"),
+        format!("/jobs/{recorded}"),
         format!("/search?q={}", support::query_value(IMG)),
     ] {
         let page = c.get(&path).await?;
@@ -817,6 +1364,14 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     }
     let page = c.get(&format!("/jobs/{id}")).await?;
     page.has(&esc(SCRIPT))?.has(&esc(IMG))?;
+    let page = c.get(&format!("/jobs/{recorded}")).await?;
+    let rows = table_rows(&page, "errors")?;
+    ensure!(
+        rows.len() == 1 && rows[0][2] == esc(IMG) && rows[0][3] == esc(SCRIPT),
+        "{rows:?}"
+    );
+    page.has(&esc(&serde_json::json!(SCRIPT).to_string()))? // in the metadata
+        .has(&esc(&serde_json::json!(IMG).to_string()))?; // in the output
     Ok(())
 }
 
@@ -917,7 +1472,11 @@ fn main() {
         case!(overview_shows_every_queue_with_its_counts),
         case!(the_overview_fragment_follows_the_database),
         case!(job_lists_filter_and_page_newest_first),
+        case!(job_lists_show_and_filter_by_kind),
         case!(the_job_page_shows_everything_a_job_carries),
+        case!(the_job_page_shows_kind_history_metadata_and_output),
+        case!(reschedule_moves_a_pending_job),
+        case!(reschedule_refuses_a_job_that_is_not_pending),
         case!(search_finds_jobs_by_id_and_dedup_key),
         case!(retry_brings_a_dead_job_back),
         case!(cancel_stops_pending_and_running_jobs),

@@ -1,7 +1,7 @@
-//! The actions (POST): retry, cancel, bulk retry, prune, the queue controls (pause, resume,
-//! concurrency limit), login, logout. Each needs the form's CSRF token (see [`Posted`]), is
-//! refused in read-only mode by the guard, and answers with a page that says what it changed
-//! or why it failed.
+//! The actions (POST): retry, cancel, reschedule, bulk retry, prune, the queue controls
+//! (pause, resume, concurrency limit), login, logout. Each needs the form's CSRF token (see
+//! [`Posted`]), is refused in read-only mode by the guard, and answers with a page that says
+//! what it changed or why it failed.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
-use queue_core::{validate, Error, JobId, JobState, PruneRequest};
+use queue_core::{validate, Error, JobId, JobState, PruneRequest, Reschedule, Schedule};
 use serde::Deserialize;
 
 use super::app::Dashboard;
@@ -43,13 +43,22 @@ macro_rules! csrf_field {
     };
 }
 
-csrf_field!(Confirm, QueueForm, ControlForm, PruneForm, LoginForm);
+csrf_field!(
+    Confirm,
+    RescheduleForm,
+    QueueForm,
+    ControlForm,
+    PruneForm,
+    LoginForm
+);
 
-/// Shows the job page after an action on job `id`, with what happened.
+/// Shows the job page after an action on job `id`, with what happened; a refusal is told
+/// after `refused` (e.g. `Nothing was changed: `).
 async fn after_job_action(
     app: &Dashboard,
     csrf: &str,
     id: JobId,
+    refused: &str,
     outcome: Result<String, Error>,
 ) -> Response {
     let (status, notice) = match outcome {
@@ -57,7 +66,10 @@ async fn after_job_action(
             app.forget_chart().await;
             (StatusCode::OK, Notice::ok(text))
         }
-        Err(e) => (error_status(&e), Notice::error(error_text(&e))),
+        Err(e) => (
+            error_status(&e),
+            Notice::error(format!("{refused}{}", error_text(&e))),
+        ),
     };
     match job_page(app, csrf, id, Some(notice.clone())).await {
         Ok(Some(page)) => html(status, &page),
@@ -81,7 +93,14 @@ pub(crate) async fn retry(
         tracing::info!(target: LOG_TARGET, job = %id, "dashboard: retried");
         "Retried: the job is pending again, due now, with its attempts reset.".to_owned()
     });
-    after_job_action(&app, &csrf, id, outcome.map_err(|e| in_words("retry", e))).await
+    after_job_action(
+        &app,
+        &csrf,
+        id,
+        "",
+        outcome.map_err(|e| in_words("retry", e)),
+    )
+    .await
 }
 
 /// `POST /jobs/{id}/cancel`: a pending or running job to cancelled.
@@ -101,7 +120,129 @@ pub(crate) async fn cancel(
          step."
             .to_owned()
     });
-    after_job_action(&app, &csrf, id, outcome.map_err(|e| in_words("cancel", e))).await
+    after_job_action(
+        &app,
+        &csrf,
+        id,
+        "",
+        outcome.map_err(|e| in_words("cancel", e)),
+    )
+    .await
+}
+
+/// The form of a reschedule: when the job runs (`run`: `keep` its run time, `now`, or after
+/// `delay`, e.g. `30m`) and its new `priority` (empty: kept). Without `run`, a `delay` given
+/// means after it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RescheduleForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    run: String,
+    #[serde(default)]
+    delay: String,
+    #[serde(default)]
+    priority: String,
+}
+
+fn reschedule_request(form: &RescheduleForm) -> Result<Reschedule, Error> {
+    let delay = form.delay.trim();
+    let unused_delay = |instead: &str| {
+        Error::invalid(
+            "delay",
+            format!(
+                "is used only when the job runs after a delay (run=delay); leave it empty \
+                 {instead}"
+            ),
+        )
+    };
+    let mut change = Reschedule::new();
+    match (form.run.trim(), delay.is_empty()) {
+        ("keep", true) | ("", true) => {}
+        ("keep", false) => return Err(unused_delay("to keep the run time")),
+        ("now", true) => change = change.now(),
+        ("now", false) => return Err(unused_delay("to run the job now")),
+        ("delay", _) | ("", false) => change = change.delay(duration::parse("delay", delay)?),
+        _ => {
+            return Err(Error::invalid(
+                "run",
+                "must be keep (its run time), now, or delay (after the delay given)",
+            ))
+        }
+    }
+    let priority = form.priority.trim();
+    if !priority.is_empty() {
+        let p = priority.parse::<i32>().map_err(|_| {
+            Error::invalid(
+                "priority",
+                format!(
+                    "must be a whole number from {} to {} (got {:?})",
+                    i32::MIN,
+                    i32::MAX,
+                    crate::table::clip(priority, 24)
+                ),
+            )
+        })?;
+        change = change.priority(p);
+    }
+    change.validate()?;
+    Ok(change)
+}
+
+/// What a reschedule changed, in words; `delay` is the delay as it was typed.
+fn rescheduled_words(change: &Reschedule, delay: &str) -> String {
+    let when = match change.run_at {
+        None => None,
+        Some(Schedule::Now) => Some("due now".to_owned()),
+        Some(Schedule::After(d)) if d.is_zero() => Some("due now".to_owned()),
+        Some(Schedule::After(_)) => Some(format!("due in {delay}")),
+        Some(Schedule::At(t)) => Some(format!("due at {} UTC", views::time(t))),
+    };
+    match (when, change.priority) {
+        (Some(when), Some(p)) => format!("Rescheduled: the job is {when}, with priority {p}."),
+        (Some(when), None) => {
+            format!("Rescheduled: the job is {when}; its priority is unchanged.")
+        }
+        (None, Some(p)) => {
+            format!("Rescheduled: the job's priority is now {p}; its run time is unchanged.")
+        }
+        (None, None) => "Nothing was changed.".to_owned(),
+    }
+}
+
+/// `POST /jobs/{id}/reschedule`: a pending job's run time (now, or after a delay) and/or its
+/// priority. A job that is no longer pending is left as it is, and the page says so.
+pub(crate) async fn reschedule(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Path(id): Path<String>,
+    Posted(form): Posted<RescheduleForm>,
+) -> Response {
+    let id = match id.parse::<JobId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    let outcome = match reschedule_request(&form) {
+        Ok(change) => app.queue.reschedule(id, change).await.map(|()| {
+            tracing::info!(
+                target: LOG_TARGET,
+                job = %id,
+                run = ?change.run_at,
+                priority = ?change.priority,
+                "dashboard: rescheduled"
+            );
+            rescheduled_words(&change, form.delay.trim())
+        }),
+        Err(e) => Err(e),
+    };
+    after_job_action(
+        &app,
+        &csrf,
+        id,
+        "Nothing was changed: ",
+        outcome.map_err(|e| in_words("reschedule", e)),
+    )
+    .await
 }
 
 /// Logs a failed action; the error goes back to the page as it is.
@@ -458,6 +599,68 @@ mod tests {
             dead: on(states[1]),
             cancelled: on(states[2]),
         }
+    }
+
+    fn moved(run: &str, delay: &str, priority: &str) -> Result<Reschedule, Error> {
+        reschedule_request(&RescheduleForm {
+            csrf: String::new(),
+            run: run.into(),
+            delay: delay.into(),
+            priority: priority.into(),
+        })
+    }
+
+    #[test]
+    fn reschedule_forms_become_checked_changes() {
+        let now = moved("now", "", "").unwrap();
+        assert_eq!(now, Reschedule::new().now());
+        let later = moved("delay", " 12h ", " -3 ").unwrap();
+        assert_eq!(
+            later,
+            Reschedule::new()
+                .delay(Duration::from_secs(12 * 3600))
+                .priority(-3)
+        );
+        assert_eq!(
+            moved("keep", "", "7").unwrap(),
+            Reschedule::new().priority(7)
+        );
+        // A delay alone, as a script might send it, means after it.
+        assert_eq!(
+            moved("", "30m", "").unwrap(),
+            Reschedule::new().delay(Duration::from_secs(1800))
+        );
+        assert_eq!(
+            rescheduled_words(&later, "12h"),
+            "Rescheduled: the job is due in 12h, with priority -3."
+        );
+        assert_eq!(
+            rescheduled_words(&now, ""),
+            "Rescheduled: the job is due now; its priority is unchanged."
+        );
+        assert_eq!(
+            rescheduled_words(&Reschedule::new().priority(7), ""),
+            "Rescheduled: the job's priority is now 7; its run time is unchanged."
+        );
+    }
+
+    #[test]
+    fn bad_reschedule_forms_name_the_field() {
+        let field = |r: Result<Reschedule, Error>| match r.unwrap_err() {
+            Error::InvalidInput { field, .. } => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(moved("keep", "", "")), "reschedule");
+        assert_eq!(field(moved("", "", "")), "reschedule");
+        assert_eq!(field(moved("delay", "", "")), "delay");
+        assert_eq!(field(moved("delay", "soon", "")), "delay");
+        assert_eq!(field(moved("delay", "-5m", "")), "delay");
+        assert_eq!(field(moved("delay", "4000d", "")), "delay");
+        assert_eq!(field(moved("keep", "5m", "")), "delay");
+        assert_eq!(field(moved("now", "5m", "")), "delay");
+        assert_eq!(field(moved("later", "", "")), "run");
+        assert_eq!(field(moved("now", "", "high")), "priority");
+        assert_eq!(field(moved("now", "", "2147483648")), "priority");
     }
 
     #[test]

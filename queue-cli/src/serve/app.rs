@@ -204,6 +204,7 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/jobs/{id}", get(pages::job))
         .route("/jobs/{id}/retry", post(actions::retry))
         .route("/jobs/{id}/cancel", post(actions::cancel))
+        .route("/jobs/{id}/reschedule", post(actions::reschedule))
         .route("/actions/retry-dead", post(actions::retry_dead))
         .route("/actions/prune", post(actions::prune))
         .route("/actions/pause", post(actions::pause))

@@ -131,6 +131,7 @@ pub(crate) async fn compute(
         let filter = Filter {
             queue: None,
             state: Some(state),
+            kind: None,
         };
         let mut before = None;
         let mut pages = 0;

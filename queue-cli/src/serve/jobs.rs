@@ -11,6 +11,8 @@ pub(crate) struct Filter {
     pub(crate) queue: Option<String>,
     /// Only this state.
     pub(crate) state: Option<JobState>,
+    /// Only jobs of this kind.
+    pub(crate) kind: Option<String>,
 }
 
 /// Up to `limit` jobs matching `filter`, newest first; with `before`, only jobs older than that
@@ -27,7 +29,7 @@ pub(crate) async fn page(
         state: filter.state,
         limit,
         before,
-        kind: None,
+        kind: filter.kind.clone(),
     };
     req.validate()?;
     queue.list(req).await
@@ -106,6 +108,7 @@ pub(crate) async fn retry_dead(
     let filter = Filter {
         queue: Some(name.to_owned()),
         state: Some(JobState::Dead),
+        kind: None,
     };
     let mut out = BulkRetry::default();
     let mut seen = 0usize;

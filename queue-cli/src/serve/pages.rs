@@ -15,9 +15,9 @@ use super::chart;
 use super::jobs::{self, Filter};
 use super::security::{local_path, Csrf};
 use super::views::{
-    self, count, error_page, html, jobs_href, message_page, query, ControlView, JobPage, JobRow,
-    JobView, JobsPage, Layout, Notice, OverviewBody, OverviewFragment, OverviewPage, QueueActions,
-    ScheduleRow, SchedulesPage, SearchPage, Tab,
+    self, count, error_page, html, jobs_href, list_href, message_page, ControlView, JobPage,
+    JobRow, JobView, JobsPage, KindFilter, Layout, Notice, OverviewBody, OverviewFragment,
+    OverviewPage, QueueActions, ScheduleRow, SchedulesPage, SearchPage, Tab,
 };
 
 /// The counts, controls and charts of every queue; the rows carry the forms of the queue
@@ -107,15 +107,17 @@ pub(crate) async fn schedules(
 pub(crate) struct JobsQuery {
     queue: Option<String>,
     state: Option<String>,
+    kind: Option<String>,
     before: Option<String>,
 }
 
 impl JobsQuery {
-    /// The first page of `queue` (in `state`).
+    /// The first page of `queue` (in `state`), of every kind.
     pub(crate) fn for_queue(queue: &str, state: Option<JobState>) -> Self {
         JobsQuery {
             queue: Some(queue.to_owned()),
             state: state.map(|s| s.as_str().to_owned()),
+            kind: None,
             before: None,
         }
     }
@@ -125,8 +127,12 @@ fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// Checks the filter of a list or search: a valid queue name, a known state.
-fn parse_filter(queue: Option<&str>, state: Option<&str>) -> Result<Filter, Error> {
+/// Checks the filter of a list or search: a valid queue name, a known state, a valid kind.
+fn parse_filter(
+    queue: Option<&str>,
+    state: Option<&str>,
+    kind: Option<&str>,
+) -> Result<Filter, Error> {
     if let Some(q) = queue {
         validate::queue_name(q)?;
     }
@@ -134,9 +140,13 @@ fn parse_filter(queue: Option<&str>, state: Option<&str>) -> Result<Filter, Erro
         None | Some("all") => None,
         Some(s) => Some(s.parse::<JobState>()?),
     };
+    if let Some(k) = kind {
+        validate::kind(k)?;
+    }
     Ok(Filter {
         queue: queue.map(str::to_owned),
         state,
+        kind: kind.map(str::to_owned),
     })
 }
 
@@ -161,7 +171,7 @@ fn total(stats: &[QueueStats]) -> QueueStats {
     })
 }
 
-/// `/jobs?queue=&state=&before=`: a page of jobs, newest first, with the queue's counts,
+/// `/jobs?queue=&state=&kind=&before=`: a page of jobs, newest first, with the queue's counts,
 /// chart and bulk actions when one queue is shown.
 pub(crate) async fn jobs(
     State(app): State<Arc<Dashboard>>,
@@ -181,7 +191,7 @@ pub(crate) async fn jobs_page(
     q: &JobsQuery,
     notice: Option<Notice>,
 ) -> Result<JobsPage, Error> {
-    let filter = parse_filter(non_empty(&q.queue), non_empty(&q.state))?;
+    let filter = parse_filter(non_empty(&q.queue), non_empty(&q.state), non_empty(&q.kind))?;
     let before = before_id(non_empty(&q.before))?;
     let stats = app.queue.stats(filter.queue.as_deref()).await?;
     let sum = total(&stats);
@@ -190,39 +200,43 @@ pub(crate) async fn jobs_page(
     let more = found.len() > size;
     found.truncate(size);
     let now = Utc::now();
-    let rows: Vec<JobRow> = found.iter().map(|j| JobRow::new(j, now)).collect();
-
     let queue = filter.queue.as_deref();
+    let kind = filter.kind.as_deref();
+    let rows: Vec<JobRow> = found
+        .iter()
+        .map(|j| JobRow::listed(j, now, queue, filter.state))
+        .collect();
+
+    // The counts are the queue's, of every kind (the statistics are not kept per kind), so a
+    // list of one kind shows none rather than numbers that do not match it.
+    let tab_count = |n: u64| {
+        if kind.is_some() {
+            String::new()
+        } else {
+            count(n)
+        }
+    };
     let mut tabs = vec![Tab {
         label: "all",
-        count: count(JobState::ALL.iter().map(|s| sum.count(*s)).sum()),
-        href: jobs_href(queue, None),
+        count: tab_count(JobState::ALL.iter().map(|s| sum.count(*s)).sum()),
+        href: list_href(queue, None, kind, None),
         active: filter.state.is_none(),
     }];
     tabs.extend(JobState::ALL.iter().map(|&s| Tab {
         label: s.as_str(),
-        count: count(sum.count(s)),
-        href: jobs_href(queue, Some(s)),
+        count: tab_count(sum.count(s)),
+        href: list_href(queue, Some(s), kind, None),
         active: filter.state == Some(s),
     }));
 
     let older_href = if more {
-        found.last().map(|last| {
-            let mut pairs = Vec::new();
-            if let Some(queue) = queue {
-                pairs.push(("queue", queue));
-            }
-            if let Some(s) = filter.state {
-                pairs.push(("state", s.as_str()));
-            }
-            let id = last.id.to_string();
-            pairs.push(("before", id.as_str()));
-            format!("/jobs?{}", query(&pairs))
-        })
+        found
+            .last()
+            .map(|last| list_href(queue, filter.state, kind, Some(last.id)))
     } else {
         None
     };
-    let newest_href = before.map(|_| jobs_href(queue, filter.state));
+    let newest_href = before.map(|_| list_href(queue, filter.state, kind, None));
 
     let (chart, chart_caption) = match queue {
         Some(name) => match app.throughput().await {
@@ -254,22 +268,18 @@ pub(crate) async fn jobs_page(
         None => (None, String::new()),
     };
 
-    let heading = match (queue, filter.state) {
-        (Some(name), Some(s)) => format!("Queue {name}: {s} jobs"),
-        (Some(name), None) => format!("Queue {name}"),
-        (None, Some(s)) => format!("All queues: {s} jobs"),
-        (None, None) => "All queues".to_owned(),
-    };
-    let empty_text = if before.is_some() {
-        "No older jobs.".to_owned()
-    } else {
-        "No jobs here.".to_owned()
+    let heading = heading(queue, filter.state, kind);
+    let empty_text = match (before, kind) {
+        (Some(_), _) => "No older jobs.".to_owned(),
+        (None, Some(k)) => format!("No jobs of kind {k} here."),
+        (None, None) => "No jobs here.".to_owned(),
     };
     let actions = match queue {
         Some(name) if !app.config.read_only => Some(QueueActions {
             queue: name.to_owned(),
             dead: sum.dead,
             dead_text: count(sum.dead),
+            every_kind: kind.is_some(),
         }),
         _ => None,
     };
@@ -281,6 +291,12 @@ pub(crate) async fn jobs_page(
         queue: filter.queue.clone(),
         queue_href: jobs_href(queue, None),
         tabs,
+        filter: KindFilter {
+            queue: filter.queue.clone(),
+            state: filter.state.map(|s| s.as_str()),
+            kind: kind.unwrap_or_default().to_owned(),
+            every_kind_href: list_href(queue, filter.state, None, None),
+        },
         rows,
         show_queue: queue.is_none(),
         newest_href,
@@ -292,6 +308,20 @@ pub(crate) async fn jobs_page(
         notice,
         empty_text,
     })
+}
+
+/// The heading of a job list: its queue, state and kind.
+fn heading(queue: Option<&str>, state: Option<JobState>, kind: Option<&str>) -> String {
+    let scope = match queue {
+        Some(name) => format!("Queue {name}"),
+        None => "All queues".to_owned(),
+    };
+    match (state, kind) {
+        (Some(s), Some(k)) => format!("{scope}: {s} jobs of kind {k}"),
+        (None, Some(k)) => format!("{scope}: jobs of kind {k}"),
+        (Some(s), None) => format!("{scope}: {s} jobs"),
+        (None, None) => scope,
+    }
 }
 
 /// Builds the page of job `id` (also shown after an action on it, with its `notice`).
@@ -367,7 +397,7 @@ pub(crate) async fn search(
             Err(e) => error_page(&app, &csrf, &e),
         };
     }
-    let filter = match parse_filter(queue.as_deref(), None) {
+    let filter = match parse_filter(queue.as_deref(), None, None) {
         Ok(f) => f,
         Err(e) => return error_page(&app, &csrf, &e),
     };

@@ -6,7 +6,9 @@ use askama::Template;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use queue_core::{Error, Job, JobState, QueueStats, ScheduleInfo};
+use queue_core::{
+    AttemptError, Error, Job, JobId, JobState, QueueStats, ScheduleInfo, ERRORS_KEPT,
+};
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
@@ -209,12 +211,30 @@ pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
 
 /// The list of jobs of `queue` (and `state`).
 pub(crate) fn jobs_href(queue: Option<&str>, state: Option<JobState>) -> String {
+    list_href(queue, state, None, None)
+}
+
+/// The list of jobs of `queue`, `state` and `kind` (each optional), older than `before` when
+/// given: the one place a list's link is made, so that paging and tabs keep every filter.
+pub(crate) fn list_href(
+    queue: Option<&str>,
+    state: Option<JobState>,
+    kind: Option<&str>,
+    before: Option<JobId>,
+) -> String {
+    let before = before.map(|id| id.to_string());
     let mut pairs = Vec::new();
     if let Some(q) = queue {
         pairs.push(("queue", q));
     }
     if let Some(s) = state {
         pairs.push(("state", s.as_str()));
+    }
+    if let Some(k) = kind {
+        pairs.push(("kind", k));
+    }
+    if let Some(id) = &before {
+        pairs.push(("before", id.as_str()));
     }
     if pairs.is_empty() {
         "/jobs".to_owned()
@@ -411,6 +431,10 @@ pub(crate) struct JobRow {
     pub(crate) href: String,
     pub(crate) queue: String,
     pub(crate) queue_href: String,
+    /// The job's kind, or empty.
+    pub(crate) kind: String,
+    /// The list of the jobs of its kind.
+    pub(crate) kind_href: String,
     pub(crate) state: &'static str,
     pub(crate) attempts: String,
     pub(crate) priority: i32,
@@ -422,7 +446,19 @@ pub(crate) struct JobRow {
 }
 
 impl JobRow {
+    /// `job` as a row; its kind links to the jobs of that kind in its queue.
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
+        Self::listed(job, now, Some(&job.queue), None)
+    }
+
+    /// `job` as a row of the list of `queue` and `state`; its kind links to the jobs of that
+    /// kind in the same list.
+    pub(crate) fn listed(
+        job: &Job,
+        now: DateTime<Utc>,
+        queue: Option<&str>,
+        state: Option<JobState>,
+    ) -> Self {
         let when = match job.state {
             JobState::Pending => format!("runs {}", relative(job.run_at, now)),
             JobState::Running => job
@@ -439,6 +475,12 @@ impl JobRow {
             href: format!("/jobs/{}", job.id),
             queue: job.queue.clone(),
             queue_href: jobs_href(Some(&job.queue), None),
+            kind: job.kind.clone().unwrap_or_default(),
+            kind_href: job
+                .kind
+                .as_deref()
+                .map(|k| list_href(queue, state, Some(k), None))
+                .unwrap_or_default(),
             state: job.state.as_str(),
             attempts: format!("{}/{}", job.attempts, job.max_attempts),
             priority: job.priority,
@@ -515,6 +557,9 @@ pub(crate) struct QueueActions {
     pub(crate) queue: String,
     pub(crate) dead: u64,
     pub(crate) dead_text: String,
+    /// Whether the list shows one kind: the bulk retry still takes the queue's dead jobs of
+    /// every kind, and says so.
+    pub(crate) every_kind: bool,
 }
 
 #[derive(Template)]
@@ -525,6 +570,8 @@ pub(crate) struct JobsPage {
     pub(crate) queue: Option<String>,
     pub(crate) queue_href: String,
     pub(crate) tabs: Vec<Tab>,
+    /// The kind filter's form: the queue and state it keeps, and the kind (or empty).
+    pub(crate) filter: KindFilter,
     pub(crate) rows: Vec<JobRow>,
     pub(crate) show_queue: bool,
     pub(crate) newest_href: Option<String>,
@@ -536,6 +583,64 @@ pub(crate) struct JobsPage {
     pub(crate) control: Option<ControlView>,
     pub(crate) notice: Option<Notice>,
     pub(crate) empty_text: String,
+}
+
+/// The form that filters a job list by kind, keeping its queue and state.
+#[derive(Debug)]
+pub(crate) struct KindFilter {
+    pub(crate) queue: Option<String>,
+    pub(crate) state: Option<&'static str>,
+    /// The kind shown, or empty for every kind.
+    pub(crate) kind: String,
+    /// The same list of every kind.
+    pub(crate) every_kind_href: String,
+}
+
+/// One failed attempt of a job's history, as its page shows it.
+#[derive(Debug)]
+pub(crate) struct ErrorRow {
+    pub(crate) attempt: u32,
+    pub(crate) at: String,
+    pub(crate) at_ago: String,
+    pub(crate) worker: String,
+    pub(crate) error: String,
+}
+
+impl ErrorRow {
+    fn new(e: &AttemptError, now: DateTime<Utc>) -> Self {
+        ErrorRow {
+            attempt: e.attempt,
+            at: time(e.at),
+            at_ago: relative(e.at, now),
+            worker: e.worker.clone().unwrap_or_else(|| "-".to_owned()),
+            error: e.error.clone(),
+        }
+    }
+}
+
+/// A duration as the dashboard's forms take it: `30s`, `1m 30s`, `250ms`, `2d 1h`.
+pub(crate) fn duration_text(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return if d.is_zero() {
+            "0s".to_owned()
+        } else {
+            format!("{}µs", d.as_micros())
+        };
+    }
+    let parts = [
+        (ms / 86_400_000, "d"),
+        (ms / 3_600_000 % 24, "h"),
+        (ms / 60_000 % 60, "m"),
+        (ms / 1000 % 60, "s"),
+        (ms % 1000, "ms"),
+    ];
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n}{unit}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One job, as its page shows it.
@@ -554,11 +659,30 @@ pub(crate) struct JobView {
     pub(crate) worker: String,
     pub(crate) lease_expires: String,
     pub(crate) dedup: String,
+    /// Its kind, or `-`.
+    pub(crate) kind: String,
+    /// The list of the jobs of its kind in its queue, when it has a kind.
+    pub(crate) kind_href: Option<String>,
+    pub(crate) snoozes: u32,
+    /// The longest one attempt may run, when the job was pushed with a limit.
+    pub(crate) timeout: Option<String>,
     pub(crate) last_error: Option<String>,
+    /// Its failed attempts, newest first.
+    pub(crate) errors: Vec<ErrorRow>,
+    /// What the page says about the history: its order, and whether older failures were
+    /// dropped.
+    pub(crate) errors_note: String,
     pub(crate) payload: String,
     pub(crate) payload_note: String,
+    /// Its metadata as indented JSON, when it has any.
+    pub(crate) meta: Option<String>,
+    pub(crate) meta_note: String,
+    /// The output its handler recorded, as indented JSON, when it recorded one.
+    pub(crate) output: Option<String>,
+    pub(crate) output_note: String,
     pub(crate) can_retry: bool,
     pub(crate) can_cancel: bool,
+    pub(crate) can_reschedule: bool,
 }
 
 /// The most payload a job page shows.
@@ -629,26 +753,54 @@ fn with_relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!("{} UTC ({})", time(t), relative(t, now))
 }
 
+/// `raw` JSON of job `id` indented for a page, cut to [`MAX_PAYLOAD_SHOWN`] bytes, with a note
+/// saying so (naming `what`, e.g. `payload`, and where to read it whole) when it was cut.
+fn shown_json(raw: &str, what: &str, id: JobId) -> (String, String) {
+    if raw.len() <= MAX_PAYLOAD_SHOWN {
+        return (pretty_json(raw), String::new());
+    }
+    let mut cut = MAX_PAYLOAD_SHOWN;
+    while !raw.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    (
+        pretty_json(&raw[..cut]),
+        format!(
+            "The {what} is {} bytes; the first {} are shown. `queue get {id} --json` prints it \
+             whole.",
+            count(raw.len() as u64),
+            count(cut as u64)
+        ),
+    )
+}
+
 impl JobView {
     pub(crate) fn new(job: &Job, now: DateTime<Utc>) -> Self {
-        let raw = job.payload.get();
-        let (shown, payload_note) = if raw.len() > MAX_PAYLOAD_SHOWN {
-            let mut cut = MAX_PAYLOAD_SHOWN;
-            while !raw.is_char_boundary(cut) {
-                cut -= 1;
+        let (payload, payload_note) = shown_json(job.payload.get(), "payload", job.id);
+        let (meta, meta_note) = match &job.meta {
+            Some(m) => {
+                let (text, note) = shown_json(m.get(), "metadata", job.id);
+                (Some(text), note)
             }
-            (
-                &raw[..cut],
-                format!(
-                    "The payload is {} bytes; the first {} are shown. `queue list --json` prints it whole.",
-                    count(raw.len() as u64),
-                    count(cut as u64)
-                ),
-            )
-        } else {
-            (raw, String::new())
+            None => (None, String::new()),
         };
-        let payload = pretty_json(shown);
+        let (output, output_note) = match &job.output {
+            Some(o) => {
+                let (text, note) = shown_json(o.get(), "output", job.id);
+                (Some(text), note)
+            }
+            None => (None, String::new()),
+        };
+        let kept = job.errors.len();
+        let errors_note = match kept {
+            0 => String::new(),
+            1 => "1 failed attempt.".to_owned(),
+            n if n >= ERRORS_KEPT as usize => format!(
+                "The {n} most recent failed attempts, newest first: a job keeps no more than \
+                 {ERRORS_KEPT}, so any older ones are gone."
+            ),
+            n => format!("{n} failed attempts, newest first."),
+        };
         JobView {
             id: job.id.to_string(),
             queue: job.queue.clone(),
@@ -669,11 +821,30 @@ impl JobView {
                 .map(|t| with_relative(t, now))
                 .unwrap_or_else(|| "-".to_owned()),
             dedup: job.dedup_key.clone().unwrap_or_else(|| "-".to_owned()),
+            kind: job.kind.clone().unwrap_or_else(|| "-".to_owned()),
+            kind_href: job
+                .kind
+                .as_deref()
+                .map(|k| list_href(Some(&job.queue), None, Some(k), None)),
+            snoozes: job.snoozes,
+            timeout: job.timeout.map(duration_text),
             last_error: job.last_error.clone(),
+            errors: job
+                .errors
+                .iter()
+                .rev()
+                .map(|e| ErrorRow::new(e, now))
+                .collect(),
+            errors_note,
             payload,
             payload_note,
+            meta,
+            meta_note,
+            output,
+            output_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
             can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
+            can_reschedule: job.state == JobState::Pending,
         }
     }
 }
@@ -746,12 +917,29 @@ mod tests {
     }
 
     #[test]
+    fn durations_read_as_they_are_typed() {
+        use std::time::Duration;
+        assert_eq!(duration_text(Duration::from_secs(30)), "30s");
+        assert_eq!(duration_text(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1s 500ms");
+        assert_eq!(duration_text(Duration::from_secs(86_400 + 3600)), "1d 1h");
+        assert_eq!(duration_text(Duration::from_micros(5)), "5µs");
+        assert_eq!(duration_text(Duration::ZERO), "0s");
+    }
+
+    #[test]
     fn links_encode_their_values() {
         assert_eq!(
             jobs_href(Some("a:b.c"), Some(JobState::Dead)),
             "/jobs?queue=a%3Ab.c&state=dead"
         );
         assert_eq!(jobs_href(None, None), "/jobs");
+        let id: JobId = "0190f0e4-1c2b-7d3e-8f00-123456789abc".parse().unwrap();
+        assert_eq!(
+            list_href(None, Some(JobState::Dead), Some("mail.send"), Some(id)),
+            "/jobs?state=dead&kind=mail.send&before=0190f0e4-1c2b-7d3e-8f00-123456789abc"
+        );
         assert_eq!(query(&[("q", "a&b=<c>")]), "q=a%26b%3D%3Cc%3E");
     }
 }
