@@ -1,8 +1,10 @@
 -- name: job_insert
 -- One row; the driver repeats the VALUES tuple for multi-row inserts.
 -- run_at = the database's now + a delay in microseconds. Binds: id, queue, payload, priority,
--- max_attempts, delay, dedup_key, kind, meta, timeout_us.
+-- max_attempts, delay, dedup_key, kind. For jobs without metadata or a timeout of their own
+-- (most jobs): each bound value costs on both ends, so those columns are left to
+-- job_insert_meta, which a batch uses when any of its jobs has one.
 INSERT INTO {prefix}jobs
-    (id, queue, payload, priority, state, attempts, max_attempts, run_at, dedup_key, kind, meta, timeout_us, version, created_at, updated_at)
+    (id, queue, payload, priority, state, attempts, max_attempts, run_at, dedup_key, kind, version, created_at, updated_at)
 VALUES
-    (?, ?, ?, ?, 'pending', 0, ?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+    (?, ?, ?, ?, 'pending', 0, ?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6)), ?, ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))

@@ -23,7 +23,7 @@ use crate::migrate::{statements, MIGRATIONS};
 use crate::server::ServerInfo;
 use crate::sql::Statements;
 
-/// Rows per multi-row INSERT (10 placeholders each, far below the protocol's 65,535).
+/// Rows per multi-row INSERT (at most 10 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
 /// Leases per `job_complete_many` / `job_rescue` statement (3 placeholders each, under 65,535).
 const PAIR_CHUNK: usize = 20_000;
@@ -331,9 +331,13 @@ impl MySqlDriver {
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
         for &(start, end) in chunks {
-            let sql = self.sql.job_insert_rows(end - start);
+            let jobs = &p.jobs[start..end];
+            let meta = jobs
+                .iter()
+                .any(|j| j.meta_json().is_some() || j.timeout_value().is_some());
+            let sql = self.sql.job_insert_rows(end - start, meta);
             let mut q = sqlx::query(sql);
-            for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
+            for (job, delay) in jobs.iter().zip(&p.delays[start..end]) {
                 q = q
                     .bind(job.id().0)
                     .bind(job.queue())
@@ -342,9 +346,12 @@ impl MySqlDriver {
                     .bind(job.max_attempts_value())
                     .bind(micros(*delay))
                     .bind(job.dedup_key_value())
-                    .bind(job.kind_value())
-                    .bind(job.meta_json())
-                    .bind(job.timeout_value().map(micros));
+                    .bind(job.kind_value());
+                if meta {
+                    q = q
+                        .bind(job.meta_json())
+                        .bind(job.timeout_value().map(micros));
+                }
             }
             q.execute(&mut *conn).await?;
         }

@@ -18,6 +18,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     migration_record,
     drop_tables,
     job_insert,
+    job_insert_meta,
     job_dedup_live,
     job_claim,
     job_claim_update,
@@ -87,12 +88,18 @@ fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
 }
 
 impl Statements {
-    /// A multi-row INSERT of `rows` rows.
-    pub(crate) fn job_insert_rows(&self, rows: usize) -> SqlStr {
+    /// A multi-row INSERT of `rows` rows: `job_insert`, or `job_insert_meta` (with each job's
+    /// metadata and timeout) when `meta`.
+    pub(crate) fn job_insert_rows(&self, rows: usize, meta: bool) -> SqlStr {
+        let statement = if meta {
+            &self.job_insert_meta
+        } else {
+            &self.job_insert
+        };
         if rows == 1 {
-            return self.job_insert.clone();
+            return statement.clone();
         }
-        let text = self.job_insert.as_str();
+        let text = statement.as_str();
         let (head, row) = text.rsplit_once("VALUES").unwrap_or((text, ""));
         let row = row.trim();
         let mut sql = String::with_capacity(head.len() + 8 + rows * (row.len() + 2));
@@ -179,7 +186,10 @@ mod tests {
             .as_str()
             .contains("CASE id WHEN ? THEN ? WHEN ? THEN ? END"));
         assert!(u.as_str().contains("id IN (?, ?)"));
-        let ins = s.job_insert_rows(3);
+        let ins = s.job_insert_rows(3, false);
+        assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
+        assert_eq!(ins.as_str().matches('?').count(), 24);
+        let ins = s.job_insert_rows(3, true);
         assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
         assert_eq!(ins.as_str().matches('?').count(), 30);
         assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
