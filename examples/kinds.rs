@@ -56,7 +56,8 @@ async fn main() -> dbqueue::Result<()> {
         .unwrap_or_else(|| format!("sqlite://{}", path.display()));
     let queue = dbqueue::connect_and_migrate(&url).await?;
 
-    // Each typed push takes its kind's queue, priority, attempts and timeout.
+    // Each typed push takes its kind's queue, priority and attempts; the kind's timeout is not
+    // stored with the job: the worker applies it when the job runs.
     let report = queue
         .push(
             NewJob::of(&BuildReport {

@@ -27,7 +27,8 @@ use conformance_tests::{
 };
 use queue_core::engine::statements::load;
 use queue_core::{
-    ClaimStrategy, Dialect, Error, JobId, JobState, Lease, Limits, NewJob, PopRequest, Queue,
+    BulkAction, BulkOutcome, ClaimStrategy, Dialect, Error, Failure, JobFilter, JobId, JobState,
+    Lease, Limits, NewJob, PopRequest, Queue, Unique,
 };
 use queue_mssql::tiberius::{ColumnData, Query};
 use queue_mssql::{
@@ -433,6 +434,7 @@ impl Fixture for MsSqlFixture {
             &in_schema(
                 "DROP TABLE IF EXISTS [{schema}].[effects]; DROP TABLE IF EXISTS [{schema}].[jobs]; \
                  DROP TABLE IF EXISTS [{schema}].[schedules]; DROP TABLE IF EXISTS [{schema}].[queues]; \
+                 DROP TABLE IF EXISTS [{schema}].[maintenance]; \
                  DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
                 &self.schema,
             ),
@@ -528,7 +530,7 @@ async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
         q,
         &in_schema(
             "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[schedules]; \
-             DROP TABLE IF EXISTS [{schema}].[queues]; \
+             DROP TABLE IF EXISTS [{schema}].[queues]; DROP TABLE IF EXISTS [{schema}].[maintenance]; \
              DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
             q.schema(),
         ),
@@ -718,6 +720,402 @@ async fn the_claim_seeks_the_filtered_index(server: Server) -> anyhow::Result<()
     drop_schema(&q).await
 }
 
+/// Whether job `id` of `q` has a unique key, and whether it holds it (`unique_live` equals the
+/// key); `unique_live` that is neither NULL nor the key fails the test.
+async fn unique_columns(q: &MsSqlQueue, id: JobId) -> anyhow::Result<(bool, bool)> {
+    let sql = in_schema(
+        "SELECT CAST(CASE WHEN unique_key IS NULL THEN 0 ELSE 1 END AS INT) AS has_key, \
+         CAST(CASE WHEN unique_live IS NULL THEN 0 WHEN unique_live = unique_key THEN 1 \
+         ELSE 2 END AS INT) AS live \
+         FROM [{schema}].[jobs] WHERE id = CAST(@P1 AS BINARY(16))",
+        q.schema(),
+    );
+    let mut tx = q.begin().await?;
+    let mut query = Query::new(sql);
+    query.bind(id.0.as_bytes().to_vec());
+    let row = query
+        .query(tx.client())
+        .await?
+        .into_row()
+        .await?
+        .with_context(|| format!("no row for job {id}"))?;
+    let has_key = row.try_get::<i32, _>("has_key")?.unwrap_or(-1);
+    let live = row.try_get::<i32, _>("live")?.unwrap_or(-1);
+    tx.commit().await?;
+    ensure!(
+        live != 2,
+        "job {id}: unique_live is neither NULL nor its key"
+    );
+    Ok((has_key == 1, live == 1))
+}
+
+/// `unique_live` as every statement keeps it (migration 0005): the job's key exactly while its
+/// state is in its rule's states, else NULL; a job without a rule has no key. Checked in the
+/// table after each transition that can change it: completion (one and a batch), failure and
+/// rescue to dead, rescue to pending, cancel, and retry back to pending.
+async fn unique_live_is_the_key_while_the_state_holds_it(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let index = scalar(
+        &q,
+        &in_schema(
+            "SELECT COUNT_BIG(*) FROM sys.indexes WHERE object_id = OBJECT_ID(N'[{schema}].[jobs]') \
+             AND name = N'jobs_unique_idx' AND is_unique = 1 AND has_filter = 1",
+            q.schema(),
+        ),
+        &[],
+    )
+    .await?;
+    ensure!(
+        index == 1,
+        "jobs_unique_idx is missing or not a filtered unique index"
+    );
+    let default = Unique::new().by_args();
+    let live_only = Unique::new()
+        .by_args()
+        .states([JobState::Pending, JobState::Running]);
+    let with = |state: JobState| {
+        Unique::new()
+            .by_args()
+            .states([JobState::Pending, JobState::Running, state])
+    };
+    let push = |queue: &'static str, n: u64, rule: Option<Unique>| {
+        let q = q.clone();
+        async move {
+            let j = job(queue, n).kind("sync");
+            let j = match rule {
+                Some(rule) => j.unique(rule),
+                None => j,
+            };
+            let outcome = q.push_outcome(j).await?;
+            ensure!(outcome.inserted(), "{queue} {n}: {outcome:?}");
+            anyhow::Ok(outcome.id())
+        }
+    };
+    let pop1 = |queue: &'static str, lease: Duration| {
+        let q = q.clone();
+        async move {
+            let mut leased = q.pop(PopRequest::new(queue).lease(lease)).await?;
+            ensure!(leased.len() == 1, "{queue}: {} claimed", leased.len());
+            anyhow::Ok(leased.remove(0))
+        }
+    };
+    let long = Duration::from_secs(300);
+
+    // No rule: no key.
+    let plain = push("ul.plain", 0, None).await?;
+    ensure!(unique_columns(&q, plain).await? == (false, false));
+
+    // Pending and running hold the key; completed holds it only when it is in the states.
+    let a = push("ul.done", 1, Some(default.clone())).await?;
+    ensure!(unique_columns(&q, a).await? == (true, true), "pending");
+    let l = pop1("ul.done", long).await?;
+    ensure!(unique_columns(&q, a).await? == (true, true), "running");
+    q.ack(&l.lease).await?;
+    ensure!(
+        unique_columns(&q, a).await? == (true, true),
+        "completed, kept"
+    );
+    let b = push("ul.done", 2, Some(live_only.clone())).await?;
+    q.ack(&pop1("ul.done", long).await?.lease).await?;
+    ensure!(
+        unique_columns(&q, b).await? == (true, false),
+        "completed, freed"
+    );
+    // The same through a batch acknowledgement.
+    let c = push("ul.done", 3, Some(default.clone())).await?;
+    let d = push("ul.done", 4, Some(live_only.clone())).await?;
+    let leases: Vec<Lease> = q
+        .pop(PopRequest::new("ul.done").limit(2).lease(long))
+        .await?
+        .into_iter()
+        .map(|l| l.lease)
+        .collect();
+    ensure!(q.ack_batch(&leases).await? == 2);
+    ensure!(unique_columns(&q, c).await? == (true, true), "batch, kept");
+    ensure!(
+        unique_columns(&q, d).await? == (true, false),
+        "batch, freed"
+    );
+
+    // Dead: freed unless dead is in the states; a retry takes the key back.
+    let e = push("ul.dead", 5, Some(default.clone())).await?;
+    q.fail(&pop1("ul.dead", long).await?.lease, Failure::permanent("x"))
+        .await?;
+    ensure!(unique_columns(&q, e).await? == (true, false), "dead, freed");
+    q.retry(e).await?;
+    ensure!(unique_columns(&q, e).await? == (true, true), "retried");
+    let f = push("ul.dead2", 6, Some(with(JobState::Dead))).await?;
+    q.fail(
+        &pop1("ul.dead2", long).await?.lease,
+        Failure::permanent("x"),
+    )
+    .await?;
+    ensure!(unique_columns(&q, f).await? == (true, true), "dead, kept");
+
+    // Rescue of an expired lease: to dead (no attempt left) frees the key unless dead is in
+    // the states; back to pending keeps it.
+    let g = q
+        .push(
+            job("ul.rescue", 7)
+                .kind("sync")
+                .max_attempts(1)
+                .unique(default.clone()),
+        )
+        .await?;
+    let h = q
+        .push(
+            job("ul.rescue2", 8)
+                .kind("sync")
+                .max_attempts(1)
+                .unique(with(JobState::Dead)),
+        )
+        .await?;
+    let i = q
+        .push(
+            job("ul.rescue3", 9)
+                .kind("sync")
+                .max_attempts(3)
+                .unique(default.clone()),
+        )
+        .await?;
+    let short = Duration::from_millis(50);
+    pop1("ul.rescue", short).await?;
+    pop1("ul.rescue2", short).await?;
+    pop1("ul.rescue3", short).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ensure!(q.rescue_expired().await? == 3);
+    for (id, state, held) in [
+        (g, JobState::Dead, false),
+        (h, JobState::Dead, true),
+        (i, JobState::Pending, true),
+    ] {
+        let got = q.get(id).await?.context("a rescued job")?.state;
+        ensure!(got == state, "rescued {id}: {got:?}");
+        ensure!(
+            unique_columns(&q, id).await? == (true, held),
+            "rescued to {state:?}"
+        );
+    }
+
+    // Cancelled: freed unless cancelled is in the states.
+    let k = push("ul.cancel", 10, Some(default)).await?;
+    q.cancel(k).await?;
+    ensure!(
+        unique_columns(&q, k).await? == (true, false),
+        "cancelled, freed"
+    );
+    let m = push("ul.cancel", 11, Some(with(JobState::Cancelled))).await?;
+    q.cancel(m).await?;
+    ensure!(
+        unique_columns(&q, m).await? == (true, true),
+        "cancelled, kept"
+    );
+
+    // Nothing else holds a key: the held rows are exactly the ones above.
+    ensure!(count(&q, "unique_live IS NOT NULL").await? == 7);
+    drop_schema(&q).await
+}
+
+/// The plan SQL Server would run for `batch` (SHOWPLAN_XML: compiled, not executed), every
+/// statement's plan joined.
+async fn plan_of(q: &MsSqlQueue, batch: String) -> anyhow::Result<String> {
+    let mut tx = q.begin().await?;
+    let client = tx.client();
+    client
+        .simple_query("SET SHOWPLAN_XML ON")
+        .await?
+        .into_results()
+        .await?;
+    let plan = client.simple_query(batch).await?.into_results().await;
+    client
+        .simple_query("SET SHOWPLAN_XML OFF")
+        .await?
+        .into_results()
+        .await?;
+    tx.rollback().await?;
+    Ok(plan?
+        .iter()
+        .flatten()
+        .flat_map(|r| r.cells().map(|(_, cell)| cell.clone()).collect::<Vec<_>>())
+        .filter_map(|cell| match cell {
+            ColumnData::String(Some(s)) => Some(s.into_owned()),
+            ColumnData::Xml(Some(x)) => Some(x.into_owned().into_string()),
+            _ => None,
+        })
+        .collect())
+}
+
+/// `stats` counts finished jobs along `jobs_finished_queue_idx` (migration 6) and finds the
+/// queues by seeks, in one request: the plan of `job_stats` seeks that index and the claim
+/// index and never reads the clustered index (every row); the counts it returns are capped.
+async fn stats_seek_the_finished_queue_index(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| {
+        b.limits(Limits {
+            stats_count_cap: Some(50),
+            ..Limits::default()
+        })
+    })
+    .await?;
+    let filtered = scalar(
+        &q,
+        &in_schema(
+            "SELECT COUNT_BIG(*) FROM sys.indexes WHERE object_id = OBJECT_ID(N'[{schema}].[jobs]') \
+             AND name = N'jobs_finished_queue_idx' AND has_filter = 1",
+            q.schema(),
+        ),
+        &[],
+    )
+    .await?;
+    ensure!(
+        filtered == 1,
+        "jobs_finished_queue_idx is missing or not filtered"
+    );
+    for queue in ["st.a", "st.b", "st.c"] {
+        q.push_batch((0..120).map(|n| job(queue, n)).collect())
+            .await?;
+        let leases: Vec<Lease> = q
+            .pop(PopRequest::new(queue).limit(100))
+            .await?
+            .into_iter()
+            .map(|l| l.lease)
+            .collect();
+        ensure!(q.ack_batch(&leases).await? == 100);
+    }
+    let running = q.pop(PopRequest::new("st.b").limit(5)).await?;
+    ensure!(running.len() == 5);
+    let all = q.stats(None).await?;
+    let got: Vec<(&str, u64, u64, u64)> = all
+        .iter()
+        .map(|s| (s.queue.as_str(), s.available, s.running, s.completed))
+        .collect();
+    ensure!(
+        got == [
+            ("st.a", 20, 0, 50),
+            ("st.b", 15, 5, 50),
+            ("st.c", 20, 0, 50)
+        ],
+        "{all:?}"
+    );
+    let stats = load(
+        include_str!("../../queue-mssql/queries/job_stats.sql"),
+        &[("{schema}", q.schema())],
+    );
+    let xml = plan_of(
+        &q,
+        format!("DECLARE @P1 NVARCHAR(4000) = NULL, @P2 BIGINT = 50;\n{stats}"),
+    )
+    .await?;
+    for index in ["jobs_finished_queue_idx", "jobs_claim_idx"] {
+        ensure!(
+            xml.contains(&format!("Index=\"[{index}]\"")),
+            "no {index} in {xml}"
+        );
+    }
+    ensure!(
+        xml.contains("PhysicalOp=\"Index Seek\""),
+        "no seek in {xml}"
+    );
+    ensure!(
+        !xml.contains("Index=\"[jobs_pkey]\""),
+        "job_stats reads the clustered index: {xml}"
+    );
+    drop_schema(&q).await
+}
+
+/// Migration 6 again over a migrated schema changes nothing (each step is guarded): one
+/// retention row, due, without a holder.
+async fn the_maintenance_migration_is_guarded(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let sql = load(
+        include_str!("../../queue-mssql/migrations/0006_maintenance.sql"),
+        &[("{schema}", q.schema())],
+    );
+    run_batch(&q, &sql).await?;
+    let rows = scalar(
+        &q,
+        &in_schema(
+            "SELECT COUNT_BIG(*) FROM [{schema}].[maintenance] WHERE task = N'retention' \
+             AND token IS NULL AND next_at <= SYSUTCDATETIME()",
+            q.schema(),
+        ),
+        &[],
+    )
+    .await?;
+    ensure!(rows == 1, "{rows} due retention rows");
+    let all = scalar(
+        &q,
+        &in_schema(
+            "SELECT COUNT_BIG(*) FROM [{schema}].[maintenance]",
+            q.schema(),
+        ),
+        &[],
+    )
+    .await?;
+    ensure!(all == 1, "{all} maintenance rows");
+    drop_schema(&q).await
+}
+
+/// Bulk cancel and retry keep `unique_live` as their single-job statements do: a bulk cancel
+/// frees a key unless cancelled is in its rule's states, a bulk retry takes it back, and a
+/// retry whose key another job took meanwhile (the batch fails with 2601 as a whole; the
+/// engine goes job by job) is skipped and leaves the holder alone.
+async fn bulk_operations_keep_unique_live(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let default = Unique::new().by_args();
+    let kept =
+        Unique::new()
+            .by_args()
+            .states([JobState::Pending, JobState::Running, JobState::Cancelled]);
+    let a = q.push(job("bu.q", 1).unique(default.clone())).await?;
+    let b = q.push(job("bu.q", 2).unique(kept)).await?;
+    let plain = q.push(job("bu.q", 3)).await?;
+    let all = JobFilter {
+        queue: Some("bu.q".into()),
+        ..JobFilter::default()
+    };
+    let cancelled = q.bulk(BulkAction::Cancel, &all).await?;
+    ensure!(cancelled.changed == 3, "{cancelled:?}");
+    ensure!(
+        unique_columns(&q, a).await? == (true, false),
+        "cancelled, freed"
+    );
+    ensure!(
+        unique_columns(&q, b).await? == (true, true),
+        "cancelled, kept"
+    );
+    ensure!(unique_columns(&q, plain).await? == (false, false));
+    let retried = q.bulk(BulkAction::Retry, &all).await?;
+    ensure!(retried.changed == 3, "{retried:?}");
+    for id in [a, b] {
+        ensure!(unique_columns(&q, id).await? == (true, true), "retried");
+        let state = q.get(id).await?.context("a retried job")?.state;
+        ensure!(state == JobState::Pending, "{id}: {state:?}");
+    }
+    // a's key taken by a new job while a is cancelled: the batch retry skips a.
+    q.cancel(a).await?;
+    let holder = q.push(job("bu.q", 1).unique(default)).await?;
+    ensure!(holder != a, "the key was not free after the cancel");
+    let only_cancelled = JobFilter {
+        state: Some(JobState::Cancelled),
+        ..all.clone()
+    };
+    let retried = q.bulk(BulkAction::Retry, &only_cancelled).await?;
+    ensure!(
+        retried
+            == BulkOutcome {
+                changed: 0,
+                skipped: 1
+            },
+        "{retried:?}"
+    );
+    ensure!(unique_columns(&q, a).await? == (true, false), "skipped");
+    ensure!(unique_columns(&q, holder).await? == (true, true), "holder");
+    let state = q.get(a).await?.context("the skipped job")?.state;
+    ensure!(state == JobState::Cancelled, "{state:?}");
+    ensure!(count(&q, "unique_live IS NOT NULL").await? == 2);
+    drop_schema(&q).await
+}
+
 fn main() -> ExitCode {
     let harnesses: Vec<Arc<dyn Harness>> = [ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic]
         .into_iter()
@@ -733,6 +1131,10 @@ fn main() -> ExitCode {
             push_batch_is_chunked_and_atomic,
             an_abandoned_transaction_is_rolled_back,
             the_claim_seeks_the_filtered_index,
+            unique_live_is_the_key_while_the_state_holds_it,
+            stats_seek_the_finished_queue_index,
+            the_maintenance_migration_is_guarded,
+            bulk_operations_keep_unique_live,
         ],
     )
 }

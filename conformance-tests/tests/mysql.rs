@@ -674,8 +674,9 @@ async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::R
     Ok(())
 }
 
-/// A migration that adds columns and ran without its record (a crash between the DDL, which
-/// commits by itself, and the record) runs again and is recorded, the table unchanged.
+/// Migrations that add columns and indexes and ran without their records (a crash between the
+/// DDL, which commits by itself, and the record) run again and are recorded, the table
+/// unchanged.
 async fn a_migration_applied_but_not_recorded_runs_again(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b).await?;
     let prefix = q.table_prefix().to_owned();
@@ -686,11 +687,13 @@ async fn a_migration_applied_but_not_recorded_runs_again(server: Server) -> anyh
     ))
     .fetch_one(q.pool())
     .await?;
+    // Job kinds (5), unique jobs (6) and maintenance (7): columns, a virtual column, an
+    // index, a table.
     sqlx::query(in_prefix(
-        "DELETE FROM {prefix}migrations WHERE version = ?",
+        "DELETE FROM {prefix}migrations WHERE version >= ?",
         &prefix,
     ))
-    .bind(last)
+    .bind(5)
     .execute(q.pool())
     .await?;
     let again = builder(&server.url, &prefix).connect().await?;
@@ -705,8 +708,55 @@ async fn a_migration_applied_but_not_recorded_runs_again(server: Server) -> anyh
         versions == (1..=last).collect::<Vec<_>>(),
         "recorded {versions:?}"
     );
-    let job = again.get(id).await?.context("the job")?;
-    ensure!(job.kind.as_deref() == Some("k"), "{job:?}");
+    let read = again.get(id).await?.context("the job")?;
+    ensure!(read.kind.as_deref() == Some("k"), "{read:?}");
+    // The unique index came through the rerun (its "duplicate key name" taken as applied).
+    let rule = queue_core::Unique::new().by_args();
+    let first = again
+        .push_outcome(job("rerun", 2).kind("k").unique(rule.clone()))
+        .await?;
+    let second = again
+        .push_outcome(job("rerun", 2).kind("k").unique(rule))
+        .await?;
+    ensure!(
+        first.inserted() && second == queue_core::PushOutcome::Existing(first.id()),
+        "{first:?} then {second:?}"
+    );
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// Unique keys compare byte for byte: keys that differ only in trailing spaces are different
+/// keys (a PAD SPACE collation, MariaDB's default, would take them as equal), and a key held
+/// twice is refused by the index.
+async fn unique_keys_compare_byte_for_byte(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let insert = |key: &'static [u8]| {
+        let sql = in_prefix(
+            "INSERT INTO {prefix}jobs (id, queue, payload, priority, state, attempts, \
+             max_attempts, run_at, version, created_at, updated_at, unique_key, unique_states) \
+             VALUES (?, 'pad', '{}', 0, 'pending', 0, 1, UTC_TIMESTAMP(6), 0, \
+             UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ?, 1)",
+            q.table_prefix(),
+        );
+        let pool = q.pool().clone();
+        async move {
+            sqlx::query(sql)
+                .bind(queue_core::JobId::new().0)
+                .bind(key)
+                .execute(&pool)
+                .await
+        }
+    };
+    insert(b"k").await?;
+    insert(b"k ").await?;
+    insert(b"k\0").await?;
+    let again = insert(b"k").await;
+    ensure!(
+        matches!(&again, Err(sqlx::Error::Database(e)) if e.is_unique_violation()),
+        "a key held twice: {again:?}"
+    );
+    ensure!(count(&q, "unique_live IS NOT NULL").await? == 3);
     q.drop_tables().await?;
     Ok(())
 }
@@ -728,6 +778,7 @@ fn main() -> std::process::ExitCode {
         conformance_tests::dialect_tests![
             the_error_history_keeps_the_newest_entries,
             a_migration_applied_but_not_recorded_runs_again,
+            unique_keys_compare_byte_for_byte,
             capabilities_and_detection,
             bad_settings_and_unreachable_servers,
             push_batch_is_chunked_and_atomic,

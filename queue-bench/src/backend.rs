@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use async_trait::async_trait;
 use clap::ValueEnum;
-use queue_core::Queue;
+use queue_core::{Limits, Queue};
 
 /// The database kinds the bench knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -102,7 +102,16 @@ pub(crate) trait Server: Send + Sync {
     /// A fresh, isolated baseline table, with `pool` connections.
     async fn baseline(&self, pool: u32) -> Result<Box<dyn BaselineNs>>;
     /// Our queue on a namespace that [`Server::ours`] made, possibly in another process.
-    async fn attach(&self, namespace: &str, pool: u32) -> Result<Arc<dyn Queue>>;
+    async fn attach(&self, namespace: &str, pool: u32) -> Result<Arc<dyn Queue>> {
+        self.attach_with(namespace, pool, Limits::default()).await
+    }
+    /// [`Server::attach`] with other limits.
+    async fn attach_with(
+        &self,
+        namespace: &str,
+        pool: u32,
+        limits: Limits,
+    ) -> Result<Arc<dyn Queue>>;
 }
 
 /// Our queue in its own namespace, plus direct SQL access to check and seed its table.

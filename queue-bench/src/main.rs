@@ -97,6 +97,10 @@ enum WorkloadArg {
     Backlog,
     /// The drain of a queue with `--limit` (and the unlimited drain it is compared with).
     DrainLimited,
+    /// Single pushes with a uniqueness rule, beside plain single pushes.
+    EnqueueUnique,
+    /// `stats` on a table of `--backlog-rows` finished jobs, capped and exact.
+    Stats,
     All,
 }
 
@@ -116,16 +120,23 @@ impl WorkloadArg {
             WorkloadArg::Drain => drains,
             WorkloadArg::Latency => vec![Workload::Latency],
             WorkloadArg::Backlog => vec![Workload::Backlog { batch }],
+            WorkloadArg::EnqueueUnique => vec![Workload::EnqueueUnique],
+            WorkloadArg::Stats => vec![Workload::Stats],
             WorkloadArg::DrainLimited => vec![
                 Workload::Drain { batch },
                 Workload::DrainLimited { batch, limit },
             ],
             WorkloadArg::All => {
-                let mut all = vec![Workload::Enqueue, Workload::EnqueueBatch];
+                let mut all = vec![
+                    Workload::Enqueue,
+                    Workload::EnqueueBatch,
+                    Workload::EnqueueUnique,
+                ];
                 all.extend(drains);
                 all.push(Workload::DrainLimited { batch, limit });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
+                all.push(Workload::Stats);
                 all
             }
         }

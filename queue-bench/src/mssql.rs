@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
-use queue_core::Queue;
+use queue_core::{Limits, Queue};
 use queue_mssql::tiberius::{Config, Query, Row};
 use queue_mssql::{open_session, Client, UrlParts};
 
@@ -144,7 +144,7 @@ impl Server for MsSqlServer {
 
     async fn ours(&self, pool_size: u32) -> Result<Box<dyn OursNs>> {
         let schema = fresh_tag("bench_q")?;
-        let queue = open_queue(&self.url, &schema, pool_size).await?;
+        let queue = open_queue(&self.url, &schema, pool_size, Limits::default()).await?;
         Ok(Box::new(MsOurs {
             schema,
             queue,
@@ -152,8 +152,13 @@ impl Server for MsSqlServer {
         }))
     }
 
-    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
-        open_queue(&self.url, namespace, pool_size).await
+    async fn attach_with(
+        &self,
+        namespace: &str,
+        pool_size: u32,
+        limits: Limits,
+    ) -> Result<Arc<dyn Queue>> {
+        open_queue(&self.url, namespace, pool_size, limits).await
     }
 
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
@@ -189,10 +194,16 @@ impl Server for MsSqlServer {
     }
 }
 
-async fn open_queue(url: &str, schema: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(
+    url: &str,
+    schema: &str,
+    pool_size: u32,
+    limits: Limits,
+) -> Result<Arc<dyn Queue>> {
     let q = queue_mssql::MsSqlQueue::builder(url)
         .schema(schema)
         .max_connections(pool_size)
+        .limits(limits)
         .connect_timeout(CONNECT_TIMEOUT)
         .connect()
         .await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use queue_core::Queue;
+use queue_core::{Limits, Queue};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::{Executor, Row};
 
@@ -107,7 +107,7 @@ impl Server for MySqlServer {
 
     async fn ours(&self, pool_size: u32) -> Result<Box<dyn OursNs>> {
         let prefix = format!("{}_", fresh_tag("bench_q")?);
-        let queue = open_queue(&self.url, &prefix, pool_size).await?;
+        let queue = open_queue(&self.url, &prefix, pool_size, Limits::default()).await?;
         Ok(Box::new(MyOurs {
             table: format!("{prefix}jobs"),
             prefix,
@@ -116,8 +116,13 @@ impl Server for MySqlServer {
         }))
     }
 
-    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
-        open_queue(&self.url, namespace, pool_size).await
+    async fn attach_with(
+        &self,
+        namespace: &str,
+        pool_size: u32,
+        limits: Limits,
+    ) -> Result<Arc<dyn Queue>> {
+        open_queue(&self.url, namespace, pool_size, limits).await
     }
 
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
@@ -149,10 +154,16 @@ impl Server for MySqlServer {
 }
 
 #[cfg(feature = "mysql")]
-async fn open_queue(url: &str, prefix: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(
+    url: &str,
+    prefix: &str,
+    pool_size: u32,
+    limits: Limits,
+) -> Result<Arc<dyn Queue>> {
     let q = queue_mysql::MySqlQueue::builder(url)
         .table_prefix(prefix)
         .max_connections(pool_size)
+        .limits(limits)
         .connect_timeout(CONNECT_TIMEOUT)
         .connect()
         .await?;
@@ -161,7 +172,12 @@ async fn open_queue(url: &str, prefix: &str, pool_size: u32) -> Result<Arc<dyn Q
 }
 
 #[cfg(not(feature = "mysql"))]
-async fn open_queue(_url: &str, _prefix: &str, _pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(
+    _url: &str,
+    _prefix: &str,
+    _pool_size: u32,
+    _limits: Limits,
+) -> Result<Arc<dyn Queue>> {
     anyhow::bail!("queue-bench was built without the `mysql` feature")
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use queue_core::Queue;
+use queue_core::{Limits, Queue};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 
@@ -74,7 +74,7 @@ impl Server for PgServer {
 
     async fn ours(&self, pool_size: u32) -> Result<Box<dyn OursNs>> {
         let schema = fresh_tag("bench_q")?;
-        let queue = open_queue(&self.url, &schema, pool_size).await?;
+        let queue = open_queue(&self.url, &schema, pool_size, Limits::default()).await?;
         Ok(Box::new(PgOurs {
             schema,
             queue,
@@ -82,8 +82,13 @@ impl Server for PgServer {
         }))
     }
 
-    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
-        open_queue(&self.url, namespace, pool_size).await
+    async fn attach_with(
+        &self,
+        namespace: &str,
+        pool_size: u32,
+        limits: Limits,
+    ) -> Result<Arc<dyn Queue>> {
+        open_queue(&self.url, namespace, pool_size, limits).await
     }
 
     async fn baseline(&self, pool_size: u32) -> Result<Box<dyn BaselineNs>> {
@@ -126,10 +131,16 @@ impl Server for PgServer {
 }
 
 #[cfg(feature = "postgres")]
-async fn open_queue(url: &str, schema: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(
+    url: &str,
+    schema: &str,
+    pool_size: u32,
+    limits: Limits,
+) -> Result<Arc<dyn Queue>> {
     let q = queue_postgres::PostgresQueue::builder(url)
         .schema(schema)
         .max_connections(pool_size)
+        .limits(limits)
         .connect_timeout(CONNECT_TIMEOUT)
         .connect()
         .await?;
@@ -138,7 +149,12 @@ async fn open_queue(url: &str, schema: &str, pool_size: u32) -> Result<Arc<dyn Q
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn open_queue(_url: &str, _schema: &str, _pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(
+    _url: &str,
+    _schema: &str,
+    _pool_size: u32,
+    _limits: Limits,
+) -> Result<Arc<dyn Queue>> {
     anyhow::bail!("queue-bench was built without the `postgres` feature")
 }
 

@@ -82,6 +82,7 @@ pub(crate) async fn child(
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
     let handle = Worker::builder(queue, QUEUE)
+        .retention(queue_core::Retention::off())
         .concurrency(workers)
         .prefetch(batch)
         .handler_fn(move |_ctx: JobContext| {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use queue_core::Queue;
+use queue_core::{Limits, Queue};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -123,13 +123,18 @@ impl Server for SqliteServer {
 
     async fn ours(&self, pool_size: u32) -> Result<Box<dyn OursNs>> {
         let path = self.file("bench_q")?;
-        let queue = open_queue(&path, pool_size).await?;
+        let queue = open_queue(&path, pool_size, Limits::default()).await?;
         let pool = open(&path, 1).await?;
         Ok(Box::new(SqliteOurs { path, queue, pool }))
     }
 
-    async fn attach(&self, namespace: &str, pool_size: u32) -> Result<Arc<dyn Queue>> {
-        open_queue(Path::new(namespace), pool_size).await
+    async fn attach_with(
+        &self,
+        namespace: &str,
+        pool_size: u32,
+        limits: Limits,
+    ) -> Result<Arc<dyn Queue>> {
+        open_queue(Path::new(namespace), pool_size, limits).await
     }
 
     async fn baseline(&self, _pool_size: u32) -> Result<Box<dyn BaselineNs>> {
@@ -154,9 +159,10 @@ impl Server for SqliteServer {
 }
 
 #[cfg(feature = "sqlite")]
-async fn open_queue(path: &Path, pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(path: &Path, pool_size: u32, limits: Limits) -> Result<Arc<dyn Queue>> {
     let q = queue_sqlite::SqliteQueue::builder(path.display().to_string())
         .max_connections(pool_size)
+        .limits(limits)
         .connect()
         .await?;
     q.migrate().await?;
@@ -164,7 +170,7 @@ async fn open_queue(path: &Path, pool_size: u32) -> Result<Arc<dyn Queue>> {
 }
 
 #[cfg(not(feature = "sqlite"))]
-async fn open_queue(_path: &Path, _pool_size: u32) -> Result<Arc<dyn Queue>> {
+async fn open_queue(_path: &Path, _pool_size: u32, _limits: Limits) -> Result<Arc<dyn Queue>> {
     anyhow::bail!("queue-bench was built without the `sqlite` feature")
 }
 

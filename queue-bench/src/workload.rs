@@ -85,6 +85,12 @@ pub(crate) enum Workload {
     /// The drain of a queue with a global concurrency limit, compared with the unlimited drain
     /// of the same run.
     DrainLimited { batch: usize, limit: u32 },
+    /// Single pushes with a uniqueness rule (every job its own key), compared with plain single
+    /// pushes of the same run.
+    EnqueueUnique,
+    /// `stats` of a table holding `backlog_rows` completed jobs: with the default cap, compared
+    /// with the exact count.
+    Stats,
 }
 
 impl Workload {
@@ -101,6 +107,8 @@ impl Workload {
             Workload::DrainLimited { batch, limit } => {
                 format!("drain of a queue limited to {limit} (batch {batch})")
             }
+            Workload::EnqueueUnique => "enqueue-unique".into(),
+            Workload::Stats => "stats".into(),
         }
     }
 }
@@ -282,6 +290,42 @@ pub(crate) async fn run(
                 r.ratio = Some(o.rate() / fresh);
             }
         }
+        Workload::EnqueueUnique => {
+            let ns = server.ours(s.pool()).await?;
+            let out = enqueue_ours(ns.as_ref(), s, 1, progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            let plain = r.ours.take();
+            let ns = server.ours(s.pool()).await?;
+            let out = enqueue_unique(ns.as_ref(), s, progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            r.baseline = plain.map(|mut m| {
+                m.what = format!("plain push of this run, {} producers", s.producers);
+                m
+            });
+        }
+        Workload::Stats => {
+            let ns = server.ours(s.pool()).await?;
+            let exact = server
+                .attach_with(
+                    &ns.namespace(),
+                    2,
+                    queue_core::Limits {
+                        stats_count_cap: None,
+                        ..queue_core::Limits::default()
+                    },
+                )
+                .await;
+            let out = match exact {
+                Ok(exact) => stats_ours(ns.as_ref(), exact, s).await,
+                Err(e) => Err(e),
+            };
+            let cleaned = ns.cleanup().await;
+            let (capped, exact, notes) = out?;
+            cleaned?;
+            r.ours = Some(capped);
+            r.baseline = Some(exact);
+            r.notes = notes;
+        }
         Workload::Latency => {
             let ns = server.ours(s.pool()).await?;
             let out = latency_ours(ns.as_ref(), s, progress).await;
@@ -457,6 +501,129 @@ async fn enqueue_baseline(
     ))
 }
 
+/// Single pushes with a uniqueness rule by args, each job with args of its own (so each is
+/// stored); then, in the notes, the rate of pushes that meet the job holding their key.
+async fn enqueue_unique(ns: &dyn OursNs, s: &Settings, progress: bool) -> Outcome {
+    let q = ns.queue();
+    let pad: Arc<str> = "x".repeat(s.payload_bytes.saturating_sub(24).max(1)).into();
+    let rule = queue_core::Unique::new().by_args();
+    let next = Arc::new(AtomicU64::new(0));
+    let pb = bar(
+        progress,
+        s.jobs,
+        format!("dbqueue unique push x{}", s.producers),
+    );
+    let job = {
+        let (pad, rule) = (pad.clone(), rule.clone());
+        move |n: u64| -> Result<NewJob> {
+            Ok(
+                NewJob::from_json(QUEUE, &format!("{{\"n\":{n},\"pad\":\"{pad}\"}}"))?
+                    .kind("bench")
+                    .unique(rule.clone()),
+            )
+        }
+    };
+    let (q2, job2, next2) = (q.clone(), job.clone(), next.clone());
+    let elapsed = produce(s.jobs, s.producers, 1, &pb, move |_| {
+        let (q, job, next) = (q2.clone(), job2.clone(), next2.clone());
+        async move {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let outcome = q.push_outcome(job(n)?).await?;
+            if !outcome.inserted() {
+                bail!("push {n} met another job: {outcome:?}");
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    pb.finish_and_clear();
+    let check = ns.check(QUEUE).await?;
+    // Pushes of jobs that exist already: every one meets its holder and stores nothing.
+    let met = (s.jobs / 4).max(1);
+    let pb = bar(progress, met, "dbqueue unique push, met".into());
+    let (q3, job3) = (q.clone(), job.clone());
+    let met_elapsed = produce(met, s.producers, 1, &pb, move |_| {
+        let (q, job) = (q3.clone(), job3.clone());
+        async move {
+            let n = fastrand::u64(0..100);
+            let outcome = q.push_outcome(job(n)?).await?;
+            if outcome.inserted() {
+                bail!("a push of job {n} was stored again");
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    pb.finish_and_clear();
+    let mut violations = check.count_violations(s.jobs);
+    let after = ns.check(QUEUE).await?;
+    violations.extend(after.count_violations(s.jobs));
+    Ok((
+        Measurement::new(
+            format!("push with a uniqueness rule, {} producers", s.producers),
+            s.jobs,
+            elapsed,
+        ),
+        violations,
+        vec![format!(
+            "pushes that met the job holding their key: {:.0}/s ({met} pushes)",
+            met as f64 / met_elapsed.as_secs_f64()
+        )],
+    ))
+}
+
+/// Calls of `stats` per run of the stats workload.
+const STATS_CALLS: u64 = 20;
+
+/// Fills the table with `backlog_rows` completed jobs and a thousand pending ones, then times
+/// `stats` of every queue through the default cap and through `exact` (no cap).
+async fn stats_ours(
+    ns: &dyn OursNs,
+    exact: Arc<dyn Queue>,
+    s: &Settings,
+) -> Result<(Measurement, Measurement, Vec<String>)> {
+    let q = ns.queue();
+    let payload = s.payload();
+    let t = Instant::now();
+    ns.fill_finished(QUEUE, s.backlog_rows, &payload)
+        .await
+        .context("fill the table")?;
+    let mut notes = vec![format!(
+        "{} completed rows inserted in {:.1} s",
+        s.backlog_rows,
+        t.elapsed().as_secs_f64()
+    )];
+    seed_ours(q.as_ref(), 1_000, &payload).await?;
+    let mut timed = Vec::new();
+    for (label, queue) in [("capped", q.clone()), ("exact", exact)] {
+        // One call first, so that both start from a warm cache.
+        let first = queue.stats(None).await?;
+        let mut ms = Vec::with_capacity(STATS_CALLS as usize);
+        let start = Instant::now();
+        for _ in 0..STATS_CALLS {
+            let t = Instant::now();
+            queue.stats(None).await?;
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let elapsed = start.elapsed();
+        ms.sort_by(f64::total_cmp);
+        let completed = first.iter().map(|st| st.completed).sum::<u64>();
+        notes.push(format!(
+            "{label}: median {:.2} ms, slowest {:.2} ms, completed counted {completed}",
+            ms[ms.len() / 2],
+            ms[ms.len() - 1]
+        ));
+        timed.push(Measurement::new(
+            format!("stats calls ({label}), {} finished rows", s.backlog_rows),
+            STATS_CALLS,
+            elapsed,
+        ));
+    }
+    let exact = timed.pop().context("the exact run")?;
+    let capped = timed.pop().context("the capped run")?;
+    Ok((capped, exact, notes))
+}
+
 /// Pushes `n` jobs in batches (not measured).
 pub(crate) async fn seed_ours(q: &dyn Queue, n: u64, payload: &str) -> Result<()> {
     let mut left = n;
@@ -506,7 +673,10 @@ async fn drain_ours(
         format!("dbqueue worker x{} prefetch {batch}", s.workers),
     );
     let start = Instant::now();
+    // Retention off: the drain alone is measured (a filled backlog is a day old, which the
+    // default rules would start deleting).
     let handle = Worker::builder(q.clone(), QUEUE)
+        .retention(queue_core::Retention::off())
         .concurrency(s.workers)
         .prefetch(batch)
         .handler_fn(move |_ctx: JobContext| {
@@ -667,7 +837,10 @@ async fn latency_ours(
     let q = ns.queue();
     let payload = s.payload();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(JobId, Instant)>();
+    // Retention off: the drain alone is measured (a filled backlog is a day old, which the
+    // default rules would start deleting).
     let handle = Worker::builder(q.clone(), QUEUE)
+        .retention(queue_core::Retention::off())
         .concurrency(s.workers)
         .prefetch(s.batch)
         .handler_fn(move |ctx: JobContext| {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use clap::Args;
 use queue_core::validate::redact_url;
 use queue_core::{
-    validate, Error, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, Queue,
-    QueueStats, Reschedule, MAX_CONCURRENCY_LIMIT,
+    validate, Error, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, PushOutcome,
+    Queue, QueueStats, Reschedule, Unique, MAX_CONCURRENCY_LIMIT,
 };
 
 use crate::duration;
@@ -83,6 +83,91 @@ pub(crate) struct PushArgs {
     /// The longest one attempt may run, e.g. 30s, 5m (a worker stops the handler past it).
     #[arg(long, allow_hyphen_values = true)]
     timeout: Option<String>,
+    #[command(flatten)]
+    unique: UniqueArgs,
+}
+
+/// The uniqueness rule of `push`: any of these options makes the job unique. Its key is the
+/// job's kind, plus what the options add; a push that meets a job holding the same key stores
+/// nothing (or, with `--unique-replace`, updates that job while it is pending).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Unique jobs")]
+pub(crate) struct UniqueArgs {
+    /// Unique by kind and the whole payload: a push that meets a job with the same kind and
+    /// payload in one of the states of --unique-states stores nothing and prints that job's id.
+    #[arg(long, conflicts_with = "unique_fields")]
+    unique: bool,
+    /// Unique by kind and these top-level fields of the payload (a JSON object), separated by
+    /// commas, e.g. customer_id,day.
+    #[arg(long, value_name = "FIELD,...", value_delimiter = ',')]
+    unique_fields: Vec<String>,
+    /// The queue is part of the unique key (without it, the same job in another queue is the
+    /// same job).
+    #[arg(long)]
+    unique_by_queue: bool,
+    /// The window of time the job is due in is part of the key, e.g. 1h or 1d: one such job per
+    /// window (windows are counted from the Unix epoch, in UTC).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    unique_period: Option<String>,
+    /// The states in which a job holds its key, separated by commas; must include pending and
+    /// running [default: pending,running,completed].
+    #[arg(long, value_name = "STATE,...", value_delimiter = ',')]
+    unique_states: Vec<String>,
+    /// On meeting a job that is still pending, give it this push's payload, priority and run
+    /// time (a job that already started is left as it is).
+    #[arg(long)]
+    unique_replace: bool,
+}
+
+impl UniqueArgs {
+    /// The rule the options ask for; `None` when no option was given.
+    fn rule(&self) -> Result<Option<Unique>, Error> {
+        let any = self.unique
+            || !self.unique_fields.is_empty()
+            || self.unique_by_queue
+            || self.unique_period.is_some()
+            || !self.unique_states.is_empty()
+            || self.unique_replace;
+        if !any {
+            return Ok(None);
+        }
+        let mut rule = Unique::new();
+        if self.unique {
+            rule = rule.by_args();
+        }
+        if !self.unique_fields.is_empty() {
+            rule = rule.by_fields(self.unique_fields.iter().map(|f| f.trim().to_owned()));
+        }
+        if self.unique_by_queue {
+            rule = rule.by_queue();
+        }
+        if let Some(period) = &self.unique_period {
+            rule = rule.by_period(duration::parse("unique.period", period)?);
+        }
+        if !self.unique_states.is_empty() {
+            let states = self
+                .unique_states
+                .iter()
+                .map(|s| {
+                    s.trim().parse::<JobState>().map_err(|_| {
+                        Error::invalid(
+                            "unique.states",
+                            format!(
+                                "{:?} is not a state; use pending, running, completed, dead or \
+                                 cancelled",
+                                table::clip(s.trim(), 24)
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rule = rule.states(states);
+        }
+        if self.unique_replace {
+            rule = rule.replace();
+        }
+        Ok(Some(rule))
+    }
 }
 
 /// `stats`.
@@ -356,11 +441,43 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
     if let Some(timeout) = &args.timeout {
         job = job.timeout(duration::parse("timeout", timeout)?);
     }
+    let unique = args.unique.rule()?;
+    if let Some(rule) = &unique {
+        job = job.unique(rule.clone());
+    }
     job.validate(&limits)?;
     let queue = args.target.connect().await?;
-    let id = queue.push(job).await?;
-    println!("{id}");
+    if unique.is_none() {
+        let id = queue.push(job).await?;
+        println!("{id}");
+        return Ok(());
+    }
+    // The id goes to standard output whatever happened, so `id=$(queue push ...)` names the
+    // job that stands for the push; what happened goes to standard error.
+    let outcome = queue.push_outcome(job).await?;
+    println!("{}", outcome.id());
+    let state = match outcome {
+        PushOutcome::Existing(id) => queue.get(id).await.ok().flatten().map(|j| j.state),
+        PushOutcome::Inserted(_) | PushOutcome::Replaced(_) => None,
+    };
+    eprintln!("{}", outcome_words(&outcome, state));
     Ok(())
+}
+
+/// What a unique push did, in one line that starts with `inserted`, `existing` or `replaced`;
+/// `state` is the state of the job it met, when it was read.
+fn outcome_words(outcome: &PushOutcome, state: Option<JobState>) -> String {
+    let state = state.map(|s| format!(" ({s})")).unwrap_or_default();
+    match outcome {
+        PushOutcome::Inserted(id) => format!("inserted {id}: no job held its unique key"),
+        PushOutcome::Existing(id) => {
+            format!("existing {id}{state}: it holds the unique key; nothing was stored")
+        }
+        PushOutcome::Replaced(id) => format!(
+            "replaced {id}: it was pending and now has this push's payload, priority and run \
+             time"
+        ),
+    }
 }
 
 pub(crate) async fn stats(args: StatsArgs) -> Result<(), CliError> {
@@ -402,6 +519,19 @@ pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
     ]
 }
 
+/// Whether each count of `s` stopped at the stats cap (in the order of [`COUNT_COLUMNS`]):
+/// there are at least that many, perhaps more.
+pub(crate) fn capped(s: &QueueStats) -> [bool; 6] {
+    [
+        false,
+        false,
+        false,
+        s.at_least(JobState::Completed),
+        s.at_least(JobState::Dead),
+        s.at_least(JobState::Cancelled),
+    ]
+}
+
 /// `paused` or `running`: whether the queue gives out jobs.
 pub(crate) fn queue_state(s: &QueueStats) -> &'static str {
     if s.paused {
@@ -411,14 +541,21 @@ pub(crate) fn queue_state(s: &QueueStats) -> &'static str {
     }
 }
 
-/// The `stats` table, also printed by the demo: the counts, then whether the queue is paused
+/// The `stats` table, also printed by the demo: the counts (`100000+` for one that stopped at
+/// the stats cap, with a line under the table that says so), then whether the queue is paused
 /// (`state`) and its concurrency limit (`limit`, `-` for none).
 pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let rows: Vec<Vec<String>> = stats
         .iter()
         .map(|s| {
             std::iter::once(s.queue.clone())
-                .chain(counts(s).iter().map(u64::to_string))
+                .chain(counts(s).iter().zip(capped(s)).map(|(n, capped)| {
+                    if capped {
+                        format!("{n}+")
+                    } else {
+                        n.to_string()
+                    }
+                }))
                 .chain([
                     queue_state(s).to_owned(),
                     s.concurrency_limit
@@ -431,7 +568,17 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
         .chain(COUNT_COLUMNS)
         .chain(["state", "limit"])
         .collect();
-    table::render(&header, &rows)
+    let mut out = table::render(&header, &rows);
+    let cap = stats
+        .iter()
+        .filter(|s| capped(s).contains(&true))
+        .find_map(|s| s.count_cap);
+    if let Some(cap) = cap {
+        out.push_str(&format!(
+            "+: at least this many; finished jobs are counted up to {cap} per queue and state\n"
+        ));
+    }
+    out
 }
 
 fn stats_json(s: &QueueStats) -> serde_json::Value {
@@ -445,6 +592,14 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
         "cancelled": s.cancelled,
         "paused": s.paused,
         "concurrency_limit": s.concurrency_limit,
+        // Finished jobs are counted up to the cap; the counts named here stopped at it, so
+        // there are at least that many.
+        "count_cap": s.count_cap,
+        "at_least": COUNT_COLUMNS
+            .iter()
+            .zip(capped(s))
+            .filter_map(|(name, capped)| capped.then_some(*name))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -555,6 +710,9 @@ fn job_json(job: &Job, detail: bool) -> serde_json::Value {
     value
 }
 
+/// The most characters of an error that `get`'s history table shows.
+const ERROR_SHOWN: usize = 72;
+
 /// `job` as lines of `name: value`, then its payload, metadata, output and error history.
 fn job_text(job: &Job) -> String {
     use std::fmt::Write as _;
@@ -608,11 +766,23 @@ fn job_text(job: &Job) -> String {
                     e.attempt.to_string(),
                     time(&e.at),
                     or_dash(e.worker.clone()),
-                    table::clip(&e.error, 72),
+                    table::clip(&e.error, ERROR_SHOWN),
                 ]
             })
             .collect();
         out.push_str(&table::render(&["attempt", "at", "worker", "error"], &rows));
+        if job
+            .errors
+            .iter()
+            .any(|e| e.error.chars().count() > ERROR_SHOWN)
+        {
+            let _ = writeln!(
+                out,
+                "(errors longer than {ERROR_SHOWN} characters are cut: `queue get {} --json` \
+                 prints them whole)",
+                job.id
+            );
+        }
     }
     out
 }
@@ -754,5 +924,125 @@ mod tests {
             limit_sentence("q", Some(1)),
             "queue q: at most 1 job runs at once"
         );
+    }
+
+    #[test]
+    fn capped_counts_read_as_at_least() {
+        let stats = [
+            QueueStats {
+                queue: "big".into(),
+                available: 4,
+                completed: 100_000,
+                dead: 99_999,
+                cancelled: 100_000,
+                count_cap: Some(100_000),
+                ..QueueStats::default()
+            },
+            QueueStats {
+                queue: "small".into(),
+                completed: 7,
+                count_cap: Some(100_000),
+                ..QueueStats::default()
+            },
+        ];
+        let table = stats_table(&stats);
+        let lines: Vec<&str> = table.lines().collect();
+        let big: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            big,
+            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-"],
+            "{table}"
+        );
+        // Numbers stay right-aligned beside a capped one.
+        assert!(lines[2].contains("        7  "), "{table}");
+        assert_eq!(
+            lines[3],
+            "+: at least this many; finished jobs are counted up to 100000 per queue and state"
+        );
+        assert_eq!(stats_table(&stats[1..]).lines().count(), 2, "no note");
+        let json = stats_json(&stats[0]);
+        assert_eq!(json["completed"], 100_000);
+        assert_eq!(json["count_cap"], 100_000);
+        assert_eq!(
+            json["at_least"],
+            serde_json::json!(["completed", "cancelled"])
+        );
+        assert_eq!(stats_json(&stats[1])["at_least"], serde_json::json!([]));
+        let uncapped = QueueStats {
+            completed: 5,
+            ..QueueStats::default()
+        };
+        assert!(stats_json(&uncapped)["count_cap"].is_null());
+    }
+
+    fn unique(f: impl FnOnce(&mut UniqueArgs)) -> Result<Option<Unique>, Error> {
+        let mut args = UniqueArgs {
+            unique: false,
+            unique_fields: Vec::new(),
+            unique_by_queue: false,
+            unique_period: None,
+            unique_states: Vec::new(),
+            unique_replace: false,
+        };
+        f(&mut args);
+        args.rule()
+    }
+
+    #[test]
+    fn unique_options_map_onto_the_rule() {
+        assert_eq!(unique(|_| {}).unwrap(), None);
+        assert_eq!(
+            unique(|a| a.unique = true).unwrap(),
+            Some(Unique::new().by_args())
+        );
+        assert_eq!(
+            unique(|a| {
+                a.unique_fields = vec!["customer".into(), " day ".into()];
+                a.unique_by_queue = true;
+                a.unique_period = Some("1d".into());
+                a.unique_states = vec!["pending".into(), "running".into(), "dead".into()];
+                a.unique_replace = true;
+            })
+            .unwrap(),
+            Some(
+                Unique::new()
+                    .by_fields(["customer", "day"])
+                    .by_queue()
+                    .by_period(std::time::Duration::from_secs(86_400))
+                    .states([JobState::Pending, JobState::Running, JobState::Dead])
+                    .replace()
+            )
+        );
+        // Any option alone makes the job unique, keyed by its kind and what the option adds.
+        assert_eq!(
+            unique(|a| a.unique_by_queue = true).unwrap(),
+            Some(Unique::new().by_queue())
+        );
+        let field = |r: Result<Option<Unique>, Error>| match r {
+            Err(Error::InvalidInput { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(unique(|a| a.unique_states = vec!["done".into()])),
+            "unique.states"
+        );
+        assert_eq!(
+            field(unique(|a| a.unique_period = Some("soon".into()))),
+            "unique.period"
+        );
+    }
+
+    #[test]
+    fn unique_outcomes_say_what_happened() {
+        let id: JobId = "0190f0e4-1c2b-7d3e-8f00-123456789abc".parse().unwrap();
+        assert_eq!(
+            outcome_words(&PushOutcome::Inserted(id), None),
+            format!("inserted {id}: no job held its unique key")
+        );
+        assert_eq!(
+            outcome_words(&PushOutcome::Existing(id), Some(JobState::Completed)),
+            format!("existing {id} (completed): it holds the unique key; nothing was stored")
+        );
+        assert!(outcome_words(&PushOutcome::Replaced(id), None).starts_with("replaced "));
     }
 }

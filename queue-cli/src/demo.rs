@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use queue_core::validate::redact_url;
 use queue_core::{validate, JobContext, JobError, NewJob, Queue, QueueStats, RetryPolicy, Worker};
 use serde::{Deserialize, Serialize};
@@ -218,9 +218,16 @@ pub(crate) async fn run(args: DemoArgs) -> Result<(), CliError> {
     let bar = ProgressBar::new(args.jobs);
     bar.set_style(
         ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:32}] {pos}/{len} finished, {per_sec} {msg}",
+            "{spinner} {elapsed_precise} [{bar:32}] {pos}/{len} finished, {rate} {msg}",
         )
         .map_err(|e| CliError::other(format!("progress bar template: {e}")))?
+        // Whole jobs per second, as in the summary (indicatif's `{per_sec}` shows decimals).
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} jobs/s", state.per_sec());
+            },
+        )
         .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(100));

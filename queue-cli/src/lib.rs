@@ -18,6 +18,7 @@ mod admin;
 mod demo;
 mod duration;
 mod failure;
+mod maintenance;
 mod payload;
 mod schedules;
 pub mod serve;
@@ -50,7 +51,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Create or upgrade the queue's tables (idempotent).
     Migrate(admin::Target),
-    /// Push one job and print its id.
+    /// Push one job and print its id. With a --unique option, print the id of the job that
+    /// stands for the push (the new one, or the one that holds its unique key), and say on
+    /// stderr whether it was inserted, met an existing job, or replaced a pending one.
     Push(admin::PushArgs),
     /// Print job counts per queue and state, and whether each queue is paused or limited.
     Stats(admin::StatsArgs),
@@ -67,6 +70,13 @@ enum Command {
     Reschedule(admin::RescheduleArgs),
     /// Delete finished jobs older than a given age.
     Prune(admin::PruneArgs),
+    /// Cancel, retry or delete every job a filter matches (queue, state, kind, age): prints how
+    /// many match and asks before changing anything (--yes does not ask).
+    Bulk(maintenance::BulkArgs),
+    /// Run one round of the retention task now: delete completed and cancelled jobs 24 h and
+    /// dead jobs 7 days after they finished (or as the options say). Workers run it every
+    /// minute by themselves, one process at a time.
+    Retention(maintenance::RetentionArgs),
     /// Pause a queue: no job of it is given out (to any worker, in any process) until it is
     /// resumed; jobs already running finish.
     Pause(admin::QueueArgs),
@@ -75,10 +85,12 @@ enum Command {
     /// Set a queue's concurrency limit: at most LIMIT of its jobs run at once, across every
     /// worker and process; `queue limit QUEUE none` removes it.
     Limit(admin::LimitArgs),
-    /// Run a worker that logs each job's payload, until Ctrl-C.
+    /// Run a worker that logs each job's payload, until Ctrl-C; it also runs the retention
+    /// task (see `retention`) unless given --no-retention.
     Work(work::WorkArgs),
     /// Serve the web dashboard: every queue's counts and throughput, job lists, job pages,
-    /// and actions (retry, cancel, bulk retry, prune, pause, resume, concurrency limits), on
+    /// and actions (retry, cancel, reschedule, bulk retry, cancel, retry or delete every job of
+    /// a list after a confirmation, prune, pause, resume, concurrency limits), on
     /// 127.0.0.1:8787 by default.
     Serve(serve::ServeArgs),
     /// Periodic jobs: list the schedules (the default), `add` or `remove` one, or `run` a
@@ -121,6 +133,8 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Retry(args) => admin::retry(args).await,
         Command::Cancel(args) => admin::cancel(args).await,
         Command::Prune(args) => admin::prune(args).await,
+        Command::Bulk(args) => maintenance::bulk(args).await,
+        Command::Retention(args) => maintenance::retention(args).await,
         Command::Pause(args) => admin::pause(args).await,
         Command::Resume(args) => admin::resume(args).await,
         Command::Limit(args) => admin::limit(args).await,
@@ -261,5 +275,67 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
         let err = Cli::try_parse_from(["queue", "pause"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn bulk_retention_and_unique_pushes_parse() {
+        for args in [
+            &["queue", "bulk", "cancel"][..],
+            &[
+                "queue", "bulk", "retry", "--queue", "q", "--state", "dead", "--yes",
+            ],
+            &[
+                "queue",
+                "bulk",
+                "delete",
+                "--kind",
+                "k",
+                "--older-than",
+                "7d",
+                "-y",
+            ],
+            &["queue", "retention"],
+            &["queue", "retention", "--completed", "1h", "--dead", "keep"],
+            &["queue", "work", "--queue", "q", "--no-retention"],
+            &[
+                "queue",
+                "push",
+                "--queue",
+                "q",
+                "--unique",
+                "--unique-by-queue",
+            ],
+            &[
+                "queue",
+                "push",
+                "--queue",
+                "q",
+                "--unique-fields",
+                "a,b",
+                "--unique-states",
+                "pending,running,dead",
+                "--unique-period",
+                "1h",
+                "--unique-replace",
+            ],
+        ] {
+            Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        let err = Cli::try_parse_from(["queue", "bulk", "purge"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ValueValidation);
+        assert!(err.to_string().contains("action must be cancel"), "{err}");
+        let err = Cli::try_parse_from(["queue", "bulk"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        let err = Cli::try_parse_from([
+            "queue",
+            "push",
+            "--queue",
+            "q",
+            "--unique",
+            "--unique-fields",
+            "a",
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
     }
 }

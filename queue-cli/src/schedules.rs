@@ -159,7 +159,7 @@ async fn add(args: AddArgs) -> Result<(), CliError> {
     let next = job
         .cadence()?
         .next_after(now)
-        .map_or_else(|| "never".to_owned(), time);
+        .map_or_else(|| "never".to_owned(), |t| format!("{} (UTC)", time(t)));
     println!("{verb} schedule {}; next slot {next}", job.name());
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Plain-text tables for the terminal.
 
 /// Renders `rows` under `header`: text columns left-aligned, columns whose cells are all
-/// numbers right-aligned.
+/// numbers right-aligned (a number may end in `+`: a count that stopped at a cap).
 pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     let cols = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -11,13 +11,7 @@ pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let numeric: Vec<bool> = (0..cols)
-        .map(|i| {
-            !rows.is_empty()
-                && rows.iter().all(|r| {
-                    r.get(i)
-                        .is_some_and(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit()))
-                })
-        })
+        .map(|i| !rows.is_empty() && rows.iter().all(|r| r.get(i).is_some_and(|c| is_number(c))))
         .collect();
     let mut out = String::new();
     let mut line = |cells: &mut dyn Iterator<Item = &str>| {
@@ -38,6 +32,12 @@ pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut row.iter().map(String::as_str));
     }
     out
+}
+
+/// Whether `cell` is a whole number, or one followed by `+`.
+fn is_number(cell: &str) -> bool {
+    let digits = cell.strip_suffix('+').unwrap_or(cell);
+    !digits.is_empty() && digits.chars().all(|ch| ch.is_ascii_digit())
 }
 
 /// Cuts `text` to `max` characters on one line, marking the cut with `…`.
@@ -69,6 +69,15 @@ mod tests {
             ],
         );
         assert_eq!(out, "queue   done\nemails     7\nq       1200\n");
+        let capped = render(
+            &["queue", "done"],
+            &[
+                vec!["a".into(), "7".into()],
+                vec!["b".into(), "100000+".into()],
+            ],
+        );
+        assert_eq!(capped, "queue     done\na            7\nb      100000+\n");
+        assert!(!is_number("+") && !is_number("1+2") && !is_number(""));
     }
 
     #[test]

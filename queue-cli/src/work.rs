@@ -2,7 +2,7 @@
 
 use clap::Args;
 use queue_core::validate::redact_url;
-use queue_core::{validate, JobContext, JobError, Worker};
+use queue_core::{validate, JobContext, JobError, Retention, Worker};
 
 use crate::admin::Target;
 use crate::duration;
@@ -27,6 +27,11 @@ pub(crate) struct WorkArgs {
     /// How long running jobs may take to finish after Ctrl-C before they are released.
     #[arg(long, default_value = "30s")]
     shutdown_timeout: String,
+    /// Run no retention task. By default the worker deletes completed and cancelled jobs 24 h
+    /// and dead jobs 7 days after they finished, of every queue, in one round a minute shared
+    /// with every other worker of the database.
+    #[arg(long)]
+    no_retention: bool,
 }
 
 pub(crate) async fn run(args: WorkArgs) -> Result<(), CliError> {
@@ -54,6 +59,11 @@ pub(crate) async fn run(args: WorkArgs) -> Result<(), CliError> {
         .concurrency(args.concurrency)
         .lease(lease)
         .shutdown_timeout(shutdown_timeout)
+        .retention(if args.no_retention {
+            Retention::off()
+        } else {
+            Retention::default()
+        })
         .handler_fn(log_payload)
         .build()?;
     eprintln!(

@@ -374,6 +374,68 @@ async fn bulk_retry_from_the_queue_page(c: &Client, fx: &Fixture) -> anyhow::Res
     Ok(())
 }
 
+/// A filtered list -> "Cancel matching jobs" -> the confirmation says how many -> confirm:
+/// exactly the jobs of the filter are cancelled. With an age nothing matches, and the
+/// confirmation offers nothing to press.
+async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let mut send = Vec::new();
+    for n in 0..5 {
+        let job = NewJob::from_json("emails", &format!("{{\"n\":{n}}}"))?.kind("send");
+        send.push(q.push(job).await?);
+    }
+    let digest = q
+        .push(NewJob::from_json("emails", "{}")?.kind("digest"))
+        .await?;
+    let elsewhere = q
+        .push(NewJob::from_json("reports", "{}")?.kind("send"))
+        .await?;
+    let server = serve(fx, &[], None)?;
+    c.goto(&format!("{}/jobs?queue=emails&kind=send", server.url))
+        .await?;
+    // With an age, nothing matches: the page says so and has no button to press.
+    c.find(Locator::Css("#bulk-age"))
+        .await?
+        .send_keys("1h")
+        .await?;
+    click(c, "#bulk-delete").await?;
+    see(
+        c,
+        "#bulk-count",
+        "No job matches: there is nothing to delete among the pending, completed, dead and \
+         cancelled jobs of queue emails of kind send, created more than 1h ago.",
+    )
+    .await?;
+    ensure!(c.find(Locator::Css("#bulk-confirm")).await.is_err());
+    click(c, "#bulk-back").await?;
+    see(c, "h1", "Queue emails: jobs of kind send").await?;
+    click(c, "#bulk-cancel").await?;
+    see(
+        c,
+        "#bulk-count",
+        "This will cancel 5 jobs: the pending and running jobs of queue emails of kind send.",
+    )
+    .await?;
+    ensure!(
+        state_of(q, send[0]).await? == JobState::Pending,
+        "nothing yet"
+    );
+    see(c, "#bulk-confirm", "Cancel 5 jobs").await?;
+    click(c, "#bulk-confirm").await?;
+    see(
+        c,
+        "#notice",
+        "Cancelled 5 of the pending and running jobs of queue emails of kind send; skipped 0.",
+    )
+    .await?;
+    for id in &send {
+        ensure!(state_of(q, *id).await? == JobState::Cancelled);
+    }
+    ensure!(state_of(q, digest).await? == JobState::Pending);
+    ensure!(state_of(q, elsewhere).await? == JobState::Pending);
+    Ok(())
+}
+
 /// Whether `queue` is paused and its limit, as the library reads them.
 async fn controls_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(bool, Option<u32>)> {
     let stats = q.stats(Some(queue)).await?;
@@ -524,6 +586,22 @@ async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Resu
     .await?;
     ensure!(status == 403, "{status}");
     ensure!(state_of(q, id).await? == JobState::Dead);
+    // Bulk actions: no confirmation page, and no post.
+    let status: u16 = script(
+        c,
+        "return fetch('/bulk?action=delete&queue=emails').then(r => r.status);",
+    )
+    .await?;
+    ensure!(status == 403, "{status}");
+    let status: u16 = script(
+        c,
+        "return fetch('/actions/bulk', {method: 'POST', headers: {'Content-Type': \
+         'application/x-www-form-urlencoded'}, body: 'action=delete&queue=emails'}) \
+         .then(r => r.status);",
+    )
+    .await?;
+    ensure!(status == 403, "{status}");
+    ensure!(q.get(id).await?.is_some() && q.get(pending).await?.is_some());
     let before = q.get(pending).await?.context("the job")?;
     let status: u16 = script(
         c,
@@ -991,6 +1069,7 @@ fn main() {
         browser_case!(follow_a_queue_to_a_dead_job_and_retry_it),
         browser_case!(the_overview_refreshes_without_a_reload),
         browser_case!(bulk_retry_from_the_queue_page),
+        browser_case!(bulk_cancel_from_a_filtered_list),
         browser_case!(pause_resume_and_limit_from_the_overview),
         browser_case!(read_only_mode_has_no_buttons),
         browser_case!(a_wrong_or_missing_token_is_refused),

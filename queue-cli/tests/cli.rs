@@ -1,14 +1,17 @@
 //! The `queue` command through the real binary, checked against what the database stores:
 //! `push` with payloads from a file and from standard input, with a kind, metadata and a
-//! timeout, `list` paging and its kind filter, `get`, `reschedule`, `schedules`, and the queue
-//! controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`.
+//! timeout, and unique pushes, `list` paging and its kind filter, `get`, `reschedule`,
+//! `schedules`, the queue controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`,
+//! `bulk`, `retention`, and counts at the stats cap.
+
+mod support;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use queue_core::{JobId, PopRequest, QueueStats};
+use queue_core::{JobId, JobState, NewJob, PopRequest, QueueStats};
 
 fn queue_cmd(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_queue"))
@@ -311,6 +314,45 @@ async fn kinds_metadata_and_reschedule_from_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("running"));
 }
 
+/// `get` cuts long errors in its history table and then says where to read them whole.
+#[tokio::test]
+async fn get_points_to_json_for_errors_it_cuts() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let long = format!("the mail server said: {}", "421 try later; ".repeat(8));
+    let mut ids = Vec::new();
+    for error in ["short", long.as_str()] {
+        let id = ok(&queue_cmd(
+            &["push", "--url", &url, "--queue", "emails"],
+            None,
+        ));
+        let claimed = queue.pop(PopRequest::new("emails")).await.unwrap();
+        queue
+            .fail(&claimed[0].lease, dbqueue::Failure::permanent(error))
+            .await
+            .unwrap();
+        ids.push(id.trim().to_owned());
+    }
+    let short = ok(&queue_cmd(&["get", "--url", &url, &ids[0]], None));
+    assert!(!short.contains("--json"), "{short}");
+    let shown = ok(&queue_cmd(&["get", "--url", &url, &ids[1]], None));
+    assert!(shown.contains("421 try later; 421 \u{2026}"), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "cut: `queue get {} --json` prints them whole",
+            ids[1]
+        )),
+        "{shown}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(&queue_cmd(
+        &["get", "--url", &url, &ids[1], "--json"],
+        None,
+    )))
+    .unwrap();
+    assert_eq!(json["errors"][0]["error"], long.as_str());
+}
+
 /// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
 /// against the schedules the database stores.
 #[tokio::test]
@@ -338,7 +380,7 @@ async fn schedules_are_added_listed_and_removed() {
         None,
     ));
     assert!(
-        out.starts_with("added schedule nightly; next slot "),
+        out.starts_with("added schedule nightly; next slot ") && out.trim_end().ends_with(" (UTC)"),
         "{out}"
     );
     let queue = dbqueue::connect(&url).await.expect("connects");
@@ -465,8 +507,13 @@ struct Worker(Option<Child>);
 
 impl Worker {
     fn start(url: &str, queue: &str) -> Worker {
+        Worker::start_with(url, queue, &[])
+    }
+
+    fn start_with(url: &str, queue: &str, extra: &[&str]) -> Worker {
         let child = Command::new(env!("CARGO_BIN_EXE_queue"))
             .args(["work", "--url", url, "--queue", queue, "--concurrency", "4"])
+            .args(extra)
             .env_remove("QUEUE_URL")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -742,4 +789,468 @@ async fn the_demo_respects_the_controls() {
     assert_eq!(&cells[7..], ["running", "2"], "{out}");
     let s = stats_of(&url, "narrow").await;
     assert_eq!(s.completed + s.dead, 60, "{s:?}");
+}
+
+/// Finished jobs are counted up to the cap (10,000 per queue and state): `stats` marks a
+/// count that stopped there with `+` and a note, and its JSON names it.
+#[tokio::test]
+async fn stats_marks_counts_at_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let cap = queue_core::validate::STATS_COUNT_CAP;
+    let mut left = cap + 1;
+    while left > 0 {
+        let n = left.min(10_000);
+        let jobs = (0..n)
+            .map(|_| NewJob::from_json("flood", "{}").unwrap())
+            .collect();
+        queue.push_batch(jobs).await.unwrap();
+        left -= n;
+    }
+    let filter = queue_core::JobFilter {
+        queue: Some("flood".into()),
+        ..Default::default()
+    };
+    let outcome = queue
+        .bulk(queue_core::BulkAction::Cancel, &filter)
+        .await
+        .unwrap();
+    assert_eq!(outcome.changed, cap + 1);
+    support::completed(queue.as_ref(), "flood", "{}")
+        .await
+        .unwrap();
+
+    let row = stats_row(&url, "flood");
+    assert_eq!(
+        row,
+        [
+            "flood",
+            "0",
+            "0",
+            "0",
+            "1",
+            "0",
+            format!("{cap}+").as_str(),
+            "running",
+            "-"
+        ]
+    );
+    let table = ok(&queue_cmd(&["stats", "--url", &url], None));
+    assert!(
+        table.ends_with(&format!(
+            "+: at least this many; finished jobs are counted up to {cap} per queue and state\n"
+        )),
+        "{table}"
+    );
+    let json = stats_json(&url, "flood");
+    assert_eq!(json["cancelled"], cap, "{json}");
+    assert_eq!(json["count_cap"], cap, "{json}");
+    assert_eq!(json["at_least"], serde_json::json!(["cancelled"]), "{json}");
+}
+
+/// `push --unique...`: standard output is the id of the job that stands for the push, and
+/// standard error says whether it was inserted, met an existing job or replaced a pending one,
+/// as the database shows; a bad rule names its field and stores nothing.
+#[tokio::test]
+async fn unique_pushes_say_what_they_met() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let push = |extra: &[&str]| {
+        let mut args = vec!["push", "--url", url.as_str(), "--kind", "report"];
+        args.extend(extra);
+        let out = queue_cmd(&args, None);
+        let id = ok(&out).trim().parse::<JobId>().expect("an id");
+        (id, String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    };
+    let payload = r#"{"customer":7,"n":1}"#;
+    let (first, said) = push(&["--queue", "a", "--payload", payload, "--unique"]);
+    assert_eq!(
+        said,
+        format!("inserted {first}: no job held its unique key")
+    );
+    // The same payload in other words is the same job, in this queue or another.
+    for queue in ["a", "b"] {
+        let (id, said) = push(&[
+            "--queue",
+            queue,
+            "--payload",
+            r#"{ "n": 1, "customer": 7 }"#,
+            "--unique",
+        ]);
+        assert_eq!(id, first);
+        assert_eq!(
+            said,
+            format!("existing {first} (pending): it holds the unique key; nothing was stored")
+        );
+    }
+    assert_eq!(job_count(&url).await, 1);
+    // The queue is part of the key when asked.
+    let (by_queue, said) = push(&[
+        "--queue",
+        "b",
+        "--payload",
+        payload,
+        "--unique",
+        "--unique-by-queue",
+    ]);
+    assert_ne!(by_queue, first);
+    assert!(said.starts_with("inserted "), "{said}");
+    // A completed job holds its key by default.
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let leased = queue.pop(PopRequest::new("a")).await.unwrap();
+    assert_eq!(leased[0].job.id, first);
+    queue.ack(&leased[0].lease).await.unwrap();
+    let (id, said) = push(&["--queue", "a", "--payload", payload, "--unique"]);
+    assert_eq!(id, first);
+    assert!(
+        said.starts_with(&format!("existing {first} (completed)")),
+        "{said}"
+    );
+
+    // By one field, replacing a pending job's payload and priority.
+    let (held, said) = push(&[
+        "--queue",
+        "c",
+        "--payload",
+        payload,
+        "--unique-fields",
+        "customer",
+        "--unique-replace",
+    ]);
+    assert!(said.starts_with("inserted "), "{said}");
+    let (id, said) = push(&[
+        "--queue",
+        "c",
+        "--payload",
+        r#"{"customer":7,"n":2}"#,
+        "--priority",
+        "9",
+        "--unique-fields",
+        "customer",
+        "--unique-replace",
+    ]);
+    assert_eq!(id, held);
+    assert!(
+        said.starts_with(&format!("replaced {held}: it was pending")),
+        "{said}"
+    );
+    let job = queue.get(held).await.unwrap().unwrap();
+    assert_eq!(job.priority, 9);
+    assert_eq!(job.payload_value()["n"], 2);
+    assert_eq!(job_count(&url).await, 3);
+
+    // A bad rule names its field, exits 2 and stores nothing.
+    for (extra, field) in [
+        (&["--unique-states", "pending"][..], "unique.states"),
+        (
+            &["--unique-states", "pending,running,done"],
+            "unique.states",
+        ),
+        (&["--unique-fields", "missing"], "unique.fields"),
+        (&["--unique-period", "0s"], "unique.period"),
+    ] {
+        let mut args = vec!["push", "--url", &url, "--queue", "c", "--kind", "report"];
+        args.extend(["--payload", payload]);
+        args.extend(extra);
+        let err = failed(&queue_cmd(&args, None));
+        assert!(
+            err.contains(&format!("invalid {field}:")),
+            "{extra:?}: {err}"
+        );
+    }
+    let err = failed(&queue_cmd(
+        &["push", "--url", &url, "--queue", "c", "--unique-replace"],
+        None,
+    ));
+    assert!(
+        err.contains("invalid unique: has nothing to tell jobs apart"),
+        "{err}"
+    );
+    assert_eq!(job_count(&url).await, 3);
+}
+
+/// The jobs of `name` by state, in the order of the stats table: available, scheduled,
+/// running, completed, dead, cancelled.
+async fn counts_of(url: &str, name: &str) -> [u64; 6] {
+    let queue = dbqueue::connect(url).await.expect("connects");
+    let stats = queue.stats(Some(name)).await.expect("stats");
+    stats.iter().find(|s| s.queue == name).map_or([0; 6], |s| {
+        [
+            s.available,
+            s.scheduled,
+            s.running,
+            s.completed,
+            s.dead,
+            s.cancelled,
+        ]
+    })
+}
+
+async fn state_of(url: &str, id: JobId) -> Option<JobState> {
+    let queue = dbqueue::connect(url).await.expect("connects");
+    queue.get(id).await.expect("reads").map(|j| j.state)
+}
+
+/// `bulk` says how many jobs match and changes nothing without a confirmation: without a
+/// terminal it needs `--yes`, even with "y" on standard input. With it, each action changes
+/// exactly the jobs its filter matches, as the database shows; bad filters name the field.
+#[tokio::test]
+async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let q = queue.as_ref();
+    let mut send = Vec::new();
+    for n in 0..3 {
+        let job = NewJob::from_json("emails", &format!("{{\"n\":{n}}}"))
+            .unwrap()
+            .kind("send");
+        send.push(q.push(job).await.unwrap());
+    }
+    let other_kind = q
+        .push(NewJob::from_json("emails", "{}").unwrap().kind("digest"))
+        .await
+        .unwrap();
+    let other_queue = q
+        .push(NewJob::from_json("reports", "{}").unwrap().kind("send"))
+        .await
+        .unwrap();
+    let dead = support::dead(q, "emails", "{}", "boom").await.unwrap();
+    let done = support::completed(q, "emails", "{}").await.unwrap();
+    let before = counts_of(&url, "emails").await;
+    assert_eq!(before, [4, 0, 0, 1, 1, 0]);
+
+    let filter = ["--queue", "emails", "--kind", "send"];
+    for stdin in [None, Some(&b"y\n"[..])] {
+        let mut args = vec!["bulk", "cancel", "--url", &url];
+        args.extend(filter);
+        let out = queue_cmd(&args, stdin);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout,
+            "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n"
+        );
+        let err = failed(&out);
+        assert!(
+            err.starts_with("error: refused: standard input is not a terminal")
+                && err.contains("pass --yes to cancel these 3 jobs (nothing was changed)"),
+            "{err}"
+        );
+        assert_eq!(counts_of(&url, "emails").await, before, "nothing changed");
+    }
+
+    let mut args = vec!["bulk", "cancel", "--url", &url, "--yes"];
+    args.extend(filter);
+    let out = ok(&queue_cmd(&args, None));
+    assert_eq!(
+        out,
+        "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n\
+         cancelled 3 jobs, skipped 0\n"
+    );
+    for id in &send {
+        assert_eq!(state_of(&url, *id).await, Some(JobState::Cancelled));
+    }
+    assert_eq!(state_of(&url, other_kind).await, Some(JobState::Pending));
+    assert_eq!(state_of(&url, other_queue).await, Some(JobState::Pending));
+    assert_eq!(state_of(&url, dead).await, Some(JobState::Dead));
+
+    // Retry one state of one queue: the cancelled jobs come back, the dead one stays.
+    let out = ok(&queue_cmd(
+        &[
+            "bulk",
+            "retry",
+            "--url",
+            &url,
+            "--queue",
+            "emails",
+            "--state",
+            "cancelled",
+            "-y",
+        ],
+        None,
+    ));
+    assert!(out.ends_with("retried 3 jobs, skipped 0\n"), "{out}");
+    for id in &send {
+        assert_eq!(state_of(&url, *id).await, Some(JobState::Pending));
+    }
+    assert_eq!(state_of(&url, dead).await, Some(JobState::Dead));
+
+    // Nothing was created an hour ago: nothing to do, and nothing is asked.
+    let out = ok(&queue_cmd(
+        &["bulk", "delete", "--url", &url, "--older-than", "1h"],
+        None,
+    ));
+    assert_eq!(
+        out,
+        "no job to delete among the pending, completed, dead and cancelled jobs of every queue, \
+         created more than 1h ago\n"
+    );
+    assert_eq!(counts_of(&url, "emails").await, before);
+
+    // Delete the finished jobs of every queue: the dead and the completed one.
+    for state in ["dead", "completed"] {
+        let out = ok(&queue_cmd(
+            &["bulk", "delete", "--url", &url, "--state", state, "--yes"],
+            None,
+        ));
+        assert!(out.ends_with("deleted 1 job, skipped 0\n"), "{out}");
+    }
+    assert_eq!(state_of(&url, dead).await, None);
+    assert_eq!(state_of(&url, done).await, None);
+    assert_eq!(counts_of(&url, "emails").await, [4, 0, 0, 0, 0, 0]);
+    assert_eq!(counts_of(&url, "reports").await, [1, 0, 0, 0, 0, 0]);
+
+    // Bad input names the field and the rule, exits 2 and changes nothing.
+    for (args, expected) in [
+        (
+            &["bulk", "cancel", "--state", "completed", "--yes"][..],
+            "error: invalid state: cancel applies to pending, running jobs, not completed",
+        ),
+        (
+            &["bulk", "delete", "--state", "running", "--yes"],
+            "error: invalid state: delete applies to pending, completed, dead, cancelled jobs",
+        ),
+        (
+            &["bulk", "delete", "--state", "lost", "--yes"],
+            "error: invalid state: must be one of",
+        ),
+        (
+            &["bulk", "delete", "--older-than", "soon", "--yes"],
+            "error: invalid older_than:",
+        ),
+        (
+            &["bulk", "cancel", "--queue", "bad queue", "--yes"],
+            "error: invalid queue:",
+        ),
+        (
+            &["bulk", "cancel", "--kind", "a b", "--yes"],
+            "error: invalid kind:",
+        ),
+        (
+            &["bulk", "purge", "--yes"],
+            "error: invalid value 'purge' for '<ACTION>': action must be cancel, retry or delete",
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--url", &url]);
+        let err = failed(&queue_cmd(&all, None));
+        assert!(err.contains(expected), "{all:?}: {err}");
+    }
+    assert_eq!(counts_of(&url, "emails").await, [4, 0, 0, 0, 0, 0]);
+}
+
+/// `retention` deletes finished jobs by age, per state, and runs at most one round an interval
+/// across processes: a second round right after says so and deletes nothing.
+#[tokio::test]
+async fn retention_deletes_by_age_once_per_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let q = queue.as_ref();
+    let done = [
+        support::completed(q, "emails", "{}").await.unwrap(),
+        support::completed(q, "reports", "{}").await.unwrap(),
+    ];
+    let cancelled = support::cancelled(q, "emails", "{}").await.unwrap();
+    let dead = support::dead(q, "emails", "{}", "boom").await.unwrap();
+    let pending = support::push(q, "emails", "{}").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let err = failed(&queue_cmd(
+        &["retention", "--url", &url, "--dead", "soon"],
+        None,
+    ));
+    assert!(err.contains("invalid dead:"), "{err}");
+    let err = failed(&queue_cmd(
+        &[
+            "retention",
+            "--url",
+            &url,
+            "--completed",
+            "keep",
+            "--cancelled",
+            "keep",
+            "--dead",
+            "keep",
+        ],
+        None,
+    ));
+    assert!(
+        err.contains("invalid retention: every state is kept"),
+        "{err}"
+    );
+
+    let out = ok(&queue_cmd(
+        &[
+            "retention",
+            "--url",
+            &url,
+            "--completed",
+            "1s",
+            "--cancelled",
+            "keep",
+        ],
+        None,
+    ));
+    assert_eq!(
+        out,
+        "deleted 2 jobs (2 completed, 0 cancelled, 0 dead; completed after 1s, cancelled kept, \
+         dead after 7d)\n"
+    );
+    for id in done {
+        assert_eq!(state_of(&url, id).await, None);
+    }
+    assert_eq!(state_of(&url, cancelled).await, Some(JobState::Cancelled));
+    assert_eq!(state_of(&url, dead).await, Some(JobState::Dead));
+    assert_eq!(state_of(&url, pending).await, Some(JobState::Pending));
+
+    let out = ok(&queue_cmd(
+        &["retention", "--url", &url, "--cancelled", "0s"],
+        None,
+    ));
+    assert!(
+        out.starts_with("nothing was deleted: another process is running a retention round"),
+        "{out}"
+    );
+    assert_eq!(state_of(&url, cancelled).await, Some(JobState::Cancelled));
+}
+
+/// `queue work` runs the retention task (its round keeps another from running within the
+/// interval); with `--no-retention` it runs none, and `queue retention` then can.
+#[tokio::test]
+async fn work_runs_retention_unless_told_not_to() {
+    for no_retention in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let url = migrated_db(dir.path());
+        let queue = dbqueue::connect(&url).await.unwrap();
+        let done = support::completed(queue.as_ref(), "old", "{}")
+            .await
+            .unwrap();
+        support::push(queue.as_ref(), "emails", "{}").await.unwrap();
+        let extra: &[&str] = if no_retention {
+            &["--no-retention"]
+        } else {
+            &[]
+        };
+        let worker = Worker::start_with(&url, "emails", extra);
+        wait_until("the worker completed the job", || async {
+            stats_of(&url, "emails").await.completed == 1
+        })
+        .await;
+        // The retention task starts with the worker; give its first round time to end.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let out = ok(&queue_cmd(
+            &["retention", "--url", &url, "--completed", "0s"],
+            None,
+        ));
+        if no_retention {
+            assert!(out.starts_with("deleted 2 jobs (2 completed"), "{out}");
+            assert_eq!(state_of(&url, done).await, None);
+        } else {
+            assert!(out.starts_with("nothing was deleted"), "{out}");
+            assert_eq!(state_of(&url, done).await, Some(JobState::Completed));
+        }
+        worker.stop();
+    }
 }

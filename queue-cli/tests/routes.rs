@@ -113,6 +113,64 @@ async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow:
     Ok(())
 }
 
+/// The fixture's database through a queue that counts finished jobs up to `cap` per queue
+/// and state (the default cap is 100,000: too many jobs for a test).
+async fn capped_queue(fx: &Fixture, cap: u64) -> anyhow::Result<Arc<dyn Queue>> {
+    let mut options = dbqueue::Options {
+        limits: dbqueue::Limits {
+            stats_count_cap: Some(cap),
+            ..dbqueue::Limits::default()
+        },
+        max_connections: Some(2),
+        ..dbqueue::Options::default()
+    };
+    match fx.args.as_slice() {
+        [flag, schema] if flag == "--schema" => options.schema = Some(schema.clone()),
+        [flag, prefix] if flag == "--table-prefix" => options.table_prefix = Some(prefix.clone()),
+        _ => {}
+    }
+    Ok(dbqueue::connect_with(&fx.url, options).await?)
+}
+
+/// A count that stopped at the stats cap reads as "at least": `2+` in the overview, its
+/// totals and a queue's tabs; counts under the cap read as they are.
+async fn capped_counts_read_as_at_least(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for _ in 0..3 {
+        completed(q, "emails", "{}").await?;
+    }
+    dead(q, "emails", "{}", "boom").await?;
+    completed(q, "reports", "{}").await?;
+    push(q, "reports", "{}").await?;
+    let capped = capped_queue(&fx, 2).await?;
+    let mut c = Client::new(router(Dashboard::new(capped, config())));
+    let page = c.get("/").await?.expect(StatusCode::OK)?;
+    // available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..6)
+        .map(|i| cell(&page, "emails", i))
+        .collect::<anyhow::Result<_>>()?;
+    ensure!(emails == ["0", "0", "0", "2+", "1", "0"], "{emails:?}");
+    let reports: Vec<String> = (0..6)
+        .map(|i| cell(&page, "reports", i))
+        .collect::<anyhow::Result<_>>()?;
+    ensure!(reports == ["1", "0", "0", "1", "0", "0"], "{reports:?}");
+    let totals = &page.body[page.body.find("<tfoot>").context("totals")?..];
+    ensure!(
+        totals.contains(">3+</a>") && totals.contains(">1</a>"),
+        "{totals}"
+    );
+    let list = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
+    list.has(">completed <span class=\"count\">2+</span>")?
+        .has(">all <span class=\"count\">3+</span>")?
+        .has(">dead <span class=\"count\">1</span>")?;
+    // The same database without the low cap counts every job.
+    let mut exact = client(&fx);
+    let page = exact.get("/").await?.expect(StatusCode::OK)?;
+    ensure!(cell(&page, "emails", 3)? == "3");
+    page.lacks("+</a>")?;
+    Ok(())
+}
+
 async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let mut c = client(&fx);
@@ -874,6 +932,251 @@ async fn bulk_retry_stops_at_its_limit(fx: Arc<Fixture>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The jobs of `queue` by state: available, scheduled, running, completed, dead, cancelled.
+async fn counts_of(q: &dyn Queue, queue: &str) -> anyhow::Result<[u64; 6]> {
+    let stats = q.stats(Some(queue)).await?;
+    Ok(stats.iter().find(|s| s.queue == queue).map_or([0; 6], |s| {
+        [
+            s.available,
+            s.scheduled,
+            s.running,
+            s.completed,
+            s.dead,
+            s.cancelled,
+        ]
+    }))
+}
+
+/// The fields of a bulk form: the action and the list's filter.
+fn bulk_fields<'a>(
+    action: &'a str,
+    queue: &'a str,
+    state: &'a str,
+    kind: &'a str,
+    older_than: &'a str,
+) -> Vec<(&'static str, &'a str)> {
+    vec![
+        ("action", action),
+        ("queue", queue),
+        ("state", state),
+        ("kind", kind),
+        ("older_than", older_than),
+    ]
+}
+
+/// Each list offers the bulk actions that apply to it; a button's confirmation page says how
+/// many jobs it would change (and changes nothing), and its form changes exactly the jobs of
+/// the filter, as the database shows.
+async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let mut send = Vec::new();
+    for n in 0..3 {
+        send.push(
+            q.push(NewJob::from_json("emails", &format!("{{\"n\":{n}}}"))?.kind("send"))
+                .await?,
+        );
+    }
+    let busy = q
+        .push(
+            NewJob::from_json("emails", "{}")?
+                .kind("send")
+                .priority(i32::MAX),
+        )
+        .await?;
+    claim(q, "emails", busy, "w1").await?;
+    send.push(busy);
+    let digest = q
+        .push(NewJob::from_json("emails", "{}")?.kind("digest"))
+        .await?;
+    let elsewhere = q
+        .push(NewJob::from_json("reports", "{}")?.kind("send"))
+        .await?;
+    let dead_send = dead_job(q, NewJob::from_json("emails", "{}")?.kind("send"), "boom").await?;
+    let dead_other = dead(q, "reports", "{}", "boom").await?;
+    let done = completed(q, "emails", "{}").await?;
+    let emails = counts_of(q, "emails").await?;
+    ensure!(emails == [4, 0, 1, 1, 1, 0], "{emails:?}");
+    let mut c = client(&fx);
+
+    // The list of a kind offers every action, keeping its filter; a list of completed jobs
+    // offers only delete.
+    let list = c
+        .get("/jobs?queue=emails&kind=send")
+        .await?
+        .expect(StatusCode::OK)?;
+    list.has("<form class=\"bulk\" id=\"bulk\" action=\"/bulk\" method=\"get\"")?
+        .has("<input type=\"hidden\" name=\"queue\" value=\"emails\">")?
+        .has("<input type=\"hidden\" name=\"kind\" value=\"send\">")?
+        .has("id=\"bulk-cancel\" class=\"bulk-action\">Cancel matching jobs…</button>")?
+        .has("id=\"bulk-retry\"")?
+        .has("id=\"bulk-delete\"")?;
+    c.get("/jobs?queue=emails&state=completed")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("id=\"bulk-delete\"")?
+        .lacks("id=\"bulk-cancel\"")?
+        .lacks("id=\"bulk-retry\"")?;
+    c.get("/jobs?queue=nothing")
+        .await?
+        .expect(StatusCode::OK)?
+        .lacks("id=\"bulk\"")?;
+
+    // Cancel: the confirmation counts the pending and the running job of the kind.
+    let confirm = c
+        .get("/bulk?action=cancel&queue=emails&kind=send&older_than=")
+        .await?
+        .expect(StatusCode::OK)?;
+    confirm
+        .has("This will cancel 4 jobs: the pending and running jobs of queue emails of kind send.")?
+        .has("id=\"bulk-confirm\" class=\"danger\">Cancel 4 jobs</button>")?
+        .has("<input type=\"hidden\" name=\"action\" value=\"cancel\">")?
+        .has(&format!("name=\"csrf\" value=\"{}\"", c.csrf()))?;
+    ensure!(
+        counts_of(q, "emails").await? == emails,
+        "a GET changes nothing"
+    );
+    let page = c
+        .post(
+            "/actions/bulk",
+            &bulk_fields("cancel", "emails", "", "send", ""),
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has(
+        "Cancelled 4 of the pending and running jobs of queue emails of kind send; skipped 0.",
+    )?
+    .has("<h1>Queue emails: jobs of kind send</h1>")?;
+    for id in &send {
+        ensure!(state_of(q, *id).await? == JobState::Cancelled, "{id}");
+    }
+    ensure!(state_of(q, digest).await? == JobState::Pending);
+    ensure!(state_of(q, elsewhere).await? == JobState::Pending);
+    ensure!(state_of(q, dead_send).await? == JobState::Dead);
+
+    // Retry the cancelled jobs of the queue: the dead one stays dead.
+    c.get("/bulk?action=retry&queue=emails&state=cancelled")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("This will retry 4 jobs: the cancelled jobs of queue emails.")?
+        .has("id=\"bulk-confirm\">Retry 4 jobs</button>")?;
+    c.post(
+        "/actions/bulk",
+        &bulk_fields("retry", "emails", "cancelled", "", ""),
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Retried 4 of the cancelled jobs of queue emails; skipped 0.")?;
+    for id in &send {
+        ensure!(state_of(q, *id).await? == JobState::Pending, "{id}");
+    }
+    ensure!(state_of(q, dead_send).await? == JobState::Dead);
+
+    // Nothing was created an hour ago: nothing to confirm, and a post deletes nothing.
+    c.get("/bulk?action=delete&queue=emails&older_than=1h")
+        .await?
+        .expect(StatusCode::OK)?
+        .has(
+            "No job matches: there is nothing to delete among the pending, completed, dead and \
+             cancelled jobs of queue emails, created more than 1h ago.",
+        )?
+        .lacks("id=\"bulk-confirm\"")?
+        .lacks("This cannot be undone.")?;
+    c.post(
+        "/actions/bulk",
+        &bulk_fields("delete", "emails", "", "", "1h"),
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Deleted 0 of")?;
+    ensure!(counts_of(q, "emails").await? == [5, 0, 0, 1, 1, 0]);
+
+    // Delete the dead jobs of every queue: the finished ones of other states stay.
+    c.get("/bulk?action=delete&state=dead")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("This will delete 2 jobs: the dead jobs of every queue.")?
+        .has("This cannot be undone.")?;
+    c.post("/actions/bulk", &bulk_fields("delete", "", "dead", "", ""))
+        .await?
+        .expect(StatusCode::OK)?
+        .has("Deleted 2 of the dead jobs of every queue; skipped 0.")?
+        .has("<h1>All queues: dead jobs</h1>")?;
+    ensure!(q.get(dead_send).await?.is_none() && q.get(dead_other).await?.is_none());
+    ensure!(state_of(q, done).await? == JobState::Completed);
+    ensure!(counts_of(q, "emails").await? == [5, 0, 0, 1, 0, 0]);
+    ensure!(counts_of(q, "reports").await? == [1, 0, 0, 0, 0, 0]);
+    Ok(())
+}
+
+/// A bulk action needs a valid filter and the dashboard's own form: bad input names the field,
+/// and a post without the CSRF token, with another one, or from another site changes nothing.
+async fn bulk_actions_refuse_bad_filters_and_forged_posts(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for _ in 0..3 {
+        push(q, "emails", "{}").await?;
+    }
+    let mut c = client(&fx);
+    for (path, expected) in [
+        (
+            "/bulk?action=cancel&state=completed",
+            "invalid state: cancel applies to pending, running jobs, not completed",
+        ),
+        (
+            "/bulk?action=purge",
+            "invalid action: must be cancel, retry or delete",
+        ),
+        ("/bulk?queue=emails", "invalid action"),
+        ("/bulk?action=delete&older_than=soon", "invalid older_than"),
+        ("/bulk?action=delete&queue=bad%20name", "invalid queue"),
+    ] {
+        c.get(path)
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has(expected)?;
+    }
+    c.post(
+        "/actions/bulk",
+        &bulk_fields("delete", "emails", "running", "", ""),
+    )
+    .await?
+    .expect(StatusCode::BAD_REQUEST)?
+    .has("invalid state: delete applies to")?;
+    let csrf = c.csrf();
+    ensure!(csrf.len() == 64);
+    let fields = bulk_fields("cancel", "emails", "", "", "");
+    let same_origin = [("origin", "http://127.0.0.1:8787")];
+    c.post_raw("/actions/bulk", &fields, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?
+        .has("CSRF token is missing")?;
+    let other = "0".repeat(64);
+    let mut with_token = fields.clone();
+    with_token.push(("csrf", &other));
+    c.post_raw("/actions/bulk", &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::FORBIDDEN)?;
+    with_token.pop();
+    with_token.push(("csrf", &csrf));
+    c.post_raw(
+        "/actions/bulk",
+        &with_token,
+        &[("sec-fetch-site", "cross-site")],
+    )
+    .await?
+    .expect(StatusCode::FORBIDDEN)?;
+    ensure!(
+        counts_of(q, "emails").await? == [3, 0, 0, 0, 0, 0],
+        "nothing changed"
+    );
+    c.post_raw("/actions/bulk", &with_token, &same_origin)
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(counts_of(q, "emails").await? == [0, 0, 0, 0, 0, 3]);
+    Ok(())
+}
+
 async fn prune_deletes_only_what_was_asked(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let done = completed(q, "emails", "{}").await?;
@@ -1084,6 +1387,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         let page = c.get(&path).await?.expect(StatusCode::OK)?;
         page.lacks("method=\"post\"")?
             .lacks("id=\"reschedule\"")?
+            .lacks("id=\"bulk\"")?
             .has("id=\"read-only\"")?;
     }
     // The controls are shown, without their forms.
@@ -1110,6 +1414,10 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
         ),
         ("/actions/retry-dead".to_owned(), vec![("queue", "emails")]),
         (
+            "/actions/bulk".to_owned(),
+            vec![("action", "delete"), ("queue", "emails")],
+        ),
+        (
             "/actions/prune".to_owned(),
             vec![("older_than", "0s"), ("dead", "on")],
         ),
@@ -1129,6 +1437,12 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
             .expect(StatusCode::FORBIDDEN)?
             .has("read-only")?;
     }
+    // The confirmation page of a bulk action is refused too.
+    c.get("/bulk?action=delete&queue=emails")
+        .await?
+        .expect(StatusCode::FORBIDDEN)?
+        .has("read-only")?
+        .lacks("method=\"post\"")?;
     ensure!(state_of(q, id).await? == JobState::Dead);
     ensure!(schedule_of(q, pending).await? == pending_before);
     ensure!(controls_of(q, "emails").await? == (true, Some(3)));
@@ -1152,6 +1466,7 @@ async fn a_token_guards_every_page_and_action(fx: Arc<Fixture>) -> anyhow::Resul
         "/jobs?queue=emails",
         &format!("/jobs/{id}"),
         "/search?q=x",
+        "/bulk?action=retry&queue=emails",
     ] {
         let page = c.get(path).await?.expect(StatusCode::UNAUTHORIZED)?;
         page.has("name=\"token\"")?
@@ -1470,6 +1785,7 @@ fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let cases = [
         case!(overview_shows_every_queue_with_its_counts),
+        case!(capped_counts_read_as_at_least),
         case!(the_overview_fragment_follows_the_database),
         case!(job_lists_filter_and_page_newest_first),
         case!(job_lists_show_and_filter_by_kind),
@@ -1482,6 +1798,8 @@ fn main() {
         case!(cancel_stops_pending_and_running_jobs),
         case!(bulk_retry_retries_every_dead_job_of_the_queue),
         case!(bulk_retry_stops_at_its_limit),
+        case!(bulk_actions_confirm_then_change_exactly_the_filtered_jobs),
+        case!(bulk_actions_refuse_bad_filters_and_forged_posts),
         case!(prune_deletes_only_what_was_asked),
         case!(queue_controls_from_the_overview_and_the_queue_page),
         case!(read_only_shows_no_actions_and_refuses_them),

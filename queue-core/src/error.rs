@@ -63,6 +63,17 @@ pub enum Error {
         dedup_key: String,
     },
 
+    /// A job with the same unique key holds its place (a [`crate::Unique`] rule), so this job
+    /// cannot return to a state its rule counts (a retry of a dead or cancelled job); nothing
+    /// was changed.
+    #[error("job {job} cannot come back: job {holder} holds its unique key")]
+    UniqueTaken {
+        /// The job that could not come back.
+        job: JobId,
+        /// The job holding the key.
+        holder: JobId,
+    },
+
     /// The database could not be reached (connection refused, timed out, pool closed).
     #[error("database unavailable: {source}")]
     Unavailable {

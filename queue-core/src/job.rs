@@ -161,6 +161,7 @@ pub struct NewJob {
     pub(crate) kind: Option<String>,
     pub(crate) meta: Option<Box<RawValue>>,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) unique: Option<crate::unique::Unique>,
 }
 
 impl NewJob {
@@ -198,6 +199,7 @@ impl NewJob {
             kind: None,
             meta: None,
             timeout: None,
+            unique: None,
         }
     }
 
@@ -220,6 +222,7 @@ impl NewJob {
         if let Some(n) = options.max_attempts {
             job.max_attempts = n;
         }
+        job.unique = options.unique;
         Ok(job)
     }
 
@@ -274,6 +277,14 @@ impl NewJob {
         validate::meta_object(raw.get())?;
         self.meta = Some(raw);
         Ok(self)
+    }
+
+    /// Makes the job unique by `rule`: a push that meets a job with the same key holding its
+    /// place stores nothing and reports that job ([`crate::PushOutcome::Existing`]). Replaces
+    /// the kind's rule, if it has one.
+    pub fn unique(mut self, rule: crate::unique::Unique) -> Self {
+        self.unique = Some(rule);
+        self
     }
 
     /// The longest one attempt of this job may run: past it, a worker stops the handler and the
@@ -335,6 +346,10 @@ impl NewJob {
     pub fn timeout_value(&self) -> Option<Duration> {
         self.timeout
     }
+    /// Its uniqueness rule, if any.
+    pub fn unique_value(&self) -> Option<&crate::unique::Unique> {
+        self.unique.as_ref()
+    }
 
     /// The delay from the database's "now" at which the job becomes due, given the client's
     /// `now`. Backends add this to their own clock, so client clock skew matters only for
@@ -371,6 +386,9 @@ impl NewJob {
         }
         if let Some(timeout) = self.timeout {
             validate::timeout("timeout", timeout)?;
+        }
+        if let Some(rule) = &self.unique {
+            rule.validate()?;
         }
         Ok(())
     }
@@ -577,8 +595,8 @@ pub trait JobArgs: Serialize + DeserializeOwned + Send + 'static {
 }
 
 /// What a kind sets for its jobs unless a push or the worker says otherwise. At push
-/// ([`NewJob::of`]): `queue`, `priority`, `max_attempts`. In the worker that runs them:
-/// `timeout` (for jobs pushed without one), `retry_policy` and `max_snoozes`.
+/// ([`NewJob::of`]): `queue`, `priority`, `max_attempts`, `unique`. In the worker that runs
+/// them: `timeout` (for jobs pushed without one), `retry_policy` and `max_snoozes`.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct KindOptions {
@@ -594,6 +612,8 @@ pub struct KindOptions {
     pub retry_policy: Option<crate::retry::RetryPolicy>,
     /// Most snoozes per job ([`crate::worker::DEFAULT_MAX_SNOOZES`] when `None`).
     pub max_snoozes: Option<u32>,
+    /// The uniqueness rule of its jobs (none when `None`).
+    pub unique: Option<crate::unique::Unique>,
 }
 
 impl KindOptions {
@@ -638,6 +658,12 @@ impl KindOptions {
         self
     }
 
+    /// Makes the kind's jobs unique by `rule` (see [`crate::Unique`]).
+    pub fn unique(mut self, rule: crate::unique::Unique) -> Self {
+        self.unique = Some(rule);
+        self
+    }
+
     /// Checks every option that is set.
     ///
     /// # Errors
@@ -658,6 +684,9 @@ impl KindOptions {
         }
         if let Some(n) = self.max_snoozes {
             validate::max_snoozes(n)?;
+        }
+        if let Some(rule) = &self.unique {
+            rule.validate()?;
         }
         Ok(())
     }

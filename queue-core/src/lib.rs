@@ -19,7 +19,9 @@ pub mod job;
 pub mod periodic;
 pub mod profile;
 pub mod queue;
+pub mod retention;
 pub mod retry;
+pub mod unique;
 pub mod validate;
 pub mod wake;
 pub mod worker;
@@ -35,10 +37,13 @@ pub use periodic::{
 };
 pub use profile::{EngineProfile, Profile, ServerKind};
 pub use queue::{
-    Capabilities, CheckedPop, ClaimStrategy, Dialect, ListRequest, PopRequest, PruneRequest, Queue,
-    QueueControl, QueueStats, Wakeups, MAX_CONCURRENCY_LIMIT,
+    BulkAction, BulkOutcome, Capabilities, CheckedPop, ClaimStrategy, Dialect, JobFilter,
+    ListRequest, PopRequest, PruneRequest, Queue, QueueControl, QueueStats, Wakeups,
+    MAX_CONCURRENCY_LIMIT,
 };
+pub use retention::{Retention, RetentionReport, RETENTION_ROUND};
 pub use retry::{FailDecision, RetryPolicy};
+pub use unique::{PushOutcome, Unique, DEFAULT_UNIQUE_STATES};
 pub use validate::Limits;
 pub use wake::WakeHub;
 pub use worker::{

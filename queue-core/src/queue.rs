@@ -1,5 +1,6 @@
 //! The `Queue` trait every backend implements, and the values it takes and returns.
 
+use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,6 +13,8 @@ use crate::job::{
 };
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::profile::EngineProfile;
+use crate::retention::{Retention, RetentionReport};
+use crate::unique::PushOutcome;
 use crate::validate::{self, Limits};
 
 /// Which SQL dialect a backend speaks.
@@ -204,6 +207,10 @@ pub struct QueueStats {
     /// At most this many of its jobs hold a live lease at once
     /// ([`Queue::set_concurrency_limit`]).
     pub concurrency_limit: Option<u32>,
+    /// Completed, dead and cancelled jobs were counted up to this many each
+    /// ([`Limits::stats_count_cap`]): a count equal to it means at least that many
+    /// ([`QueueStats::at_least`]). `None`: every count is exact.
+    pub count_cap: Option<u64>,
 }
 
 /// The controls of one queue ([`Queue::pause`], [`Queue::set_concurrency_limit`]), as stored in
@@ -229,6 +236,12 @@ impl QueueControl {
 pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 
 impl QueueStats {
+    /// Whether the count of `state` stopped at the cap ([`QueueStats::count_cap`]): there are
+    /// at least that many, perhaps more.
+    pub fn at_least(&self, state: JobState) -> bool {
+        state.is_finished() && self.count_cap.is_some_and(|cap| self.count(state) >= cap)
+    }
+
     /// The count for `state` (pending is available + scheduled).
     pub fn count(&self, state: JobState) -> u64 {
         match state {
@@ -335,6 +348,123 @@ impl ListRequest {
     }
 }
 
+/// What a bulk operation ([`Queue::bulk`]) does to each job its filter matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BulkAction {
+    /// Pending and running jobs become cancelled (a running job's holder learns of it at its
+    /// next transition, as with [`Queue::cancel`]).
+    Cancel,
+    /// Dead and cancelled jobs go back to pending, due now, as with [`Queue::retry`].
+    Retry,
+    /// Pending and finished jobs are deleted. Running jobs are not: cancel them first.
+    Delete,
+}
+
+impl BulkAction {
+    /// Every action.
+    pub const ALL: [BulkAction; 3] = [BulkAction::Cancel, BulkAction::Retry, BulkAction::Delete];
+
+    /// The states of the jobs it applies to.
+    pub fn states(self) -> &'static [JobState] {
+        match self {
+            BulkAction::Cancel => &[JobState::Pending, JobState::Running],
+            BulkAction::Retry => &[JobState::Dead, JobState::Cancelled],
+            BulkAction::Delete => &[
+                JobState::Pending,
+                JobState::Completed,
+                JobState::Dead,
+                JobState::Cancelled,
+            ],
+        }
+    }
+
+    /// Its name: `cancel`, `retry` or `delete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BulkAction::Cancel => "cancel",
+            BulkAction::Retry => "retry",
+            BulkAction::Delete => "delete",
+        }
+    }
+}
+
+impl fmt::Display for BulkAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for BulkAction {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        BulkAction::ALL
+            .into_iter()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| Error::invalid("action", "must be cancel, retry or delete"))
+    }
+}
+
+/// Which jobs a bulk operation touches: each field that is set narrows it; the operation
+/// itself narrows it to the states it applies to ([`BulkAction::states`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// Only this state (one the operation applies to).
+    pub state: Option<JobState>,
+    /// Only jobs of this kind.
+    pub kind: Option<String>,
+    /// Only jobs created longer ago than this (by the database's clock).
+    pub older_than: Option<Duration>,
+}
+
+impl JobFilter {
+    /// Checks every field for `action` and returns the states it touches.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field: a bad queue or kind name, a state the action
+    /// does not apply to, an age over 10 years.
+    pub fn states_for(&self, action: BulkAction) -> Result<Vec<JobState>> {
+        if let Some(q) = &self.queue {
+            validate::queue_name(q)?;
+        }
+        if let Some(k) = &self.kind {
+            validate::kind(k)?;
+        }
+        if let Some(age) = self.older_than {
+            validate::delay(age)
+                .map_err(|_| Error::invalid("older_than", "must be at most 10 years"))?;
+        }
+        let applies = action.states();
+        match self.state {
+            None => Ok(applies.to_vec()),
+            Some(s) if applies.contains(&s) => Ok(vec![s]),
+            Some(s) => Err(Error::invalid(
+                "state",
+                format!(
+                    "{action} applies to {} jobs, not {s}",
+                    applies
+                        .iter()
+                        .map(JobState::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// What a bulk operation did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BulkOutcome {
+    /// Jobs cancelled, retried or deleted.
+    pub changed: u64,
+    /// Jobs that matched but were left as they were: they changed state meanwhile, or (retry)
+    /// a live job holds their dedup or unique key.
+    pub skipped: u64,
+}
+
 /// A durable job queue stored in a relational database.
 ///
 /// Every method validates its input before touching the database. Transitions of a running job
@@ -351,18 +481,49 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::Unavailable`] or [`Error::Database`].
     async fn migrate(&self) -> Result<()>;
 
-    /// Stores one job and returns its id.
+    /// Stores one job and returns its id; a unique job ([`NewJob::unique`]) that meets a job
+    /// holding its key stores nothing and returns that job's id ([`Queue::push_outcome`] says
+    /// which happened).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a bad job; [`Error::Duplicate`] when a live job of the queue
-    /// has the same dedup key.
+    /// has the same dedup key (and the job has no uniqueness rule).
     async fn push(&self, job: NewJob) -> Result<JobId>;
 
-    /// Stores all jobs or none, returning their ids in order.
+    /// Stores all jobs or none, returning their ids in order (for a unique job that met another,
+    /// that job's id).
     ///
     /// # Errors
     /// As [`Queue::push`], with fields named `jobs[i].field`; nothing is stored on error.
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>>;
+
+    /// [`Queue::push`], saying whether the job was stored or met the job that holds its unique
+    /// key (and replaced it, with [`crate::Unique::replace`]): in one round trip where the
+    /// dialect allows it.
+    ///
+    /// # Errors
+    /// As [`Queue::push`]; [`Error::Unsupported`] for a unique job where the backend has no
+    /// unique jobs.
+    async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
+        if job.unique_value().is_some() {
+            return Err(Error::Unsupported("unique jobs"));
+        }
+        Ok(PushOutcome::Inserted(self.push(job).await?))
+    }
+
+    /// [`Queue::push_batch`], with each job's outcome. All or none are stored, but a unique job
+    /// that meets another does not fail the batch: it reports that job. Of two jobs of one
+    /// batch with the same key, the first is stored and the second meets it.
+    ///
+    /// # Errors
+    /// As [`Queue::push_batch`].
+    async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
+        if jobs.iter().any(|j| j.unique_value().is_some()) {
+            return Err(Error::Unsupported("unique jobs"));
+        }
+        let ids = self.push_batch(jobs).await?;
+        Ok(ids.into_iter().map(PushOutcome::Inserted).collect())
+    }
 
     /// Claims up to `limit` due pending jobs of one queue, highest priority first, then oldest
     /// `run_at`, then id. Returns at once (possibly empty); see [`Queue::wait_for_work`].
@@ -530,6 +691,39 @@ pub trait Queue: Send + Sync + 'static {
     /// # Errors
     /// [`Error::InvalidInput`] for a bad request.
     async fn prune(&self, req: PruneRequest) -> Result<u64>;
+
+    /// How many jobs [`Queue::bulk`] with `action` and `filter` would touch now (for a
+    /// confirmation).
+    ///
+    /// # Errors
+    /// As [`Queue::bulk`].
+    async fn count_matching(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        let _ = (action, filter);
+        Err(Error::Unsupported("bulk operations"))
+    }
+
+    /// Cancels, retries or deletes every job `filter` matches, in bounded batches (each its own
+    /// short transaction, so a large operation never holds many locks at once; jobs that
+    /// change meanwhile are skipped, not forced).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field of a bad filter, before anything is touched;
+    /// a database error stops the operation after the batches already done.
+    async fn bulk(&self, action: BulkAction, filter: &JobFilter) -> Result<BulkOutcome> {
+        let _ = (action, filter);
+        Err(Error::Unsupported("bulk operations"))
+    }
+
+    /// Runs one retention round ([`Retention`]) unless another process runs one or ran one
+    /// less than the rules' interval ago (`None` then). Workers call this by themselves.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for bad rules; a database error (the round ends there; the
+    /// next one goes on).
+    async fn run_retention(&self, rules: &Retention) -> Result<Option<RetentionReport>> {
+        let _ = rules;
+        Err(Error::Unsupported("retention"))
+    }
 
     /// Waits until work may have arrived on `queue` (a push through this value, or a database
     /// notification where [`Wakeups::ListenNotify`]) or `timeout` passes. It may return early

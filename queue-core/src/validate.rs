@@ -41,6 +41,10 @@ pub struct Limits {
     pub max_meta_bytes: usize,
     /// Largest output a handler may record, in bytes of JSON text.
     pub max_output_bytes: usize,
+    /// `stats` counts completed, dead and cancelled jobs up to this many per queue and state
+    /// (a count equal to it means at least that many), so that it reads an index range of
+    /// bounded length rather than every finished row; `None` counts them all.
+    pub stats_count_cap: Option<u64>,
 }
 
 impl Default for Limits {
@@ -51,9 +55,13 @@ impl Default for Limits {
             max_pop: 1_000,
             max_meta_bytes: 64 * 1024,
             max_output_bytes: 1024 * 1024,
+            stats_count_cap: Some(STATS_COUNT_CAP),
         }
     }
 }
+
+/// The default of [`Limits::stats_count_cap`].
+pub const STATS_COUNT_CAP: u64 = 10_000;
 
 /// A queue name: 1..=128 characters of `[A-Za-z0-9_.:-]`.
 pub fn queue_name(name: &str) -> Result<()> {

@@ -1,10 +1,12 @@
 -- name: job_fail_dead
 -- Dead, the failure recorded in last_error (@P3) and appended to the history (as in
--- job_fail_retry; @P4 entries kept).
+-- job_fail_retry; @P4 entries kept). A unique job keeps holding its key only when dead (bit 8)
+-- is one of its states (see migration 0005).
 UPDATE j
 SET state = N'dead', finished_at = SYSUTCDATETIME(), last_error = @P3,
     errors = N'[' + h.kept + CASE WHEN h.kept = N'' THEN N'' ELSE N',' END + e.entry + N']',
-    updated_at = SYSUTCDATETIME(), lease_token = NULL, lease_expires_at = NULL
+    updated_at = SYSUTCDATETIME(), lease_token = NULL, lease_expires_at = NULL,
+    unique_live = CASE WHEN (j.unique_states & 8) <> 0 THEN j.unique_live ELSE NULL END
 FROM [{schema}].[jobs] AS j
 CROSS APPLY (SELECT (SELECT j.attempts AS attempt,
                             CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126) + N'Z' AS [at],

@@ -4,9 +4,12 @@
 -- under that token with an expired lease (one extended or completed meanwhile is left alone).
 -- @P2: the error recorded, and appended to each job's history (as in job_fail_retry, with the
 -- worker whose lease expired; @P3 entries kept). Every SET expression reads the row as it was
--- before the update.
+-- before the update. Back in pending, a unique job keeps holding its key; dead, only when dead
+-- (bit 8) is one of its states (see migration 0005).
 UPDATE j
 SET state = CASE WHEN @P1 = 1 THEN N'dead' ELSE N'pending' END,
+    unique_live = CASE WHEN @P1 = 0 OR (j.unique_states & 8) <> 0 THEN j.unique_live
+                       ELSE NULL END,
     run_at = CASE WHEN @P1 = 1 THEN j.run_at ELSE SYSUTCDATETIME() END,
     finished_at = CASE WHEN @P1 = 1 THEN SYSUTCDATETIME() ELSE NULL END,
     worker = CASE WHEN @P1 = 1 THEN j.worker ELSE NULL END,

@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
-    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
+    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    UniqueInsert,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -20,7 +21,7 @@ use crate::error::MsSqlError;
 use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
 use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
 use crate::sql::{
-    dateadd_parts, Statements, INSERT_ROWS, IN_LIST, MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
+    dateadd_parts, Statements, BULK_IDS, INSERT_ROWS, IN_LIST, MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
 };
 
 /// The savepoint a multi-statement insert sets inside a caller's transaction.
@@ -297,6 +298,48 @@ fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> 
     v
 }
 
+/// The values of `job_insert_unique` (`@P1..@P13`): the job's 11, as `job_insert` binds one
+/// job, then its unique key and state bits.
+fn unique_insert_values<'a>(p: &JobInsertUnique<'a>) -> Params<'a> {
+    let job = p.job;
+    let (secs, us) = dateadd_parts(p.delay);
+    params![
+        job.id(),
+        job.queue(),
+        job.payload_json(),
+        job.priority_value(),
+        signed(job.max_attempts_value()),
+        secs,
+        us,
+        job.dedup_key_value().map(str::as_bytes),
+        job.kind_value(),
+        job.meta_json(),
+        job.timeout_value().map(micros),
+        &p.key[..],
+        i32::from(p.states),
+    ]
+}
+
+/// What `job_insert_unique` did, from the row it returns: `inserted` 1, or 0 with the holder's
+/// id; no row when the key was released before its holder could be read.
+fn unique_insert_outcome(rows: &[Row]) -> Result<UniqueInsert, MsSqlError> {
+    let Some(row) = rows.first() else {
+        return Ok(UniqueInsert::Released);
+    };
+    if int(row, "inserted")? == 1 {
+        Ok(UniqueInsert::Inserted)
+    } else {
+        Ok(UniqueInsert::Held(JobId(uuid_of(row, "holder")?)))
+    }
+}
+
+/// The values of `job_unique_replace` (`@P1..@P5`): the pending job's id, then the new payload,
+/// priority and delay (whole seconds plus microseconds).
+fn unique_replace_values<'a>(p: &JobUniqueReplace<'a>) -> Params<'a> {
+    let (secs, us) = dateadd_parts(p.delay);
+    params![p.id, p.job.payload_json(), p.job.priority_value(), secs, us]
+}
+
 /// The values of `job_list` (`@P1..@P5`): each filter NULL when not set.
 fn list_values(req: &ListRequest) -> Params<'_> {
     params![
@@ -327,6 +370,63 @@ fn prune_values<'a>(p: &JobPrune<'a>, step: usize) -> Params<'a> {
     let mut params = params![secs, us, p.queue, limit(step)];
     params.extend(p.states.iter().map(|s| s.as_str()));
     params
+}
+
+/// The values `job_ids` and `job_count` bind first (`@P1..@P4`): the queue, the kind, and the
+/// age as whole seconds plus microseconds, each NULL when not filtered on.
+fn match_values<'a>(m: &JobMatch<'a>) -> Params<'a> {
+    let age = m.older_than.map(dateadd_parts);
+    params![
+        m.queue,
+        m.kind,
+        age.map(|(secs, _)| secs),
+        age.map(|(_, us)| us)
+    ]
+}
+
+/// The values of `job_ids`: [`match_values`], the cursor (NULL: from the newest), the row
+/// count, then the states.
+fn ids_values<'a>(m: &JobMatch<'a>) -> Params<'a> {
+    let mut params = match_values(m);
+    params.push(m.before);
+    params.push(limit(m.limit));
+    params.extend(m.states.iter().map(|s| s.as_str()));
+    params
+}
+
+/// The values of `job_count`: [`match_values`], then the states.
+fn count_values<'a>(m: &JobMatch<'a>) -> Params<'a> {
+    let mut params = match_values(m);
+    params.extend(m.states.iter().map(|s| s.as_str()));
+    params
+}
+
+/// The values of a statement over a list of ids (`{ids}` from `@P1`), then `states`.
+fn id_values<'a>(ids: &[JobId], states: &[JobState]) -> Params<'a> {
+    let mut params = Params::with_capacity(ids.len() + states.len());
+    params.extend(ids.iter().copied());
+    params.extend(states.iter().map(|s| s.as_str()));
+    params
+}
+
+/// The cap of `job_stats` as `TOP (@P2)` takes it: a BIGINT that is never NULL, the largest
+/// one for no cap.
+fn stats_cap(cap: Option<u64>) -> i64 {
+    cap.map_or(i64::MAX, |c| i64::try_from(c).unwrap_or(i64::MAX))
+}
+
+/// A row of `job_stats`.
+fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
+    Ok(QueueStats {
+        queue: text(r, "queue")?,
+        available: count(r, "available")?,
+        scheduled: count(r, "scheduled")?,
+        running: count(r, "running")?,
+        completed: count(r, "completed")?,
+        dead: count(r, "dead")?,
+        cancelled: count(r, "cancelled")?,
+        ..QueueStats::default()
+    })
 }
 
 /// `(start, end)` of each chunk of `n` items, `size` at most.
@@ -503,6 +603,55 @@ impl Driver for MsSqlDriver {
                 }
             }
         }
+    }
+
+    /// One request (see `job_insert_unique.sql`): the insert, and after a duplicate the holder
+    /// of the key, read with a locking read of the latest committed rows. On the caller's
+    /// session when given: a duplicate never dooms its transaction (XACT_ABORT is off, and the
+    /// statement's TRY/CATCH takes the error).
+    async fn job_insert_unique(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        p: JobInsertUnique<'_>,
+    ) -> Result<UniqueInsert, MsSqlError> {
+        let params = unique_insert_values(&p);
+        let rows = match target {
+            Target::Pool => self.fetch(&self.sql.job_insert_unique, params).await?,
+            Target::Tx(tx) => {
+                tx.connection()
+                    .fetch(&self.sql.job_insert_unique, params)
+                    .await?
+            }
+        };
+        unique_insert_outcome(&rows)
+    }
+
+    async fn job_unique_replace(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        p: JobUniqueReplace<'_>,
+    ) -> Result<u64, MsSqlError> {
+        let params = unique_replace_values(&p);
+        match target {
+            Target::Pool => {
+                self.conn()
+                    .await?
+                    .execute(&self.sql.job_unique_replace, params)
+                    .await
+            }
+            Target::Tx(tx) => {
+                tx.connection()
+                    .execute(&self.sql.job_unique_replace, params)
+                    .await
+            }
+        }
+    }
+
+    async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_unique_holder, params![id]).await?;
+        rows.first()
+            .map(|r| uuid_of(r, "id").map(JobId))
+            .transpose()
     }
 
     async fn job_dedup_live(
@@ -777,22 +926,16 @@ impl Driver for MsSqlDriver {
             .collect()
     }
 
-    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, MsSqlError> {
-        let rows = self.fetch(&self.sql.job_stats, params![queue]).await?;
-        rows.iter()
-            .map(|r| {
-                Ok(QueueStats {
-                    queue: text(r, "queue")?,
-                    available: count(r, "available")?,
-                    scheduled: count(r, "scheduled")?,
-                    running: count(r, "running")?,
-                    completed: count(r, "completed")?,
-                    dead: count(r, "dead")?,
-                    cancelled: count(r, "cancelled")?,
-                    ..QueueStats::default()
-                })
-            })
-            .collect()
+    /// One request (see `job_stats.sql`): the queues are found and counted inside it.
+    async fn job_stats(
+        &self,
+        queue: Option<&str>,
+        cap: Option<u64>,
+    ) -> Result<Vec<QueueStats>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.job_stats, params![queue, stats_cap(cap)])
+            .await?;
+        rows.iter().map(stats_from_row).collect()
     }
 
     /// Deletes in statements of at most [`MAX_ROWS_PER_STATEMENT`] rows (below lock
@@ -813,6 +956,122 @@ impl Driver for MsSqlDriver {
             }
         }
         Ok(total)
+    }
+
+    async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>, MsSqlError> {
+        // No state matches nothing (and `IN ()` would not parse); neither do zero rows.
+        if m.states.is_empty() || m.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = self.sql.job_ids_for(m.states.len());
+        let rows = self.fetch(&sql, ids_values(&m)).await?;
+        rows.iter()
+            .map(|r| Ok((JobId(uuid_of(r, "id")?), text(r, "queue")?)))
+            .collect()
+    }
+
+    async fn job_count(&self, m: JobMatch<'_>) -> Result<u64, MsSqlError> {
+        // No state matches nothing (and `IN ()` would not parse).
+        if m.states.is_empty() {
+            return Ok(0);
+        }
+        let sql = self.sql.job_count_for(m.states.len());
+        let rows = self.fetch(&sql, count_values(&m)).await?;
+        rows.first()
+            .map(|r| count(r, "n"))
+            .transpose()?
+            .ok_or_else(|| decode("COUNT_BIG(*) returned no row"))
+    }
+
+    /// One statement per [`BULK_IDS`] ids (the engine's batch is one).
+    async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let mut total = 0;
+        for chunk in ids.chunks(BULK_IDS) {
+            let sql = self.sql.job_cancel_many_for(chunk.len());
+            total += conn.execute(&sql, id_values(chunk, &[])).await?;
+        }
+        Ok(total)
+    }
+
+    /// One statement for the engine's batch. A longer list goes in statements of [`BULK_IDS`]
+    /// inside a transaction of the driver's, so that it too fails as a whole.
+    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, MsSqlError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn().await?;
+        if ids.len() <= BULK_IDS {
+            let sql = self.sql.job_retry_many_for(ids.len());
+            return conn.execute(&sql, id_values(ids, &[])).await;
+        }
+        conn.begin().await?;
+        let retried = async {
+            let mut total = 0;
+            for chunk in ids.chunks(BULK_IDS) {
+                let sql = self.sql.job_retry_many_for(chunk.len());
+                total += conn.execute(&sql, id_values(chunk, &[])).await?;
+            }
+            Ok(total)
+        }
+        .await;
+        match retried {
+            Ok(total) => {
+                conn.commit().await?;
+                Ok(total)
+            }
+            Err(e) => {
+                let _ = conn.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// One statement per [`BULK_IDS`] ids (the engine's batch is one).
+    async fn job_delete_many(&self, ids: &[JobId], states: &[JobState]) -> Result<u64, MsSqlError> {
+        // No state matches nothing (and `IN ()` would not parse); no id is no statement.
+        if states.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn().await?;
+        let mut total = 0;
+        for chunk in ids.chunks(BULK_IDS) {
+            let sql = self.sql.job_delete_many_for(chunk.len(), states.len());
+            total += conn.execute(&sql, id_values(chunk, states)).await?;
+        }
+        Ok(total)
+    }
+
+    async fn maintenance_claim(
+        &self,
+        task: &str,
+        token: Uuid,
+        lease: Duration,
+    ) -> Result<bool, MsSqlError> {
+        let (secs, us) = dateadd_parts(lease);
+        let changed = self
+            .conn()
+            .await?
+            .execute(&self.sql.maintenance_claim, params![task, token, secs, us])
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn maintenance_release(
+        &self,
+        task: &str,
+        token: Uuid,
+        next_in: Duration,
+    ) -> Result<(), MsSqlError> {
+        let (secs, us) = dateadd_parts(next_in);
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.maintenance_release,
+                params![task, token, secs, us],
+            )
+            .await?;
+        Ok(())
     }
 
     // Queue controls.
@@ -1253,6 +1512,14 @@ mod tests {
             limit: 10,
         };
         let list = ListRequest::default();
+        let every_job = JobMatch {
+            queue: None,
+            states: &[JobState::Dead],
+            kind: None,
+            older_than: None,
+            before: None,
+            limit: 1_000,
+        };
         let stored = schedule(at(0));
         let lease = Lease {
             job_id: JobId::new(),
@@ -1265,11 +1532,29 @@ mod tests {
         // A statement, its text, its values, and the placeholders that are NULL with the types
         // they are declared as.
         type Case<'a> = (&'a str, String, Params<'a>, &'a [(usize, &'a str)]);
+        let key = [7u8; 32];
+        let unique = JobInsertUnique {
+            job: &jobs[0],
+            delay: Duration::ZERO,
+            key: &key,
+            states: 7,
+        };
         let cases: Vec<Case<'_>> = vec![
             (
                 "job_insert",
                 sql.job_insert_rows(1),
                 insert_values(&insert, 0, 1),
+                &[
+                    (8, "varbinary(max)"),
+                    (9, "nvarchar(4000)"),
+                    (10, "nvarchar(4000)"),
+                    (11, "bigint"),
+                ],
+            ),
+            (
+                "job_insert_unique",
+                sql.job_insert_unique.to_string(),
+                unique_insert_values(&unique),
                 &[
                     (8, "varbinary(max)"),
                     (9, "nvarchar(4000)"),
@@ -1307,8 +1592,31 @@ mod tests {
             (
                 "job_stats",
                 sql.job_stats.to_string(),
-                params![None::<&str>],
+                params![None::<&str>, stats_cap(None)],
                 &[(1, "nvarchar(4000)")],
+            ),
+            (
+                "job_ids",
+                sql.job_ids_for(1),
+                ids_values(&every_job),
+                &[
+                    (1, "nvarchar(4000)"),
+                    (2, "nvarchar(4000)"),
+                    (3, "int"),
+                    (4, "int"),
+                    (5, "varbinary(max)"),
+                ],
+            ),
+            (
+                "job_count",
+                sql.job_count_for(1),
+                count_values(&every_job),
+                &[
+                    (1, "nvarchar(4000)"),
+                    (2, "nvarchar(4000)"),
+                    (3, "int"),
+                    (4, "int"),
+                ],
             ),
             (
                 "job_prune",
@@ -1367,6 +1675,82 @@ mod tests {
     }
 
     #[test]
+    fn unique_insert_values_follow_the_statement() {
+        let job = queue_core::NewJob::from_json("q", r#"{"a":1}"#)
+            .unwrap()
+            .dedup_key("k")
+            .kind("sync")
+            .priority(4)
+            .max_attempts(6);
+        let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let p = JobInsertUnique {
+            job: &job,
+            delay: Duration::from_micros(3_000_250),
+            key: &key,
+            states: 1 | 2 | 8,
+        };
+        let v = unique_insert_values(&p);
+        let v = v.values();
+        assert_eq!(v.len(), 13);
+        assert_eq!(
+            v[0],
+            ColumnData::Binary(Some(job.id().0.as_bytes().to_vec().into()))
+        );
+        assert_eq!(v[1], ColumnData::String(Some("q".into())));
+        assert_eq!(v[2], ColumnData::String(Some(r#"{"a":1}"#.into())));
+        assert_eq!(v[3], ColumnData::I32(Some(4)));
+        assert_eq!(v[4], ColumnData::I32(Some(6)));
+        assert_eq!(v[5], ColumnData::I32(Some(3)));
+        assert_eq!(v[6], ColumnData::I32(Some(250)));
+        assert_eq!(v[7], ColumnData::Binary(Some(b"k".as_slice().into())));
+        assert_eq!(v[8], ColumnData::String(Some("sync".into())));
+        assert_eq!(v[9], ColumnData::String(None));
+        assert_eq!(v[10], ColumnData::I64(None));
+        assert_eq!(v[11], ColumnData::Binary(Some(key.as_slice().into())));
+        assert_eq!(v[12], ColumnData::I32(Some(11)));
+
+        let replace = unique_replace_values(&JobUniqueReplace {
+            id: JobId(Uuid::now_v7()),
+            job: &job,
+            delay: Duration::from_secs(90),
+        });
+        let r = replace.values();
+        assert_eq!(r.len(), 5);
+        assert_eq!(r[1], ColumnData::String(Some(r#"{"a":1}"#.into())));
+        assert_eq!(r[2], ColumnData::I32(Some(4)));
+        assert_eq!(
+            (&r[3], &r[4]),
+            (&ColumnData::I32(Some(90)), &ColumnData::I32(Some(0)))
+        );
+    }
+
+    #[test]
+    fn unique_insert_rows_say_what_became_of_the_job() {
+        let row = |inserted: i32, holder: Option<Uuid>| {
+            Row::builder()
+                .column("inserted", ColumnType::Int4, inserted.into_sql())
+                .column(
+                    "holder",
+                    ColumnType::BigBinary,
+                    holder.map(|h| h.as_bytes().to_vec()).into_sql(),
+                )
+                .build()
+        };
+        assert_eq!(
+            unique_insert_outcome(&[row(1, None)]).unwrap(),
+            UniqueInsert::Inserted
+        );
+        let holder = Uuid::now_v7();
+        assert_eq!(
+            unique_insert_outcome(&[row(0, Some(holder))]).unwrap(),
+            UniqueInsert::Held(JobId(holder))
+        );
+        assert_eq!(unique_insert_outcome(&[]).unwrap(), UniqueInsert::Released);
+        // A held key without a holder's id is a malformed row, not a guess.
+        assert!(unique_insert_outcome(&[row(0, None)]).is_err());
+    }
+
+    #[test]
     fn insert_values_follow_the_statement() {
         let jobs = vec![
             queue_core::NewJob::from_json("q", "1")
@@ -1405,5 +1789,85 @@ mod tests {
         assert_eq!(v[19], ColumnData::String(None));
         assert_eq!(v[20], ColumnData::String(None));
         assert_eq!(v[21], ColumnData::I64(None));
+    }
+    #[test]
+    fn bulk_values_follow_the_statements() {
+        let before = JobId(Uuid::now_v7());
+        let states = [JobState::Completed, JobState::Cancelled];
+        let m = JobMatch {
+            queue: Some("q"),
+            states: &states,
+            kind: Some("sync"),
+            older_than: Some(Duration::from_micros(3_600_000_250)),
+            before: Some(before),
+            limit: 1_000,
+        };
+        let ids = ids_values(&m);
+        let v = ids.values();
+        assert_eq!(v.len(), 6 + states.len());
+        assert_eq!(v[0], ColumnData::String(Some("q".into())));
+        assert_eq!(v[1], ColumnData::String(Some("sync".into())));
+        // Past DATEADD's int of microseconds: whole seconds, then the rest.
+        assert_eq!(v[2], ColumnData::I32(Some(3_600)));
+        assert_eq!(v[3], ColumnData::I32(Some(250)));
+        assert_eq!(
+            v[4],
+            ColumnData::Binary(Some(before.0.as_bytes().to_vec().into()))
+        );
+        assert_eq!(v[5], ColumnData::I64(Some(1_000)));
+        assert_eq!(v[6], ColumnData::String(Some("completed".into())));
+        assert_eq!(v[7], ColumnData::String(Some("cancelled".into())));
+        // job_count: the same filter, the states right after it.
+        let counted = count_values(&m);
+        let c = counted.values();
+        assert_eq!(c.len(), 4 + states.len());
+        assert_eq!(&c[..4], &v[..4]);
+        assert_eq!(&c[4..], &v[6..]);
+        // A list of ids, then the states.
+        let a = JobId(Uuid::now_v7());
+        let listed = id_values(&[a, before], &states[..1]);
+        let l = listed.values();
+        assert_eq!(l.len(), 3);
+        assert_eq!(
+            l[0],
+            ColumnData::Binary(Some(a.0.as_bytes().to_vec().into()))
+        );
+        assert_eq!(l[2], ColumnData::String(Some("completed".into())));
+        assert_eq!(id_values(&[a], &[]).len(), 1);
+    }
+
+    #[test]
+    fn the_stats_cap_is_never_null() {
+        assert_eq!(stats_cap(None), i64::MAX);
+        assert_eq!(stats_cap(Some(3)), 3);
+        assert_eq!(stats_cap(Some(u64::MAX)), i64::MAX);
+    }
+
+    #[test]
+    fn stats_rows_decode() {
+        let row = Row::builder()
+            .column("queue", ColumnType::NVarchar, "emails".into_sql())
+            .column("available", ColumnType::Int8, 4i64.into_sql())
+            .column("scheduled", ColumnType::Int8, 1i64.into_sql())
+            .column("running", ColumnType::Int8, 2i64.into_sql())
+            .column("completed", ColumnType::Int8, 3i64.into_sql())
+            .column("dead", ColumnType::Int8, 0i64.into_sql())
+            .column("cancelled", ColumnType::Int8, 7i64.into_sql())
+            .build();
+        let s = stats_from_row(&row).unwrap();
+        assert_eq!(s.queue, "emails");
+        assert_eq!(
+            (
+                s.available,
+                s.scheduled,
+                s.running,
+                s.completed,
+                s.dead,
+                s.cancelled
+            ),
+            (4, 1, 2, 3, 0, 7)
+        );
+        // The engine sets the cap it counted with.
+        assert_eq!(s.count_cap, None);
     }
 }

@@ -27,6 +27,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "job_kinds",
         sql: include_str!("../migrations/0004_job_kinds.sql"),
     },
+    Migration {
+        version: 5,
+        name: "unique",
+        sql: include_str!("../migrations/0005_unique.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "maintenance",
+        sql: include_str!("../migrations/0006_maintenance.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -101,6 +111,83 @@ mod tests {
         assert!(sql.contains("concurrency_limit INT             NULL"));
         assert!(sql.contains("CHECK (concurrency_limit > 0)"));
         assert!(sql.contains("DEFAULT SYSUTCDATETIME()"));
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
+    }
+
+    #[test]
+    fn the_unique_columns_and_their_index_are_added_once() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "unique").unwrap();
+        assert_eq!(m.version, 5);
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        // Nullable, without defaults: a change of the catalogue only, on every edition.
+        assert!(sql.starts_with(
+            "IF COL_LENGTH(N'[s1].[jobs]', N'unique_live') IS NULL\n    ALTER TABLE [s1].[jobs] ADD"
+        ));
+        for column in [
+            "unique_key    VARBINARY(32) NULL,",
+            "unique_states SMALLINT      NULL,",
+            "unique_live   VARBINARY(32) NULL;",
+        ] {
+            assert!(sql.contains(column), "{column}");
+        }
+        let alter = sql.split_once(" ADD").unwrap().1.split(';').next().unwrap();
+        assert!(
+            !alter.contains("DEFAULT") && !alter.contains("NOT NULL"),
+            "{alter}"
+        );
+        // The index, filtered on a plain column (a filter takes no expression), created in a
+        // statement compiled after the columns exist, unless it exists.
+        assert!(sql.contains(
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes\n               WHERE object_id = \
+             OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_unique_idx')"
+        ));
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.ends_with(
+            "EXEC(N'CREATE UNIQUE INDEX jobs_unique_idx ON [s1].[jobs] (unique_live) \
+             WHERE unique_live IS NOT NULL');"
+        ));
+        // Nothing outside the EXEC names a new column but the guards and the ALTER.
+        let outside = flat.split("EXEC(").next().unwrap();
+        assert_eq!(outside.matches("unique_live").count(), 2, "{outside}");
+    }
+
+    #[test]
+    fn the_maintenance_table_and_the_finished_queue_index_are_made_once() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "maintenance").unwrap();
+        assert_eq!(m.version, 6);
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // The table, unless it exists: names compare exactly, times and tokens as the jobs
+        // table stores them.
+        assert!(flat.starts_with(
+            "IF OBJECT_ID(N'[s1].[maintenance]', N'U') IS NULL CREATE TABLE [s1].[maintenance] ("
+        ));
+        for column in [
+            "task NVARCHAR(64) COLLATE Latin1_General_100_BIN2 NOT NULL,",
+            "next_at DATETIME2(6) NOT NULL,",
+            "token UNIQUEIDENTIFIER NULL,",
+            "CONSTRAINT maintenance_pkey PRIMARY KEY CLUSTERED (task)",
+        ] {
+            assert!(flat.contains(column), "{column}");
+        }
+        // The retention row, due at once, unless it exists.
+        assert!(flat.contains(
+            "IF NOT EXISTS (SELECT 1 FROM [s1].[maintenance] WHERE task = N'retention') \
+             INSERT INTO [s1].[maintenance] (task, next_at) VALUES (N'retention', \
+             CAST('0001-01-01T00:00:00' AS DATETIME2(6)));"
+        ));
+        // The index of finished jobs by queue and state, filtered as job_stats's literals say,
+        // unless it exists.
+        assert!(flat.contains(
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[s1].[jobs]') \
+             AND name = N'jobs_finished_queue_idx')"
+        ));
+        assert!(flat.ends_with(
+            "CREATE INDEX jobs_finished_queue_idx ON [s1].[jobs] (queue, state) \
+             WHERE state IN (N'completed', N'dead', N'cancelled');"
+        ));
         assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 

@@ -24,6 +24,10 @@ pub(crate) const PAIR_ROWS: usize = 500;
 pub(crate) const IN_LIST: usize = 1_000;
 /// Most rows one claim or prune statement touches (lock escalation starts at 5,000 locks).
 pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 1_000;
+/// Ids per statement of the bulk operations (`job_cancel_many`, `job_retry_many`,
+/// `job_delete_many`): the engine's whole batch of 1,000 in one statement, one parameter each
+/// (plus at most the three finished states), and no more rows than any other statement locks.
+pub(crate) const BULK_IDS: usize = MAX_ROWS_PER_STATEMENT;
 
 // Every chunk fits one request, and no statement locks enough rows to escalate to a table lock
 // (5,000 locks by one statement).
@@ -31,6 +35,8 @@ const _: () = {
     assert!(11 * INSERT_ROWS <= MAX_PARAMETERS);
     assert!(4 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
     assert!(2 * IN_LIST <= MAX_PARAMETERS);
+    assert!(BULK_IDS + 5 <= MAX_PARAMETERS);
+    assert!(BULK_IDS <= MAX_ROWS_PER_STATEMENT);
     assert!(PAIR_ROWS <= MAX_ROWS_PER_STATEMENT && INSERT_ROWS <= MAX_ROWS_PER_STATEMENT);
     assert!(MAX_ROWS_PER_STATEMENT < 5_000);
 };
@@ -72,6 +78,9 @@ statements!(
     migration_record,
     job_insert,
     job_dedup_live,
+    job_insert_unique,
+    job_unique_replace,
+    job_unique_holder,
     job_claim,
     job_candidates,
     job_claim_candidates,
@@ -94,7 +103,14 @@ statements!(
     job_list,
     job_stats,
     job_prune,
+    job_ids,
+    job_count,
+    job_cancel_many,
+    job_retry_many,
+    job_delete_many,
     job_live_leases,
+    maintenance_claim,
+    maintenance_release,
     queue_control_get,
     queue_control_lock,
     queue_control_list,
@@ -183,6 +199,42 @@ impl Statements {
     pub(crate) fn job_prune_for(&self, n: usize) -> String {
         expand(&self.job_prune, &[("{states}", tuples("@P{}", 5, n))])
     }
+
+    /// `job_ids` for `n` states (after the 6 fixed values).
+    pub(crate) fn job_ids_for(&self, n: usize) -> String {
+        expand(&self.job_ids, &[("{states}", tuples("@P{}", 7, n))])
+    }
+
+    /// `job_count` for `n` states (after the 4 fixed values).
+    pub(crate) fn job_count_for(&self, n: usize) -> String {
+        expand(&self.job_count, &[("{states}", tuples("@P{}", 5, n))])
+    }
+
+    /// `job_cancel_many` for `n` ids (from `@P1`).
+    pub(crate) fn job_cancel_many_for(&self, n: usize) -> String {
+        expand(&self.job_cancel_many, &[("{ids}", ids(n))])
+    }
+
+    /// `job_retry_many` for `n` ids (from `@P1`).
+    pub(crate) fn job_retry_many_for(&self, n: usize) -> String {
+        expand(&self.job_retry_many, &[("{ids}", ids(n))])
+    }
+
+    /// `job_delete_many` for `n` ids (from `@P1`), then `states` states.
+    pub(crate) fn job_delete_many_for(&self, n: usize, states: usize) -> String {
+        expand(
+            &self.job_delete_many,
+            &[
+                ("{ids}", ids(n)),
+                ("{states}", tuples("@P{}", 1 + n, states)),
+            ],
+        )
+    }
+}
+
+/// `n` ids from `@P1`, each compared as the jobs table stores it.
+fn ids(n: usize) -> String {
+    tuples("CAST(@P{} AS BINARY(16))", 1, n)
 }
 
 /// A duration as DATEADD takes it: whole seconds and the microseconds left over, each an `int`
@@ -201,6 +253,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use queue_core::validate::{MAX_DELAY, MAX_LEASE};
+    use queue_core::JobState;
 
     use super::*;
 
@@ -264,6 +317,9 @@ mod tests {
             ("migration_record", 2),
             ("job_claim", 6),
             ("job_candidates", 2),
+            ("job_insert_unique", 13),
+            ("job_unique_replace", 5),
+            ("job_unique_holder", 1),
             ("job_complete", 3),
             ("job_fail_retry", 6),
             ("job_fail_dead", 4),
@@ -279,8 +335,10 @@ mod tests {
             ("job_meta_set", 4),
             ("job_get", 1),
             ("job_list", 5),
-            ("job_stats", 1),
+            ("job_stats", 2),
             ("job_live_leases", 1),
+            ("maintenance_claim", 4),
+            ("maintenance_release", 4),
             ("queue_control_get", 1),
             ("queue_control_lock", 1),
             ("queue_control_list", 0),
@@ -316,6 +374,144 @@ mod tests {
         for n in 1..=3 {
             gapless("job_prune", &s.job_prune_for(n), 4 + n);
         }
+        for n in 1..=5 {
+            gapless("job_ids", &s.job_ids_for(n), 6 + n);
+            gapless("job_count", &s.job_count_for(n), 4 + n);
+        }
+        for n in [1, 7, BULK_IDS] {
+            gapless("job_cancel_many", &s.job_cancel_many_for(n), n);
+            gapless("job_retry_many", &s.job_retry_many_for(n), n);
+            for states in 1..=3 {
+                gapless(
+                    "job_delete_many",
+                    &s.job_delete_many_for(n, states),
+                    n + states,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bulk_statements_take_their_lists_as_placeholders() {
+        let s = sql();
+        let f = |sql: &str| flat(sql);
+        // Ids are compared as the jobs table stores them, each by primary key.
+        let cancel = f(&s.job_cancel_many_for(2));
+        assert!(cancel.contains(
+            "WHERE id IN (CAST(@P1 AS BINARY(16)), CAST(@P2 AS BINARY(16))) \
+             AND state IN (N'pending', N'running')"
+        ));
+        let retry = f(&s.job_retry_many_for(1));
+        assert!(retry.ends_with(
+            "WHERE id IN (CAST(@P1 AS BINARY(16))) AND state IN (N'dead', N'cancelled')"
+        ));
+        assert!(retry.contains("attempts = 0, snoozes = 0, run_at = SYSUTCDATETIME()"));
+        // Delete: the states after the ids, and never a running job.
+        let delete = f(&s.job_delete_many_for(2, 2));
+        assert!(delete.ends_with(
+            "WHERE id IN (CAST(@P1 AS BINARY(16)), CAST(@P2 AS BINARY(16))) \
+             AND state IN (@P3, @P4) AND state <> N'running'"
+        ));
+        // job_ids: job_list's cursor and order, the age as DATEADD's seconds plus
+        // microseconds, the states last.
+        let ids = f(&s.job_ids_for(2));
+        assert!(ids.starts_with("SELECT TOP (@P6) id, queue FROM [jobs_s].[jobs] WHERE"));
+        for part in [
+            "(@P1 IS NULL OR queue = @P1) AND state IN (@P7, @P8)",
+            "(@P2 IS NULL OR kind = @P2)",
+            "(@P3 IS NULL OR created_at < DATEADD(MICROSECOND, -@P4, \
+             DATEADD(SECOND, -@P3, SYSUTCDATETIME())))",
+            "(@P5 IS NULL OR id < CAST(@P5 AS BINARY(16)))",
+        ] {
+            assert!(ids.contains(part), "job_ids lacks {part}: {ids}");
+        }
+        assert!(ids.ends_with("ORDER BY id DESC OPTION (RECOMPILE)"));
+        assert!(f(&s.job_list).contains("ORDER BY id DESC"));
+        // job_count: the same filter, without cursor and limit.
+        let count = f(&s.job_count_for(1));
+        let filter = |sql: &str| {
+            sql.split_once("WHERE ")
+                .unwrap()
+                .1
+                .split(" ORDER BY")
+                .next()
+                .unwrap()
+                .replace(" OPTION (RECOMPILE)", "")
+        };
+        assert!(count.starts_with("SELECT COUNT_BIG(*) AS n FROM [jobs_s].[jobs] WHERE"));
+        let one = f(&s.job_ids_for(1));
+        assert!(filter(&one).starts_with(&filter(&count).replace("@P5", "@P7")));
+    }
+
+    #[test]
+    fn stats_find_the_queues_by_seeks_and_count_finished_jobs_up_to_the_cap() {
+        let s = sql();
+        let text = flat(&s.job_stats);
+        // One request: the queues go into a table variable, compared in the binary collation.
+        assert!(text.contains(
+            "DECLARE @queues TABLE ( queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 \
+             NOT NULL PRIMARY KEY, running BIGINT NOT NULL );"
+        ));
+        // Running jobs: one pass over the lease index, counted per queue.
+        assert!(text.contains(
+            "SELECT queue, COUNT_BIG(*) FROM [jobs_s].[jobs] WHERE state = N'running' \
+             AND (@P1 IS NULL OR queue = @P1) GROUP BY queue;"
+        ));
+        assert_eq!(text.matches("GROUP BY").count(), 1, "{text}");
+        // The others: skipped to, one seek per index and queue, only without a queue filter.
+        assert!(text.contains("WHILE @P1 IS NULL BEGIN"));
+        for step in [
+            "SELECT TOP (1) queue FROM [jobs_s].[jobs] WHERE state = N'pending' \
+             AND queue > @after ORDER BY queue",
+            "SELECT TOP (1) queue FROM [jobs_s].[jobs] WHERE state IN (N'completed', N'dead', \
+             N'cancelled') AND queue > @after ORDER BY queue",
+        ] {
+            assert!(text.contains(step), "job_stats lacks `{step}`");
+        }
+        assert!(text.contains("SELECT @next = MIN(n.queue)"));
+        assert!(text.contains("IF @next IS NULL BREAK;"));
+        assert!(text.contains("SET @after = @next; END;"));
+        // No recursive CTE, which could not take TOP.
+        assert!(!text.contains("WITH"), "{text}");
+        // Pending counted along the claim index; each finished state up to the cap, along its
+        // own range of jobs_finished_queue_idx.
+        assert!(text.contains("WHERE j.queue = q.queue AND j.state = N'pending') AS p"));
+        for state in ["completed", "dead", "cancelled"] {
+            let want = format!(
+                "SELECT COUNT_BIG(*) AS n FROM (SELECT TOP (@P2) j.id FROM [jobs_s].[jobs] AS j \
+                 WHERE j.queue = q.queue AND j.state = N'{state}' \
+                 AND j.state IN (N'completed', N'dead', N'cancelled')) AS t)"
+            );
+            assert!(text.contains(&want), "job_stats lacks `{want}`");
+        }
+        assert_eq!(text.matches("TOP (@P2)").count(), 3);
+        assert!(text.ends_with("ORDER BY q.queue;"));
+        // Only the result rows come back: nothing before them returns a result set.
+        let before_result = text.rsplit_once("SELECT q.queue,").unwrap().0;
+        for part in before_result.split(';') {
+            let part = part.trim();
+            assert!(
+                !part.starts_with("SELECT") || part.starts_with("SELECT @next ="),
+                "a result set before the counts: {part}"
+            );
+        }
+    }
+
+    #[test]
+    fn maintenance_leases_are_compare_and_sets_on_the_row() {
+        let s = sql();
+        let claim = flat(&s.maintenance_claim);
+        assert!(claim.starts_with(
+            "UPDATE [jobs_s].[maintenance] SET token = @P2, next_at = \
+             DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME()))"
+        ));
+        assert!(claim.ends_with("WHERE task = @P1 AND next_at <= SYSUTCDATETIME()"));
+        let release = flat(&s.maintenance_release);
+        assert!(release.starts_with(
+            "UPDATE [jobs_s].[maintenance] SET token = NULL, next_at = \
+             DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME()))"
+        ));
+        assert!(release.ends_with("WHERE task = @P1 AND token = @P2"));
     }
 
     #[test]
@@ -464,9 +660,203 @@ mod tests {
                 &*s.job_prune,
                 "state IN (N'completed', N'dead', N'cancelled')",
             ),
+            (
+                "job_insert_unique",
+                &*s.job_insert_unique,
+                "unique_live IS NOT NULL",
+            ),
+            ("job_stats", &*s.job_stats, "state = N'pending'"),
+            ("job_stats", &*s.job_stats, "state = N'running'"),
+            (
+                "job_stats",
+                &*s.job_stats,
+                "state IN (N'completed', N'dead', N'cancelled')",
+            ),
+            (
+                "job_unique_holder",
+                &*s.job_unique_holder,
+                "h.unique_live IS NOT NULL",
+            ),
         ] {
             assert!(text.contains(literal), "{name} lacks {literal}");
         }
+    }
+
+    /// How a statement that writes `state` keeps `unique_live` (see migration 0005): the key
+    /// while the row's state bit is in `unique_states`, else NULL.
+    #[derive(Debug)]
+    enum KeyRule {
+        /// Moves among pending and running only (in every rule's states): never touches it.
+        Keeps,
+        /// Into a state whose bit it checks: kept under that bit, else NULL (`j.` when the
+        /// statement aliases the table).
+        ClearsUnless(JobState, &'static str),
+        /// Back to pending: the key again.
+        Restores,
+    }
+
+    /// The texts of `sql` with runs of whitespace made one space.
+    fn flat(sql: &str) -> String {
+        sql.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn every_state_change_keeps_the_unique_key_invariant() {
+        use queue_core::unique::state_bit;
+
+        let s = sql();
+        let rules: &[(&str, KeyRule)] = &[
+            ("job_claim", KeyRule::Keeps),
+            ("job_claim_candidates", KeyRule::Keeps),
+            ("job_fail_retry", KeyRule::Keeps),
+            ("job_snooze", KeyRule::Keeps),
+            ("job_release", KeyRule::Keeps),
+            (
+                "job_complete",
+                KeyRule::ClearsUnless(JobState::Completed, ""),
+            ),
+            (
+                "job_complete_many",
+                KeyRule::ClearsUnless(JobState::Completed, "j."),
+            ),
+            ("job_fail_dead", KeyRule::ClearsUnless(JobState::Dead, "j.")),
+            ("job_cancel", KeyRule::ClearsUnless(JobState::Cancelled, "")),
+            (
+                "job_cancel_many",
+                KeyRule::ClearsUnless(JobState::Cancelled, ""),
+            ),
+            ("job_retry", KeyRule::Restores),
+            ("job_retry_many", KeyRule::Restores),
+        ];
+        // Every statement that writes a state is in the table (or is job_rescue, below), so a
+        // new one cannot forget the key.
+        let writers: BTreeSet<&str> = s
+            .all()
+            .into_iter()
+            .filter(|(_, text)| flat(text).contains("SET state ="))
+            .map(|(name, _)| name)
+            .collect();
+        let known: BTreeSet<&str> = rules
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(["job_rescue"])
+            .collect();
+        assert_eq!(writers, known, "the statements that write a state");
+        for (name, rule) in rules {
+            let text = flat(s.all().into_iter().find(|(n, _)| n == name).unwrap().1);
+            match rule {
+                KeyRule::Keeps => assert!(!text.contains("unique_"), "{name}: {text}"),
+                KeyRule::ClearsUnless(state, p) => {
+                    let want = format!(
+                        "unique_live = CASE WHEN ({p}unique_states & {}) <> 0 \
+                         THEN {p}unique_live ELSE NULL END",
+                        state_bit(*state)
+                    );
+                    assert!(text.contains(&want), "{name} lacks `{want}`: {text}");
+                    assert_eq!(text.matches("unique_live =").count(), 1, "{name}");
+                }
+                KeyRule::Restores => {
+                    assert!(
+                        text.contains(", unique_live = unique_key"),
+                        "{name}: {text}"
+                    );
+                }
+            }
+        }
+        // Rescue: back to pending keeps the key; to dead (@P1 = 1) only under the dead bit.
+        let rescue = flat(&s.job_rescue);
+        let want = format!(
+            "unique_live = CASE WHEN @P1 = 0 OR (j.unique_states & {}) <> 0 THEN j.unique_live \
+             ELSE NULL END",
+            state_bit(JobState::Dead)
+        );
+        assert!(
+            rescue.contains(&want),
+            "job_rescue lacks `{want}`: {rescue}"
+        );
+        assert!(rescue.contains("WHEN @P1 = 1 THEN N'dead'"));
+        // Statements that change a row without changing its state leave the key alone; only
+        // the unique push writes the unique columns otherwise.
+        for (name, text) in s.all() {
+            if known.contains(name) || matches!(name, "job_insert_unique" | "job_unique_holder") {
+                continue;
+            }
+            assert!(
+                !text.contains("unique_"),
+                "{name} touches the unique columns"
+            );
+        }
+    }
+
+    #[test]
+    fn a_unique_push_reads_the_latest_committed_holder() {
+        let s = sql();
+        let text = &*s.job_insert_unique;
+        let f = flat(text);
+        // The key is stored with its states, and held from the start (pending is in every set).
+        assert!(
+            f.contains("unique_key, unique_states, unique_live, created_at, updated_at) SELECT")
+        );
+        assert!(f.contains(
+            "CAST(@P12 AS VARBINARY(32)), @P13, CAST(@P12 AS VARBINARY(32)), SYSUTCDATETIME()"
+        ));
+        assert!(f.contains("N'pending', 0, @P5"));
+        // Every read of jobs is a locking read of the latest committed rows (also inside a
+        // caller's SNAPSHOT transaction); the INSERT's own target takes no hint (error 4140).
+        let reads = text.matches("FROM [jobs_s].[jobs]").count();
+        assert_eq!(reads, 5, "{text}");
+        assert_eq!(
+            text.matches("FROM [jobs_s].[jobs] WITH (READCOMMITTEDLOCK)")
+                .count(),
+            reads,
+            "{text}"
+        );
+        assert!(f.contains("INSERT INTO [jobs_s].[jobs] (id,"));
+        // Every lookup of the key carries the filtered index's literal.
+        assert_eq!(
+            f.matches(
+                "WHERE unique_live = CAST(@P12 AS VARBINARY(32)) AND unique_live IS NOT NULL"
+            )
+            .count(),
+            3,
+            "{f}"
+        );
+        // A duplicate is taken, never left to doom a caller's transaction; any other error, and
+        // a duplicate of the id or of a live dedup key with no holder, goes through unchanged.
+        assert!(f.contains("BEGIN TRY INSERT INTO"));
+        assert!(f.contains("SET @inserted = @@ROWCOUNT; END TRY BEGIN CATCH"));
+        assert!(f.contains("IF ERROR_NUMBER() NOT IN (2601, 2627) THROW;"));
+        assert!(f.contains("WHERE id = CAST(@P1 AS BINARY(16))"));
+        assert!(f.contains(
+            "WHERE queue = @P2 AND dedup_key = @P8 AND dedup_key IS NOT NULL \
+             AND state IN (N'pending', N'running')"
+        ));
+        assert_eq!(f.matches("THROW;").count(), 2);
+        // One row back: inserted, or the holder (or none: released).
+        assert!(f.contains(
+            "IF @inserted = 1 SELECT 1 AS inserted, CAST(NULL AS BINARY(16)) AS holder;"
+        ));
+        assert!(f.contains("ELSE SELECT 0 AS inserted, id AS holder"));
+
+        // Replace: a pending job only; rowversion changes by itself, the key stays.
+        let replace = flat(&s.job_unique_replace);
+        assert!(replace.ends_with("WHERE id = CAST(@P1 AS BINARY(16)) AND state = N'pending'"));
+        assert!(replace.contains("SET payload = @P2, priority = @P3,"));
+        assert!(replace.contains(
+            "run_at = DATEADD(MICROSECOND, @P5, DATEADD(SECOND, @P4, SYSUTCDATETIME()))"
+        ));
+        assert!(!replace.contains("version") && !replace.contains("unique_"));
+
+        // Holder: another job with the key of @P1, by the filtered index.
+        let holder = flat(&s.job_unique_holder);
+        assert!(holder.contains("ON h.unique_live = j.unique_key AND h.id <> j.id"));
+        assert!(holder.contains("WHERE j.id = CAST(@P1 AS BINARY(16))"));
+        assert!(holder.starts_with("SELECT TOP (1) h.id"));
+
+        // The look-up after a duplicate of a plain push reads the latest committed keys too.
+        assert!(s
+            .job_dedup_live
+            .contains("FROM [jobs_s].[jobs] WITH (READCOMMITTEDLOCK)"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
-    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
+    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    UniqueInsert,
 };
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
@@ -145,6 +146,22 @@ fn decode(msg: String) -> sqlx::Error {
 
 fn chrono_micros(d: Duration) -> chrono::Duration {
     chrono::Duration::microseconds(micros(d))
+}
+
+/// Queues counted per `job_stats` statement (ten values bound per queue).
+const STATS_QUEUES: usize = 100;
+
+/// Binds the filter of `job_ids` / `job_count`: queue, states, kind, age.
+fn bind_match<'q>(
+    mut q: sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments>,
+    m: &JobMatch<'q>,
+) -> sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments> {
+    q = q.bind(m.queue).bind(m.queue);
+    for s in m.states {
+        q = q.bind(s.as_str());
+    }
+    let age = m.older_than.map(micros);
+    q.bind(m.kind).bind(m.kind).bind(age).bind(age)
 }
 
 fn text(row: &MySqlRow, col: &str) -> Result<String, sqlx::Error> {
@@ -570,10 +587,11 @@ impl Driver for MySqlDriver {
         for stmt in statements(migration.sql, &self.prefix) {
             match m.conn.execute(sqlx::AssertSqlSafe(stmt)).await {
                 Ok(_) => {}
-                // A statement that adds columns and was applied before its record (DDL commits
-                // by itself): "duplicate column name", which only such a rerun produces here.
-                Err(e) if crate::error::is_duplicate_column(&e) => {
-                    tracing::info!(target: crate::LOG_TARGET, version = migration.version, "the migration's columns exist already; recording it");
+                // A statement that adds columns or an index and was applied before its record
+                // (DDL commits by itself): "duplicate column name" or "duplicate key name",
+                // which only such a rerun produces here.
+                Err(e) if crate::error::is_already_added(&e) => {
+                    tracing::info!(target: crate::LOG_TARGET, version = migration.version, "the migration's columns or index exist already; recording it");
                 }
                 Err(e) => return Err(e),
             }
@@ -646,6 +664,87 @@ impl Driver for MySqlDriver {
                 savepoint.commit().await
             }
         }
+    }
+
+    /// The INSERT; after a duplicate entry, the holder of the key (step 2), and when there is
+    /// none, whether the id or a live dedup key clashed instead (step 3), all on one connection.
+    async fn job_insert_unique(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        p: JobInsertUnique<'_>,
+    ) -> Result<UniqueInsert, sqlx::Error> {
+        let mut pooled;
+        let conn: &mut MySqlConnection = match target {
+            Target::Pool => {
+                pooled = self.pool.acquire().await?;
+                &mut pooled
+            }
+            Target::Tx(conn) => conn,
+        };
+        let job = p.job;
+        let inserted = sqlx::query(self.sql.job_insert_unique.clone())
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.payload_json())
+            .bind(job.priority_value())
+            .bind(job.max_attempts_value())
+            .bind(micros(p.delay))
+            .bind(job.dedup_key_value())
+            .bind(job.kind_value())
+            .bind(job.meta_json())
+            .bind(job.timeout_value().map(micros))
+            .bind(&p.key[..])
+            .bind(p.states)
+            .execute(&mut *conn)
+            .await;
+        let err = match inserted {
+            Ok(_) => return Ok(UniqueInsert::Inserted),
+            Err(e) if crate::error::is_duplicate_entry(&e) => e,
+            Err(e) => return Err(e),
+        };
+        // A failed statement is undone alone: a caller's transaction goes on.
+        let holder: Option<Uuid> = sqlx::query_scalar(self.sql.job_insert_unique_holder.clone())
+            .bind(&p.key[..])
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(id) = holder {
+            return Ok(UniqueInsert::Held(JobId(id)));
+        }
+        let clashes: i64 = sqlx::query_scalar(self.sql.job_insert_unique_clash.clone())
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.dedup_key_value())
+            .fetch_one(&mut *conn)
+            .await?;
+        if clashes > 0 {
+            return Err(err);
+        }
+        Ok(UniqueInsert::Released)
+    }
+
+    async fn job_unique_replace(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        p: JobUniqueReplace<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_unique_replace.clone())
+            .bind(p.job.payload_json())
+            .bind(p.job.priority_value())
+            .bind(micros(p.delay))
+            .bind(p.id.0);
+        let done = match target {
+            Target::Pool => q.execute(&self.pool).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>, sqlx::Error> {
+        let holder: Option<Uuid> = sqlx::query_scalar(self.sql.job_unique_holder.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(holder.map(JobId))
     }
 
     async fn job_dedup_live(
@@ -1010,30 +1109,45 @@ impl Driver for MySqlDriver {
             .collect()
     }
 
-    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.job_stats.clone())
+    /// The queues (a loose index scan), then their counts in chunks of one UNION ALL each.
+    async fn job_stats(
+        &self,
+        queue: Option<&str>,
+        cap: Option<u64>,
+    ) -> Result<Vec<QueueStats>, sqlx::Error> {
+        let queues: Vec<String> = sqlx::query_scalar(self.sql.job_stats_queues.clone())
             .bind(queue)
             .bind(queue)
             .fetch_all(&self.pool)
             .await?;
+        let cap = cap.map_or(i64::MAX, |c| i64::try_from(c).unwrap_or(i64::MAX));
         let count = |r: &MySqlRow, c: &str| -> Result<u64, sqlx::Error> {
-            r.try_get::<Option<i64>, _>(c)
-                .map(|v| v.unwrap_or(0).max(0) as u64)
+            r.try_get::<i64, _>(c).map(|v| v.max(0) as u64)
         };
-        rows.iter()
-            .map(|r| {
-                Ok(QueueStats {
-                    queue: text(r, "queue")?,
-                    available: count(r, "available")?,
-                    scheduled: count(r, "scheduled")?,
-                    running: count(r, "running")?,
-                    completed: count(r, "completed")?,
-                    dead: count(r, "dead")?,
-                    cancelled: count(r, "cancelled")?,
+        let mut stats = Vec::with_capacity(queues.len());
+        for chunk in queues.chunks(STATS_QUEUES) {
+            let mut q = sqlx::query(self.sql.job_stats(chunk.len()));
+            for name in chunk {
+                q = q.bind(name).bind(name).bind(name).bind(name);
+                for _ in 0..3 {
+                    q = q.bind(name).bind(cap);
+                }
+            }
+            for r in q.fetch_all(&self.pool).await? {
+                stats.push(QueueStats {
+                    queue: text(&r, "queue")?,
+                    available: count(&r, "available")?,
+                    scheduled: count(&r, "scheduled")?,
+                    running: count(&r, "running")?,
+                    completed: count(&r, "completed")?,
+                    dead: count(&r, "dead")?,
+                    cancelled: count(&r, "cancelled")?,
                     ..QueueStats::default()
-                })
-            })
-            .collect()
+                });
+            }
+        }
+        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(stats)
     }
 
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
@@ -1049,6 +1163,85 @@ impl Driver for MySqlDriver {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let q = bind_match(sqlx::query(self.sql.job_ids(m.states.len())), &m)
+            .bind(m.before.map(|id| id.0))
+            .bind(m.before.map(|id| id.0))
+            .bind(m.limit as u64);
+        let rows = q.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| Ok((JobId(r.try_get("id")?), text(r, "queue")?)))
+            .collect()
+    }
+
+    async fn job_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let row = bind_match(sqlx::query(self.sql.job_count(m.states.len())), &m)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)?.max(0) as u64)
+    }
+
+    async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        let mut q = sqlx::query(self.sql.job_cancel_many(ids.len()));
+        for id in ids {
+            q = q.bind(id.0);
+        }
+        Ok(q.execute(&self.pool).await?.rows_affected())
+    }
+
+    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        let mut q = sqlx::query(self.sql.job_retry_many(ids.len()));
+        for id in ids {
+            q = q.bind(id.0);
+        }
+        Ok(q.execute(&self.pool).await?.rows_affected())
+    }
+
+    async fn job_delete_many(
+        &self,
+        ids: &[JobId],
+        states: &[JobState],
+    ) -> Result<u64, sqlx::Error> {
+        let mut q = sqlx::query(self.sql.job_delete_many(ids.len(), states.len()));
+        for id in ids {
+            q = q.bind(id.0);
+        }
+        for s in states {
+            q = q.bind(s.as_str());
+        }
+        Ok(q.execute(&self.pool).await?.rows_affected())
+    }
+
+    async fn maintenance_claim(
+        &self,
+        task: &str,
+        token: Uuid,
+        lease: Duration,
+    ) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query(self.sql.maintenance_claim.clone())
+            .bind(token)
+            .bind(micros(lease))
+            .bind(task)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn maintenance_release(
+        &self,
+        task: &str,
+        token: Uuid,
+        next_in: Duration,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.maintenance_release.clone())
+            .bind(micros(next_in))
+            .bind(task)
+            .bind(token)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     // Periodic jobs (schedules).

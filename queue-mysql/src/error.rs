@@ -6,8 +6,10 @@ use sqlx::mysql::MySqlDatabaseError;
 /// `ER_DUP_ENTRY`: a unique index rejected a row. The server does not say which index in a
 /// structured field, so the engine finds out (by looking for the clashing live dedup key).
 const DUP_ENTRY: u16 = 1062;
-/// ER_DUP_FIELDNAME: a column that exists is added again.
+/// `ER_DUP_FIELDNAME`: a column that exists is added again.
 const DUP_FIELDNAME: u16 = 1060;
+/// `ER_DUP_KEYNAME`: an index that exists is added again.
+const DUP_KEYNAME: u16 = 1061;
 /// `ER_LOCK_DEADLOCK`: InnoDB chose this transaction as a deadlock victim (and rolled it back).
 const LOCK_DEADLOCK: u16 = 1213;
 /// `ER_LOCK_WAIT_TIMEOUT`: a row lock was not granted within `innodb_lock_wait_timeout`.
@@ -55,12 +57,18 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
     }
 }
 
-/// Whether the server refused a write because it is read-only (see [`READ_ONLY`]).
-/// Whether `err` says a column that is being added exists already (a migration run again).
-pub(crate) fn is_duplicate_column(err: &sqlx::Error) -> bool {
-    number(err) == Some(DUP_FIELDNAME)
+/// Whether `err` says a column or index that is being added exists already (a migration run
+/// again after its DDL committed and before its record).
+pub(crate) fn is_already_added(err: &sqlx::Error) -> bool {
+    matches!(number(err), Some(DUP_FIELDNAME | DUP_KEYNAME))
 }
 
+/// Whether `err` is a duplicate entry in a unique index.
+pub(crate) fn is_duplicate_entry(err: &sqlx::Error) -> bool {
+    number(err) == Some(DUP_ENTRY)
+}
+
+/// Whether the server refused a write because it is read-only (see [`READ_ONLY`]).
 pub(crate) fn read_only(err: &sqlx::Error) -> bool {
     number(err).is_some_and(|n| READ_ONLY.contains(&n))
 }

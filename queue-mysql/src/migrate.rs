@@ -39,6 +39,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "job_kinds",
         sql: include_str!("../migrations/0005_job_kinds.sql"),
     },
+    Migration {
+        version: 6,
+        name: "unique",
+        sql: include_str!("../migrations/0006_unique.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "maintenance",
+        sql: include_str!("../migrations/0007_maintenance.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`
@@ -66,5 +76,17 @@ mod tests {
         let stmts = statements(MIGRATIONS[1].sql, "abc_");
         assert_eq!(stmts.len(), 1);
         assert!(stmts[0].starts_with("ALTER TABLE abc_jobs"));
+        // Unique jobs: the plain columns, the virtual one alone (so that MariaDB adds it in
+        // place), then the index, each one ALTER that a rerun refuses with "duplicate column"
+        // or "duplicate key name".
+        let stmts = statements(MIGRATIONS[5].sql, "abc_");
+        assert_eq!(stmts.len(), 3);
+        assert!(stmts[0].contains("ADD COLUMN unique_states") && !stmts[0].contains("VIRTUAL"));
+        assert!(stmts[1].contains("ADD COLUMN unique_live") && stmts[1].ends_with("VIRTUAL"));
+        assert_eq!(stmts[1].matches("ADD COLUMN").count(), 1);
+        assert_eq!(
+            stmts[2],
+            "ALTER TABLE abc_jobs ADD UNIQUE KEY unique_live (unique_live)"
+        );
     }
 }

@@ -20,6 +20,11 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_insert,
     job_insert_meta,
     job_dedup_live,
+    job_insert_unique,
+    job_insert_unique_holder,
+    job_insert_unique_clash,
+    job_unique_replace,
+    job_unique_holder,
     job_claim,
     job_claim_update,
     job_candidates,
@@ -49,7 +54,15 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_list,
     job_stats,
     job_prune,
+    job_stats_queues,
+    job_ids,
+    job_count,
+    job_cancel_many,
+    job_retry_many,
+    job_delete_many,
     job_live_leases,
+    maintenance_claim,
+    maintenance_release,
     queue_control_get,
     queue_control_lock,
     queue_control_list,
@@ -167,6 +180,38 @@ impl Statements {
         )
     }
 
+    /// `job_stats` for `queues` queues: one copy of the per-queue SELECT each, joined with
+    /// UNION ALL.
+    pub(crate) fn job_stats(&self, queues: usize) -> SqlStr {
+        AssertSqlSafe(repeat(self.job_stats.as_str(), queues, "\nUNION ALL\n")).into_sql_str()
+    }
+
+    pub(crate) fn job_ids(&self, states: usize) -> SqlStr {
+        expand(&self.job_ids, &[("{states}", placeholders(states))])
+    }
+
+    pub(crate) fn job_count(&self, states: usize) -> SqlStr {
+        expand(&self.job_count, &[("{states}", placeholders(states))])
+    }
+
+    pub(crate) fn job_cancel_many(&self, ids: usize) -> SqlStr {
+        expand(&self.job_cancel_many, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn job_retry_many(&self, ids: usize) -> SqlStr {
+        expand(&self.job_retry_many, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn job_delete_many(&self, ids: usize, states: usize) -> SqlStr {
+        expand(
+            &self.job_delete_many,
+            &[
+                ("{ids}", placeholders(ids)),
+                ("{states}", placeholders(states)),
+            ],
+        )
+    }
+
     pub(crate) fn job_prune(&self, states: usize) -> SqlStr {
         expand(&self.job_prune, &[("{states}", placeholders(states))])
     }
@@ -198,6 +243,14 @@ mod tests {
             .job_dedup_live(1, 2)
             .as_str()
             .contains("queue IN (?) AND dedup_live IN (?, ?)"));
+        let stats = s.job_stats(2);
+        assert_eq!(stats.as_str().matches("UNION ALL").count(), 1);
+        assert_eq!(stats.as_str().matches('?').count(), 20);
+        assert!(s
+            .job_delete_many(3, 2)
+            .as_str()
+            .contains("id IN (?, ?, ?) AND state IN (?, ?)"));
+        assert!(s.job_ids(2).as_str().contains("state IN (?, ?)"));
         let all = format!("{s:?}");
         assert!(!all.contains("{prefix}"));
     }

@@ -1,13 +1,51 @@
 -- name: job_stats
--- Counts per queue and state; only queue $1 when not null.
-SELECT queue,
-       count(*) FILTER (WHERE state = 'pending' AND run_at <= now()) AS available,
-       count(*) FILTER (WHERE state = 'pending' AND run_at > now()) AS scheduled,
-       count(*) FILTER (WHERE state = 'running') AS running,
-       count(*) FILTER (WHERE state = 'completed') AS completed,
-       count(*) FILTER (WHERE state = 'dead') AS dead,
-       count(*) FILTER (WHERE state = 'cancelled') AS cancelled
-FROM {schema}.jobs
-WHERE $1::text IS NULL OR queue = $1
-GROUP BY queue
-ORDER BY queue
+-- Counts per queue and state; only queue $1 when not null. Pending jobs are counted along
+-- jobs_claim_idx and running ones along jobs_lease_idx; completed, dead and cancelled jobs of
+-- each queue along jobs_finished_queue_idx, up to $2 each (NULL: no cap), so that the
+-- statement reads a bounded range per queue and state rather than every finished row. The
+-- queues that have finished jobs are found by a skip scan of that index (one descent per
+-- queue). The literal states repeat the partial indexes' predicates, so that a generic plan
+-- can prove they apply.
+WITH RECURSIVE finished_queues (queue) AS (
+    (SELECT queue FROM {schema}.jobs
+     WHERE state IN ('completed', 'dead', 'cancelled') AND ($1::text IS NULL OR queue = $1)
+     ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobs j
+            WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
+              AND ($1::text IS NULL OR j.queue = $1)
+            ORDER BY j.queue LIMIT 1)
+    FROM finished_queues f
+    WHERE f.queue IS NOT NULL
+),
+live (queue, available, scheduled, running) AS (
+    SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0
+    FROM {schema}.jobs
+    WHERE state = 'pending' AND ($1::text IS NULL OR queue = $1)
+    GROUP BY queue
+    UNION ALL
+    SELECT queue, 0, 0, count(*)
+    FROM {schema}.jobs
+    WHERE state = 'running' AND ($1::text IS NULL OR queue = $1)
+    GROUP BY queue
+),
+queues (queue) AS (
+    SELECT queue FROM finished_queues WHERE queue IS NOT NULL
+    UNION
+    SELECT queue FROM live
+)
+SELECT q.queue,
+       coalesce((SELECT sum(available) FROM live l WHERE l.queue = q.queue), 0)::bigint AS available,
+       coalesce((SELECT sum(scheduled) FROM live l WHERE l.queue = q.queue), 0)::bigint AS scheduled,
+       coalesce((SELECT sum(running) FROM live l WHERE l.queue = q.queue), 0)::bigint AS running,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
+        WHERE queue = q.queue AND state = 'completed'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS completed,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
+        WHERE queue = q.queue AND state = 'dead'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS dead,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
+        WHERE queue = q.queue AND state = 'cancelled'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS cancelled
+FROM queues q
+ORDER BY q.queue

@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
-    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
+    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    UniqueInsert,
 };
 use queue_core::{
     EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
@@ -554,6 +555,65 @@ impl Driver for PgDriver {
         }
     }
 
+    async fn job_insert_unique(
+        &self,
+        target: Target<'_, PgConnection>,
+        p: JobInsertUnique<'_>,
+    ) -> Result<UniqueInsert, sqlx::Error> {
+        let job = p.job;
+        let q = sqlx::query_as::<_, (Uuid, bool)>(self.sql.job_insert_unique.clone())
+            .persistent(self.named())
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.payload_json())
+            .bind(job.priority_value())
+            .bind(signed(job.max_attempts_value()))
+            .bind(micros(p.delay))
+            .bind(job.dedup_key_value())
+            .bind(job.kind_value())
+            .bind(job.meta_json())
+            .bind(job.timeout_value().map(micros))
+            .bind(&p.key[..])
+            .bind(p.states);
+        let row = match target {
+            Target::Pool => on_pool!(self, |e| q.fetch_optional(e))?,
+            Target::Tx(conn) => q.fetch_optional(conn).await?,
+        };
+        Ok(match row {
+            Some((_, true)) => UniqueInsert::Inserted,
+            Some((holder, false)) => UniqueInsert::Held(JobId(holder)),
+            None => UniqueInsert::Released,
+        })
+    }
+
+    async fn job_unique_replace(
+        &self,
+        target: Target<'_, PgConnection>,
+        p: JobUniqueReplace<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::query(self.sql.job_unique_replace.clone())
+            .persistent(self.named())
+            .bind(p.id.0)
+            .bind(p.job.payload_json())
+            .bind(p.job.priority_value())
+            .bind(micros(p.delay));
+        let done = match target {
+            Target::Pool => on_pool!(self, |e| q.execute(e))?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>, sqlx::Error> {
+        let holder: Option<Uuid> = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.job_unique_holder.clone()
+        )
+        .persistent(self.named())
+        .bind(id.0)
+        .fetch_optional(e))?;
+        Ok(holder.map(JobId))
+    }
+
     async fn job_dedup_live(
         &self,
         target: Target<'_, PgConnection>,
@@ -886,11 +946,17 @@ impl Driver for PgDriver {
             .collect()
     }
 
-    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
+    async fn job_stats(
+        &self,
+        queue: Option<&str>,
+        cap: Option<u64>,
+    ) -> Result<Vec<QueueStats>, sqlx::Error> {
+        let cap = cap.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
         let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
             on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
                 .persistent(self.named())
                 .bind(queue)
+                .bind(cap)
                 .fetch_all(e))?;
         Ok(rows
             .into_iter()
@@ -919,6 +985,96 @@ impl Driver for PgDriver {
             .bind(limit(p.limit))
             .execute(e))?;
         Ok(done.rows_affected())
+    }
+
+    async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let rows: Vec<(Uuid, String)> =
+            on_pool!(self, |e| sqlx::query_as(self.sql.job_ids.clone())
+                .persistent(self.named())
+                .bind(m.queue)
+                .bind(&states)
+                .bind(m.kind)
+                .bind(m.older_than.map(micros))
+                .bind(m.before.map(|id| id.0))
+                .bind(limit(m.limit))
+                .fetch_all(e))?;
+        Ok(rows.into_iter().map(|(id, q)| (JobId(id), q)).collect())
+    }
+
+    async fn job_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let n: i64 = on_pool!(self, |e| sqlx::query_scalar(self.sql.job_count.clone())
+            .persistent(self.named())
+            .bind(m.queue)
+            .bind(&states)
+            .bind(m.kind)
+            .bind(m.older_than.map(micros))
+            .fetch_one(e))?;
+        Ok(count(n))
+    }
+
+    async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_cancel_many.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_retry_many.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn job_delete_many(
+        &self,
+        ids: &[JobId],
+        states: &[JobState],
+    ) -> Result<u64, sqlx::Error> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let states: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+        let done = on_pool!(self, |e| sqlx::query(self.sql.job_delete_many.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .bind(&states)
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn maintenance_claim(
+        &self,
+        task: &str,
+        token: Uuid,
+        lease: Duration,
+    ) -> Result<bool, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.maintenance_claim.clone())
+            .persistent(self.named())
+            .bind(task)
+            .bind(token)
+            .bind(micros(lease))
+            .execute(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn maintenance_release(
+        &self,
+        task: &str,
+        token: Uuid,
+        next_in: Duration,
+    ) -> Result<(), sqlx::Error> {
+        on_pool!(self, |e| sqlx::query(self.sql.maintenance_release.clone())
+            .persistent(self.named())
+            .bind(task)
+            .bind(token)
+            .bind(micros(next_in))
+            .execute(e))?;
+        Ok(())
     }
 
     async fn notify(&self, queues: &[&str]) -> Result<(), sqlx::Error> {

@@ -36,4 +36,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "job_kinds",
         sql: include_str!("../migrations/0006_job_kinds.sql"),
     },
+    Migration {
+        version: 7,
+        name: "unique",
+        sql: include_str!("../migrations/0007_unique.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "maintenance",
+        sql: include_str!("../migrations/0008_maintenance.sql"),
+    },
 ];

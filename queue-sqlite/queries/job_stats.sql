@@ -1,13 +1,54 @@
 -- name: job_stats
--- Job counts per queue and state. Binds: ?1 now, ?2 queue or NULL.
-SELECT queue,
-       COALESCE(SUM(state = 'pending' AND run_at <= ?1), 0) AS available,
-       COALESCE(SUM(state = 'pending' AND run_at > ?1), 0) AS scheduled,
-       COALESCE(SUM(state = 'running'), 0) AS running,
-       COALESCE(SUM(state = 'completed'), 0) AS completed,
-       COALESCE(SUM(state = 'dead'), 0) AS dead,
-       COALESCE(SUM(state = 'cancelled'), 0) AS cancelled
-FROM queue_jobs
-WHERE ?2 IS NULL OR queue = ?2
-GROUP BY queue
-ORDER BY queue
+-- Job counts per queue and state. Pending jobs are counted along the claim index and running
+-- ones along the lease index; completed, dead and cancelled jobs of each queue are counted
+-- along queue_jobs_finished_queue up to ?3 each (-1: no cap), so that the statement reads a
+-- bounded range per queue and state rather than every finished row. The queues that have
+-- finished jobs are found by a skip scan of that index (one seek per queue). The literal
+-- `state IN (...)` repeats the partial index's predicate, which SQLite needs to use it; the
+-- counts name the index (INDEXED BY): SQLite 3.46 otherwise scans the whole index for each
+-- of them, with the queue as a filter (40 ms per state on 1,000,000 finished rows, against
+-- 0.2 ms for a seek), and a statement that cannot use it fails rather than read every row.
+-- Binds: ?1 now, ?2 queue or NULL, ?3 cap.
+WITH RECURSIVE finished_queues (queue) AS (
+    SELECT (SELECT queue FROM queue_jobs
+            WHERE state IN ('completed', 'dead', 'cancelled') AND (?2 IS NULL OR queue = ?2)
+            ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM queue_jobs j
+            WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
+              AND (?2 IS NULL OR j.queue = ?2)
+            ORDER BY j.queue LIMIT 1)
+    FROM finished_queues f
+    WHERE f.queue IS NOT NULL
+),
+live (queue, available, scheduled, running) AS (
+    SELECT queue, SUM(run_at <= ?1), SUM(run_at > ?1), 0
+    FROM queue_jobs
+    WHERE state = 'pending' AND (?2 IS NULL OR queue = ?2)
+    GROUP BY queue
+    UNION ALL
+    SELECT queue, 0, 0, COUNT(*)
+    FROM queue_jobs
+    WHERE state = 'running' AND (?2 IS NULL OR queue = ?2)
+    GROUP BY queue
+),
+queues (queue) AS (
+    SELECT queue FROM finished_queues WHERE queue IS NOT NULL
+    UNION
+    SELECT queue FROM live
+)
+SELECT q.queue,
+       COALESCE((SELECT SUM(available) FROM live l WHERE l.queue = q.queue), 0) AS available,
+       COALESCE((SELECT SUM(scheduled) FROM live l WHERE l.queue = q.queue), 0) AS scheduled,
+       COALESCE((SELECT SUM(running) FROM live l WHERE l.queue = q.queue), 0) AS running,
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+        WHERE queue = q.queue AND state = 'completed'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS completed,
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+        WHERE queue = q.queue AND state = 'dead'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS dead,
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+        WHERE queue = q.queue AND state = 'cancelled'
+          AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS cancelled
+FROM queues q
+ORDER BY q.queue

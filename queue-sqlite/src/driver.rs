@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
-    ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
+    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
+    UniqueInsert,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -294,6 +295,33 @@ impl SqliteDriver {
 
     /// A statement over `(id, token)` pairs, chunked under the parameter limit: binds `fixed`,
     /// then `text`, then `after` (each once per statement), then the pairs.
+    /// A statement over a list of ids (the `(?)` tuple after its VALUES repeated per id, in
+    /// chunks under the parameter limit), after an optional integer and text value; rows
+    /// changed.
+    async fn by_ids(
+        &self,
+        statement: &SqlStr,
+        first: Option<i64>,
+        text: Option<&str>,
+        ids: &[JobId],
+    ) -> Result<u64, sqlx::Error> {
+        let mut done = 0;
+        for chunk in ids.chunks(MAX_PARAMS - 2) {
+            let mut q = sqlx::query(rows_of(statement, chunk.len()));
+            if let Some(v) = first {
+                q = q.bind(v);
+            }
+            if let Some(t) = text {
+                q = q.bind(t);
+            }
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            done += q.execute(&self.writer).await?.rows_affected();
+        }
+        Ok(done)
+    }
+
     async fn pairs(
         &self,
         statement: &SqlStr,
@@ -322,6 +350,11 @@ impl SqliteDriver {
         }
         Ok(done)
     }
+}
+
+/// The creation time below which a job is older than `age` (`None`: any age).
+fn created_before(age: Option<Duration>) -> Option<i64> {
+    age.map(|a| now_micros().saturating_sub(micros(a)))
 }
 
 /// A row of `queue_control_*`.
@@ -421,6 +454,76 @@ impl Driver for SqliteDriver {
                 savepoint.commit().await
             }
         }
+    }
+
+    /// The insert and, when it stored nothing, the read of the holder, on one connection (the
+    /// writer, or the caller's transaction): no other write runs between them.
+    async fn job_insert_unique(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        p: JobInsertUnique<'_>,
+    ) -> Result<UniqueInsert, sqlx::Error> {
+        let mut pooled;
+        let conn: &mut SqliteConnection = match target {
+            Target::Pool => {
+                pooled = self.writer.acquire().await?;
+                &mut pooled
+            }
+            Target::Tx(conn) => conn,
+        };
+        let now = now_micros();
+        let job = p.job;
+        let inserted: Option<Uuid> = sqlx::query_scalar(self.sql.job_insert_unique.clone())
+            .bind(job.id().0)
+            .bind(job.queue())
+            .bind(job.payload_json())
+            .bind(job.priority_value())
+            .bind(i64::from(job.max_attempts_value()))
+            .bind(now.saturating_add(micros(p.delay)))
+            .bind(job.dedup_key_value())
+            .bind(job.kind_value())
+            .bind(job.meta_json())
+            .bind(job.timeout_value().map(micros))
+            .bind(now)
+            .bind(&p.key[..])
+            .bind(p.states)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if inserted.is_some() {
+            return Ok(UniqueInsert::Inserted);
+        }
+        let holder: Option<Uuid> = sqlx::query_scalar(self.sql.job_insert_unique_holder.clone())
+            .bind(&p.key[..])
+            .fetch_optional(&mut *conn)
+            .await?;
+        Ok(holder.map_or(UniqueInsert::Released, |id| UniqueInsert::Held(JobId(id))))
+    }
+
+    async fn job_unique_replace(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        p: JobUniqueReplace<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        let now = now_micros();
+        let q = sqlx::query(self.sql.job_unique_replace.clone())
+            .bind(p.id.0)
+            .bind(p.job.payload_json())
+            .bind(p.job.priority_value())
+            .bind(now.saturating_add(micros(p.delay)))
+            .bind(now);
+        let done = match target {
+            Target::Pool => q.execute(&self.writer).await?,
+            Target::Tx(conn) => q.execute(conn).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>, sqlx::Error> {
+        let holder: Option<Uuid> = sqlx::query_scalar(self.sql.job_unique_holder.clone())
+            .bind(id.0)
+            .fetch_optional(&self.reader)
+            .await?;
+        Ok(holder.map(JobId))
     }
 
     async fn job_dedup_live(
@@ -707,10 +810,15 @@ impl Driver for SqliteDriver {
             .collect()
     }
 
-    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, sqlx::Error> {
+    async fn job_stats(
+        &self,
+        queue: Option<&str>,
+        cap: Option<u64>,
+    ) -> Result<Vec<QueueStats>, sqlx::Error> {
         let rows = sqlx::query(self.sql.job_stats.clone())
             .bind(now_micros())
             .bind(queue)
+            .bind(cap.map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX)))
             .fetch_all(&self.reader)
             .await?;
         let count = |row: &SqliteRow, col: &str| -> Result<u64, sqlx::Error> {
@@ -743,6 +851,91 @@ impl Driver for SqliteDriver {
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let rows = sqlx::query(self.sql.job_ids.clone())
+            .bind(m.queue)
+            .bind(json_array(&states))
+            .bind(m.kind)
+            .bind(created_before(m.older_than))
+            .bind(m.before.map(|id| id.0))
+            .bind(i64::try_from(m.limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((JobId(r.try_get("id")?), r.try_get("queue")?)))
+            .collect()
+    }
+
+    async fn job_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let n: i64 = sqlx::query_scalar(self.sql.job_count.clone())
+            .bind(m.queue)
+            .bind(json_array(&states))
+            .bind(m.kind)
+            .bind(created_before(m.older_than))
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        self.by_ids(&self.sql.job_cancel_many, Some(now_micros()), None, ids)
+            .await
+    }
+
+    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+        self.by_ids(&self.sql.job_retry_many, Some(now_micros()), None, ids)
+            .await
+    }
+
+    async fn job_delete_many(
+        &self,
+        ids: &[JobId],
+        states: &[JobState],
+    ) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+        self.by_ids(
+            &self.sql.job_delete_many,
+            None,
+            Some(&json_array(&states)),
+            ids,
+        )
+        .await
+    }
+
+    async fn maintenance_claim(
+        &self,
+        task: &str,
+        token: Uuid,
+        lease: Duration,
+    ) -> Result<bool, sqlx::Error> {
+        let now = now_micros();
+        let done = sqlx::query(self.sql.maintenance_claim.clone())
+            .bind(task)
+            .bind(token)
+            .bind(now.saturating_add(micros(lease)))
+            .bind(now)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn maintenance_release(
+        &self,
+        task: &str,
+        token: Uuid,
+        next_in: Duration,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.maintenance_release.clone())
+            .bind(task)
+            .bind(token)
+            .bind(now_micros().saturating_add(micros(next_in)))
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     // Periodic jobs (schedules).

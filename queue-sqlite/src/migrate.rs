@@ -26,4 +26,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "job_kinds",
         sql: include_str!("../migrations/0004_job_kinds.sql"),
     },
+    Migration {
+        version: 5,
+        name: "unique",
+        sql: include_str!("../migrations/0005_unique.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "maintenance",
+        sql: include_str!("../migrations/0006_maintenance.sql"),
+    },
 ];

@@ -17,8 +17,8 @@ use queue_core::{
 use serde_json::{json, Value};
 
 use super::{
-    expect_cancelled, expect_lease_lost, expect_state, get, invalid_field, job, pop, pop_one,
-    row_fingerprint, sleep_until_db, LONG_LEASE, SHORT_LEASE,
+    eventually, expect_cancelled, expect_lease_lost, expect_state, get, invalid_field, job, pop,
+    pop_one, row_fingerprint, sleep_until_db, LONG_LEASE, SHORT_LEASE,
 };
 use crate::Ctx;
 
@@ -47,24 +47,6 @@ impl JobArgs for Beta {
         KindOptions::new()
             .queue("k.b")
             .timeout(Duration::from_secs(60))
-    }
-}
-
-/// Polls `check` every 50 ms until it returns `Some`, or fails after `within`.
-async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let t = Instant::now();
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if t.elapsed() > within {
-            bail!("{what}: not within {within:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -878,5 +860,25 @@ pub async fn kinds_previous_release_migrates_and_its_jobs_run(ctx: Ctx) -> anyho
     for (id, _) in &seeded {
         expect_state(&q, *id, JobState::Completed).await?;
     }
+    // The migrated table takes unique jobs; the old rows hold no key.
+    let rule = queue_core::Unique::new().by_args();
+    let first = q
+        .push_outcome(
+            NewJob::of(&Alpha { n: 1 })?
+                .with_queue("legacy")
+                .unique(rule.clone()),
+        )
+        .await?;
+    let again = q
+        .push_outcome(
+            NewJob::of(&Alpha { n: 1 })?
+                .with_queue("legacy")
+                .unique(rule),
+        )
+        .await?;
+    ensure!(
+        first.inserted() && !again.inserted() && again.id() == first.id(),
+        "unique pushes after the migration: {first:?} then {again:?}"
+    );
     Ok(())
 }

@@ -10,8 +10,10 @@ pub mod dedup;
 pub mod kinds;
 pub mod leases;
 pub mod lifecycle;
+pub mod maintenance;
 pub mod schedules;
 pub mod transactions;
+pub mod unique;
 pub mod validation;
 pub mod wakeups;
 pub mod worker;
@@ -161,4 +163,22 @@ pub async fn sleep_until_db(
         tokio::time::sleep(left.min(Duration::from_secs(2))).await;
     }
     bail!("the database clock never passed {at}")
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, or fails after `within`.
+pub async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(v) = check().await? {
+            return Ok(v);
+        }
+        if t.elapsed() > within {
+            bail!("{what}: not within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

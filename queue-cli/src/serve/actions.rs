@@ -1,5 +1,6 @@
 //! The actions (POST): retry, cancel, reschedule, bulk retry, prune, the queue controls
-//! (pause, resume, concurrency limit), login, logout. Each needs the form's CSRF token (see
+//! (pause, resume, concurrency limit), login, logout (the bulk actions by filter are in
+//! [`super::bulk`]). Each needs the form's CSRF token (see
 //! [`Posted`]), is refused in read-only mode by the guard, and answers with a page that says
 //! what it changed or why it failed.
 

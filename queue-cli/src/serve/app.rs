@@ -12,7 +12,7 @@ use queue_core::{Capabilities, Dialect, Queue, Result};
 
 use super::chart::{self, Budget, Throughput};
 use super::security::{self, HostPolicy, Sessions};
-use super::{actions, pages};
+use super::{actions, bulk, pages};
 
 /// How the dashboard behaves.
 #[derive(Clone, Debug)]
@@ -206,6 +206,8 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/jobs/{id}/cancel", post(actions::cancel))
         .route("/jobs/{id}/reschedule", post(actions::reschedule))
         .route("/actions/retry-dead", post(actions::retry_dead))
+        .route("/bulk", get(bulk::confirm))
+        .route("/actions/bulk", post(bulk::run))
         .route("/actions/prune", post(actions::prune))
         .route("/actions/pause", post(actions::pause))
         .route("/actions/resume", post(actions::resume))

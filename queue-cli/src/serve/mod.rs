@@ -18,6 +18,7 @@ use crate::failure::CliError;
 
 mod actions;
 mod app;
+mod bulk;
 mod chart;
 mod jobs;
 mod pages;

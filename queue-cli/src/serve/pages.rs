@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
 use chrono::Utc;
-use queue_core::{validate, Error, JobId, JobState, QueueStats};
+use queue_core::{validate, Error, JobId, JobState};
 use serde::Deserialize;
 
 use super::app::Dashboard;
@@ -15,9 +15,9 @@ use super::chart;
 use super::jobs::{self, Filter};
 use super::security::{local_path, Csrf};
 use super::views::{
-    self, count, error_page, html, jobs_href, list_href, message_page, ControlView, JobPage,
-    JobRow, JobView, JobsPage, KindFilter, Layout, Notice, OverviewBody, OverviewFragment,
-    OverviewPage, QueueActions, ScheduleRow, SchedulesPage, SearchPage, Tab,
+    self, count, error_page, html, jobs_href, list_href, message_page, BulkPanel, ControlView,
+    Counts, JobPage, JobRow, JobView, JobsPage, KindFilter, Layout, Notice, OverviewBody,
+    OverviewFragment, OverviewPage, QueueActions, ScheduleRow, SchedulesPage, SearchPage, Tab,
 };
 
 /// The counts, controls and charts of every queue; the rows carry the forms of the queue
@@ -112,6 +112,16 @@ pub(crate) struct JobsQuery {
 }
 
 impl JobsQuery {
+    /// The first page of the jobs of `queue`, `state` and `kind` (each optional).
+    pub(crate) fn new(queue: Option<&str>, state: Option<JobState>, kind: Option<&str>) -> Self {
+        JobsQuery {
+            queue: queue.map(str::to_owned),
+            state: state.map(|s| s.as_str().to_owned()),
+            kind: kind.map(str::to_owned),
+            before: None,
+        }
+    }
+
     /// The first page of `queue` (in `state`), of every kind.
     pub(crate) fn for_queue(queue: &str, state: Option<JobState>) -> Self {
         JobsQuery {
@@ -158,19 +168,6 @@ fn before_id(text: Option<&str>) -> Result<Option<JobId>, Error> {
     .transpose()
 }
 
-/// The sum of `stats` (all queues, or the one asked for).
-fn total(stats: &[QueueStats]) -> QueueStats {
-    stats.iter().fold(QueueStats::default(), |mut t, s| {
-        t.available += s.available;
-        t.scheduled += s.scheduled;
-        t.running += s.running;
-        t.completed += s.completed;
-        t.dead += s.dead;
-        t.cancelled += s.cancelled;
-        t
-    })
-}
-
 /// `/jobs?queue=&state=&kind=&before=`: a page of jobs, newest first, with the queue's counts,
 /// chart and bulk actions when one queue is shown.
 pub(crate) async fn jobs(
@@ -194,7 +191,8 @@ pub(crate) async fn jobs_page(
     let filter = parse_filter(non_empty(&q.queue), non_empty(&q.state), non_empty(&q.kind))?;
     let before = before_id(non_empty(&q.before))?;
     let stats = app.queue.stats(filter.queue.as_deref()).await?;
-    let sum = total(&stats);
+    // The sum of every queue's counts, or of the one asked for.
+    let sum = Counts::sum(&stats);
     let size = app.config.page_size;
     let mut found = jobs::page(app.queue.as_ref(), &filter, size + 1, before).await?;
     let more = found.len() > size;
@@ -209,22 +207,22 @@ pub(crate) async fn jobs_page(
 
     // The counts are the queue's, of every kind (the statistics are not kept per kind), so a
     // list of one kind shows none rather than numbers that do not match it.
-    let tab_count = |n: u64| {
+    let tab_count = |text: String| {
         if kind.is_some() {
             String::new()
         } else {
-            count(n)
+            text
         }
     };
     let mut tabs = vec![Tab {
         label: "all",
-        count: tab_count(JobState::ALL.iter().map(|s| sum.count(*s)).sum()),
+        count: tab_count(sum.all_text()),
         href: list_href(queue, None, kind, None),
         active: filter.state.is_none(),
     }];
     tabs.extend(JobState::ALL.iter().map(|&s| Tab {
         label: s.as_str(),
-        count: tab_count(sum.count(s)),
+        count: tab_count(sum.text(s)),
         href: list_href(queue, Some(s), kind, None),
         active: filter.state == Some(s),
     }));
@@ -277,14 +275,30 @@ pub(crate) async fn jobs_page(
     let actions = match queue {
         Some(name) if !app.config.read_only => Some(QueueActions {
             queue: name.to_owned(),
-            dead: sum.dead,
-            dead_text: count(sum.dead),
+            dead: sum.count(JobState::Dead),
+            dead_text: sum.text(JobState::Dead),
             every_kind: kind.is_some(),
         }),
         _ => None,
     };
     let control =
         queue.and_then(|name| stats.iter().find(|s| s.queue == name).map(ControlView::new));
+    // A first page without jobs has nothing for a bulk action to match.
+    let nothing_listed = rows.is_empty() && before.is_none();
+    let bulk = (!app.config.read_only && !nothing_listed).then(|| BulkPanel {
+        queue: filter.queue.clone(),
+        state: filter.state.map(|s| s.as_str()),
+        kind: filter.kind.clone(),
+        actions: super::bulk::actions_for(filter.state)
+            .into_iter()
+            .map(|a| {
+                (
+                    a.as_str(),
+                    format!("{} matching jobs", super::bulk::verb(a)),
+                )
+            })
+            .collect(),
+    });
     Ok(JobsPage {
         layout: Layout::new(app, heading.clone(), csrf),
         heading,
@@ -304,6 +318,7 @@ pub(crate) async fn jobs_page(
         chart,
         chart_caption,
         actions,
+        bulk,
         control,
         notice,
         empty_text,
@@ -311,7 +326,7 @@ pub(crate) async fn jobs_page(
 }
 
 /// The heading of a job list: its queue, state and kind.
-fn heading(queue: Option<&str>, state: Option<JobState>, kind: Option<&str>) -> String {
+pub(crate) fn heading(queue: Option<&str>, state: Option<JobState>, kind: Option<&str>) -> String {
     let scope = match queue {
         Some(name) => format!("Queue {name}"),
         None => "All queues".to_owned(),

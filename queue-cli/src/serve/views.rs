@@ -12,7 +12,7 @@ use queue_core::{
 
 use super::app::{Dashboard, ASSET_VERSION};
 use super::chart::{self, Chart, Throughput};
-use crate::admin::{counts, COUNT_COLUMNS};
+use crate::admin::{capped, counts, COUNT_COLUMNS};
 use crate::failure::is_missing_table;
 
 /// What every page shows around its content.
@@ -178,6 +178,80 @@ pub(crate) fn count(n: u64) -> String {
     out
 }
 
+/// [`count`] of `n`, followed by `+` when it is a count that stopped at the stats cap: there
+/// are at least that many (`100,000+`).
+pub(crate) fn count_at_least(n: u64, at_least: bool) -> String {
+    if at_least {
+        format!("{}+", count(n))
+    } else {
+        count(n)
+    }
+}
+
+/// The counts of one queue or the sum of several, in the order of [`COUNT_COLUMNS`], and
+/// which of them stopped at the stats cap (a sum that includes such a count is at least that
+/// much too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    values: [u64; 6],
+    capped: [bool; 6],
+}
+
+impl Counts {
+    pub(crate) fn of(s: &QueueStats) -> Self {
+        Counts {
+            values: counts(s),
+            capped: capped(s),
+        }
+    }
+
+    /// The sum of `stats`.
+    pub(crate) fn sum(stats: &[QueueStats]) -> Self {
+        stats.iter().fold(Counts::default(), |mut total, s| {
+            total.add(&Counts::of(s));
+            total
+        })
+    }
+
+    pub(crate) fn add(&mut self, other: &Counts) {
+        for i in 0..6 {
+            self.values[i] += other.values[i];
+            self.capped[i] |= other.capped[i];
+        }
+    }
+
+    /// The columns that count jobs in `state` (pending: available and scheduled).
+    fn columns(state: JobState) -> &'static [usize] {
+        match state {
+            JobState::Pending => &[0, 1],
+            JobState::Running => &[2],
+            JobState::Completed => &[3],
+            JobState::Dead => &[4],
+            JobState::Cancelled => &[5],
+        }
+    }
+
+    /// The jobs in `state`.
+    pub(crate) fn count(&self, state: JobState) -> u64 {
+        Self::columns(state).iter().map(|&i| self.values[i]).sum()
+    }
+
+    /// Whether the count of `state` is a lower bound.
+    pub(crate) fn at_least(&self, state: JobState) -> bool {
+        Self::columns(state).iter().any(|&i| self.capped[i])
+    }
+
+    /// The count of `state` as the pages show it.
+    pub(crate) fn text(&self, state: JobState) -> String {
+        count_at_least(self.count(state), self.at_least(state))
+    }
+
+    /// Every job, as the pages show it.
+    pub(crate) fn all_text(&self) -> String {
+        count_at_least(self.values.iter().sum(), self.capped.iter().any(|&c| c))
+    }
+}
+
 /// A timestamp as shown everywhere: UTC, to the millisecond.
 pub(crate) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
@@ -317,12 +391,14 @@ fn column_state(i: usize) -> JobState {
     }
 }
 
-fn cells(queue: Option<&str>, values: [u64; 6]) -> Vec<Cell> {
-    values
+fn cells(queue: Option<&str>, counts: &Counts) -> Vec<Cell> {
+    counts
+        .values
         .iter()
+        .zip(counts.capped)
         .enumerate()
-        .map(|(i, &n)| Cell {
-            value: count(n),
+        .map(|(i, (&n, at_least))| Cell {
+            value: count_at_least(n, at_least),
             href: jobs_href(queue, Some(column_state(i))),
             class: if n == 0 { "zero" } else { COUNT_COLUMNS[i] },
         })
@@ -349,7 +425,7 @@ impl OverviewBody {
         now: DateTime<Utc>,
         csrf: Option<String>,
     ) -> Self {
-        let mut totals = [0u64; 6];
+        let mut totals = Counts::default();
         let mut error = None;
         let empty = Throughput::empty(now);
         let t = match throughput {
@@ -362,15 +438,13 @@ impl OverviewBody {
         let rows = stats
             .iter()
             .map(|s| {
-                let values = counts(s);
-                for (total, v) in totals.iter_mut().zip(values) {
-                    *total += v;
-                }
+                let values = Counts::of(s);
+                totals.add(&values);
                 let series = t.series(&s.queue);
                 QueueRow {
                     name: s.queue.clone(),
                     href: jobs_href(Some(&s.queue), None),
-                    cells: cells(Some(&s.queue), values),
+                    cells: cells(Some(&s.queue), &values),
                     last_hour: format!(
                         "{} done, {} dead",
                         count(series.completed_total()),
@@ -391,7 +465,7 @@ impl OverviewBody {
         };
         OverviewBody {
             rows,
-            totals: cells(None, totals),
+            totals: cells(None, &totals),
             updated: now.format("%H:%M:%S UTC").to_string(),
             chart_note,
             error,
@@ -562,6 +636,39 @@ pub(crate) struct QueueActions {
     pub(crate) every_kind: bool,
 }
 
+/// The bulk actions of a job list: its filter, and a button per action that applies to it.
+#[derive(Debug)]
+pub(crate) struct BulkPanel {
+    pub(crate) queue: Option<String>,
+    pub(crate) state: Option<&'static str>,
+    pub(crate) kind: Option<String>,
+    /// `(action, label)`: `("cancel", "Cancel matching jobs")`.
+    pub(crate) actions: Vec<(&'static str, String)>,
+}
+
+/// The confirmation of a bulk action: how many jobs it would change, and the form that does it
+/// (when there are any).
+#[derive(Template)]
+#[template(path = "bulk.html")]
+pub(crate) struct BulkPage {
+    pub(crate) layout: Layout,
+    pub(crate) text: String,
+    pub(crate) matching: u64,
+    /// The confirming button's label, e.g. `Cancel 12 jobs`.
+    pub(crate) button: String,
+    pub(crate) danger: bool,
+    /// Whether the action can be undone (delete cannot).
+    pub(crate) undoable: bool,
+    pub(crate) action: String,
+    pub(crate) queue: String,
+    pub(crate) state: &'static str,
+    pub(crate) kind: String,
+    pub(crate) older_than: String,
+    /// The list the action was asked from, and its heading.
+    pub(crate) back_href: String,
+    pub(crate) back_label: String,
+}
+
 #[derive(Template)]
 #[template(path = "jobs.html")]
 pub(crate) struct JobsPage {
@@ -579,6 +686,8 @@ pub(crate) struct JobsPage {
     pub(crate) chart: Option<Chart>,
     pub(crate) chart_caption: String,
     pub(crate) actions: Option<QueueActions>,
+    /// The bulk actions on the jobs of the list (none when read-only or when it is empty).
+    pub(crate) bulk: Option<BulkPanel>,
     /// Whether the queue shown is paused and its limit (one queue only).
     pub(crate) control: Option<ControlView>,
     pub(crate) notice: Option<Notice>,
@@ -893,6 +1002,40 @@ mod tests {
         assert_eq!(count(999), "999");
         assert_eq!(count(1000), "1,000");
         assert_eq!(count(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn capped_counts_read_as_at_least() {
+        assert_eq!(count_at_least(100_000, true), "100,000+");
+        assert_eq!(count_at_least(99_999, false), "99,999");
+        let big = QueueStats {
+            queue: "big".into(),
+            available: 2,
+            scheduled: 1,
+            completed: 100_000,
+            dead: 3,
+            count_cap: Some(100_000),
+            ..QueueStats::default()
+        };
+        let small = QueueStats {
+            queue: "small".into(),
+            completed: 5,
+            dead: 4,
+            count_cap: Some(100_000),
+            ..QueueStats::default()
+        };
+        let one = Counts::of(&big);
+        assert_eq!(one.text(JobState::Completed), "100,000+");
+        assert_eq!(one.text(JobState::Pending), "3");
+        assert_eq!(one.text(JobState::Dead), "3");
+        let sum = Counts::sum(&[big, small]);
+        assert_eq!(sum.text(JobState::Completed), "100,005+");
+        assert_eq!(sum.text(JobState::Dead), "7");
+        assert_eq!(sum.all_text(), "100,015+");
+        let cells = cells(Some("big"), &one);
+        let shown: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(shown, ["2", "1", "0", "100,000+", "3", "0"]);
+        assert_eq!(Counts::default().all_text(), "0");
     }
 
     #[test]

@@ -111,6 +111,8 @@ where
 pub enum UniqueIndex {
     /// The index that keeps dedup keys of live jobs apart.
     DedupKey,
+    /// The index that keeps unique keys of jobs holding their place apart.
+    UniqueKey,
     /// The primary key (a job id pushed twice).
     JobId,
     /// The server does not say which (MySQL and MariaDB report only a number): the engine
@@ -139,6 +141,45 @@ pub struct JobInsert<'a> {
     /// Queues to wake in other processes when the insert commits (dialects with database
     /// notifications send them in the same statement or transaction; others ignore this).
     pub notify: &'a [&'a str],
+}
+
+/// `job_insert_unique`: store one job with a unique key, unless a job with the same key holds
+/// its place (its state is in its own state set): the database's unique index decides, never a
+/// read before the insert.
+#[derive(Clone, Copy, Debug)]
+pub struct JobInsertUnique<'a> {
+    /// The validated job.
+    pub job: &'a NewJob,
+    /// How long after the database's now it becomes due.
+    pub delay: Duration,
+    /// Its unique key.
+    pub key: &'a [u8; 32],
+    /// The states in which it holds its place, as bits (see [`crate::unique::state_bit`]).
+    pub states: i16,
+}
+
+/// What `job_insert_unique` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UniqueInsert {
+    /// The job was stored.
+    Inserted,
+    /// A job with the same key holds its place: this one; nothing was stored.
+    Held(JobId),
+    /// The key was held when the insert ran, but no holder was found right after (it left its
+    /// states meanwhile, or was not yet visible): nothing was stored; the engine tries again.
+    Released,
+}
+
+/// `job_unique_replace`: the payload, priority and run time of the pending job `id` become the
+/// new job's.
+#[derive(Clone, Copy, Debug)]
+pub struct JobUniqueReplace<'a> {
+    /// The pending job that holds the key.
+    pub id: JobId,
+    /// The job whose payload and priority it takes.
+    pub job: &'a NewJob,
+    /// Its new run time: this long after the database's now.
+    pub delay: Duration,
 }
 
 /// `job_claim` / `job_candidates`: claim (or read candidates for) up to `limit` due pending jobs
@@ -284,6 +325,23 @@ pub struct JobPrune<'a> {
     pub limit: usize,
 }
 
+/// `job_ids` / `job_count`: the jobs a bulk operation matches.
+#[derive(Clone, Copy, Debug)]
+pub struct JobMatch<'a> {
+    /// Only this queue.
+    pub queue: Option<&'a str>,
+    /// Only these states (at least one, no repeats).
+    pub states: &'a [JobState],
+    /// Only this kind.
+    pub kind: Option<&'a str>,
+    /// Only jobs created longer ago than this, by the database's clock.
+    pub older_than: Option<Duration>,
+    /// `job_ids` only: only ids below this one (the next page, newest first).
+    pub before: Option<JobId>,
+    /// `job_ids` only: most rows.
+    pub limit: usize,
+}
+
 // -------------------------------------------------------------------------------------------
 // Periodic jobs (schedules): the values of the `schedule_*` statements.
 
@@ -394,6 +452,25 @@ pub trait Driver: Send + Sync + 'static {
         target: Target<'_, Self::Conn>,
         p: JobInsert<'_>,
     ) -> Result<(), Self::Error>;
+
+    /// `job_insert_unique`: see [`JobInsertUnique`].
+    async fn job_insert_unique(
+        &self,
+        target: Target<'_, Self::Conn>,
+        p: JobInsertUnique<'_>,
+    ) -> Result<UniqueInsert, Self::Error>;
+
+    /// `job_unique_replace`: see [`JobUniqueReplace`]; rows changed (0 when the job is no
+    /// longer pending).
+    async fn job_unique_replace(
+        &self,
+        target: Target<'_, Self::Conn>,
+        p: JobUniqueReplace<'_>,
+    ) -> Result<u64, Self::Error>;
+
+    /// `job_unique_holder`: another job with the unique key of job `id` that holds its place
+    /// (for the error of a retry that clashed).
+    async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>, Self::Error>;
 
     /// `job_dedup_live`: the `(queue, dedup key)` pairs of live (pending or running) jobs whose
     /// queue is one of `queues` and whose key is one of `keys`.
@@ -512,11 +589,55 @@ pub trait Driver: Send + Sync + 'static {
     /// `job_list`: jobs newest first (by id), filtered as asked (queue, state, kind, cursor).
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, Self::Error>;
 
-    /// `job_stats`: counts per queue and state, queues in name order.
-    async fn job_stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>, Self::Error>;
+    /// `job_stats`: counts per queue and state, queues in name order. Completed, dead and
+    /// cancelled jobs are counted up to `cap` per queue and state (exactly when `None`), so
+    /// that the statement need not read every finished row.
+    async fn job_stats(
+        &self,
+        queue: Option<&str>,
+        cap: Option<u64>,
+    ) -> Result<Vec<QueueStats>, Self::Error>;
 
     /// `job_prune`: deletes up to `p.limit` finished jobs; rows deleted.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_ids`: the ids and queues of up to `m.limit` jobs that `m` matches, newest first
+    /// (by id), below `m.before` when given.
+    async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>, Self::Error>;
+
+    /// `job_count`: how many jobs `m` matches (`before` and `limit` ignored).
+    async fn job_count(&self, m: JobMatch<'_>) -> Result<u64, Self::Error>;
+
+    /// `job_cancel_many`: as `job_cancel`, for each of `ids` that is pending or running; rows
+    /// changed.
+    async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, Self::Error>;
+
+    /// `job_retry_many`: as `job_retry`, for each of `ids` that is dead or cancelled, in one
+    /// statement (which fails as a whole on a unique violation); rows changed.
+    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, Self::Error>;
+
+    /// `job_delete_many`: deletes each of `ids` whose state is one of `states`; rows deleted.
+    async fn job_delete_many(&self, ids: &[JobId], states: &[JobState])
+        -> Result<u64, Self::Error>;
+
+    /// `maintenance_claim`: takes the lease row of maintenance task `task` for `lease` under
+    /// `token`, when no process holds it and its next run is due (the row's `next_at` has
+    /// passed); whether it was taken. The migration creates the rows.
+    async fn maintenance_claim(
+        &self,
+        task: &str,
+        token: Uuid,
+        lease: Duration,
+    ) -> Result<bool, Self::Error>;
+
+    /// `maintenance_release`: the task's round under `token` is over; its next run is due
+    /// `next_in` from now.
+    async fn maintenance_release(
+        &self,
+        task: &str,
+        token: Uuid,
+        next_in: Duration,
+    ) -> Result<(), Self::Error>;
 
     /// `notify`: wakes workers of `queues` in other processes, where the dialect has database
     /// notifications ([`crate::Wakeups::ListenNotify`]); a no-op elsewhere.

@@ -51,6 +51,9 @@ impl<D: Driver> Engine<D> {
             }
             Ok(None) => Err(self.state_error(id, "retry").await),
             Err(e) if matches!(self.driver().classify(&e), DriverFault::UniqueViolation(_)) => {
+                if let Some(taken) = self.unique_taken(id).await {
+                    return Err(taken);
+                }
                 match self.get(id).await {
                     Ok(Some(job)) if job.dedup_key.is_some() => Err(Error::Duplicate {
                         queue: job.queue,
@@ -117,9 +120,10 @@ impl<D: Driver> Engine<D> {
         if let Some(q) = queue {
             validate::queue_name(q)?;
         }
+        let cap = self.limits().stats_count_cap;
         let mut stats = self
             .driver()
-            .job_stats(queue)
+            .job_stats(queue, cap)
             .await
             .map_err(|e| self.error(e))?;
         if let (Some(q), true) = (queue, stats.is_empty()) {
@@ -128,7 +132,11 @@ impl<D: Driver> Engine<D> {
                 ..QueueStats::default()
             });
         }
-        self.with_controls(queue, stats).await
+        let mut stats = self.with_controls(queue, stats).await?;
+        for s in &mut stats {
+            s.count_cap = cap;
+        }
+        Ok(stats)
     }
 
     /// Deletes finished jobs, a bounded number per statement.

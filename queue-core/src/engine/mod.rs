@@ -19,12 +19,14 @@ mod controls;
 pub mod driver;
 pub mod hosts;
 mod jobs;
+mod maintenance;
 mod options;
 mod periodic;
 mod push;
 mod retire;
 mod running;
 pub mod statements;
+mod unique;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -41,18 +43,21 @@ use crate::job::{
 };
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::queue::{
-    Capabilities, CheckedPop, ListRequest, PopRequest, PruneRequest, Queue, QueueControl,
-    QueueStats,
+    BulkAction, BulkOutcome, Capabilities, CheckedPop, JobFilter, ListRequest, PopRequest,
+    PruneRequest, Queue, QueueControl, QueueStats,
 };
+use crate::retention::{Retention, RetentionReport};
 use crate::retry::RetryPolicy;
+use crate::unique::PushOutcome;
 use crate::validate::Limits;
 use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
     first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
-    JobFailRetry, JobInsert, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, Migration,
-    ScheduleAdvance, StoredMeta, StoredSchedule, Target, UniqueIndex,
+    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
+    JobRescue, JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule,
+    Target, UniqueIndex, UniqueInsert,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;
@@ -318,6 +323,14 @@ impl<B: Backend> Queue for B {
         self.engine().push_batch(jobs).await
     }
 
+    async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
+        self.engine().push_outcome(job).await
+    }
+
+    async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
+        self.engine().push_batch_outcomes(jobs).await
+    }
+
     async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>> {
         self.engine().pop(req).await
     }
@@ -404,6 +417,18 @@ impl<B: Backend> Queue for B {
 
     async fn prune(&self, req: PruneRequest) -> Result<u64> {
         self.engine().prune(req).await
+    }
+
+    async fn count_matching(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        self.engine().count_matching(action, filter).await
+    }
+
+    async fn bulk(&self, action: BulkAction, filter: &JobFilter) -> Result<BulkOutcome> {
+        self.engine().bulk(action, filter).await
+    }
+
+    async fn run_retention(&self, rules: &Retention) -> Result<Option<RetentionReport>> {
+        self.engine().run_retention(rules).await
     }
 
     async fn wait_for_work(&self, queue: &str, timeout: Duration) {

@@ -11,31 +11,59 @@ use super::{
 use crate::error::{Error, Result};
 use crate::job::{JobId, NewJob};
 use crate::queue::validate_batch;
+use crate::unique::PushOutcome;
 
 impl<D: Driver> Engine<D> {
-    /// Stores one job.
+    /// Stores one job (or, for a unique job, meets the one that holds its key).
     ///
     /// # Errors
     /// As [`Queue::push`].
     pub async fn push(&self, job: NewJob) -> Result<JobId> {
-        job.validate(self.limits())?;
-        self.insert(Target::Pool, std::slice::from_ref(&job), PushKind::Single)
-            .await?;
-        Ok(job.id())
+        Ok(self.push_outcome(job).await?.id())
     }
 
-    /// Stores every job or none.
+    /// Stores one job, or says which job it met.
+    ///
+    /// # Errors
+    /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
+    pub async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
+        job.validate(self.limits())?;
+        if job.unique_value().is_some() {
+            let mut outcomes = self
+                .insert_outcomes(None, std::slice::from_ref(&job))
+                .await?;
+            return Ok(outcomes.remove(0));
+        }
+        self.insert(Target::Pool, std::slice::from_ref(&job), PushKind::Single)
+            .await?;
+        Ok(PushOutcome::Inserted(job.id()))
+    }
+
+    /// Stores every job or none (unique jobs that meet a job holding their key are not stored,
+    /// and report it).
     ///
     /// # Errors
     /// As [`Queue::push_batch`].
     pub async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        let outcomes = self.push_batch_outcomes(jobs).await?;
+        Ok(outcomes.iter().map(PushOutcome::id).collect())
+    }
+
+    /// Stores every job or none, saying what became of each.
+    ///
+    /// # Errors
+    /// As [`Queue::push_batch_outcomes`](crate::Queue::push_batch_outcomes).
+    pub async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
         validate_batch(&jobs, self.limits())?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
         check_batch_dedup(&jobs)?;
+        if jobs.iter().any(|j| j.unique_value().is_some()) {
+            return self.insert_outcomes(None, &jobs).await;
+        }
         self.insert(Target::Pool, &jobs, PushKind::Other).await?;
-        Ok(jobs.iter().map(NewJob::id).collect())
+        Ok(jobs.iter().map(|j| PushOutcome::Inserted(j.id())).collect())
     }
 
     /// Stores one job inside the caller's transaction on `conn`: it exists iff that commits.
@@ -43,14 +71,28 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// As [`Queue::push`].
     pub async fn push_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<JobId> {
+        Ok(self.push_outcome_in(conn, job).await?.id())
+    }
+
+    /// [`Engine::push_outcome`] inside the caller's transaction on `conn`.
+    ///
+    /// # Errors
+    /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
+    pub async fn push_outcome_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<PushOutcome> {
         job.validate(self.limits())?;
+        if job.unique_value().is_some() {
+            let mut outcomes = self
+                .insert_outcomes(Some(conn), std::slice::from_ref(&job))
+                .await?;
+            return Ok(outcomes.remove(0));
+        }
         self.insert(
             Target::Tx(conn),
             std::slice::from_ref(&job),
             PushKind::Other,
         )
         .await?;
-        Ok(job.id())
+        Ok(PushOutcome::Inserted(job.id()))
     }
 
     /// Stores every job or none inside the caller's transaction on `conn`.
@@ -63,6 +105,10 @@ impl<D: Driver> Engine<D> {
             return Ok(Vec::new());
         }
         check_batch_dedup(&jobs)?;
+        if jobs.iter().any(|j| j.unique_value().is_some()) {
+            let outcomes = self.insert_outcomes(Some(conn), &jobs).await?;
+            return Ok(outcomes.iter().map(PushOutcome::id).collect());
+        }
         self.insert(Target::Tx(conn), &jobs, PushKind::Other)
             .await?;
         Ok(jobs.iter().map(NewJob::id).collect())
@@ -122,7 +168,7 @@ impl<D: Driver> Engine<D> {
 
     /// The error for a failed insert of `jobs`: a unique violation on the live dedup keys
     /// becomes [`Error::Duplicate`] naming the key that a live job holds.
-    async fn insert_error(
+    pub(super) async fn insert_error(
         &self,
         target: Target<'_, D::Conn>,
         jobs: &[NewJob],
@@ -184,9 +230,10 @@ impl<D: Driver> Engine<D> {
 }
 
 /// Two jobs of one batch with the same queue and dedup key: the batch would clash with itself.
+/// (Unique jobs are left out: the second of two with one key meets the first.)
 fn check_batch_dedup(jobs: &[NewJob]) -> Result<()> {
     let mut seen = HashSet::new();
-    for j in jobs {
+    for j in jobs.iter().filter(|j| j.unique_value().is_none()) {
         if let Some(k) = j.dedup_key_value() {
             if !seen.insert((j.queue(), k)) {
                 return Err(Error::Duplicate {

@@ -45,6 +45,7 @@ pub struct WorkerBuilder {
     poll_min: Duration,
     poll_max: Duration,
     rescue_interval: Option<Duration>,
+    retention: crate::retention::Retention,
     ack_batch: Option<usize>,
     shutdown_timeout: Duration,
     job_timeout: Option<Duration>,
@@ -69,6 +70,7 @@ impl WorkerBuilder {
             poll_min: Duration::from_millis(50),
             poll_max: Duration::from_secs(2),
             rescue_interval: Some(Duration::from_secs(30)),
+            retention: crate::retention::Retention::default(),
             ack_batch: None,
             shutdown_timeout: Duration::from_secs(30),
             job_timeout: None,
@@ -194,6 +196,18 @@ impl WorkerBuilder {
     /// (default 30 s).
     pub fn rescue_interval(mut self, every: Option<Duration>) -> Self {
         self.rescue_interval = every;
+        self
+    }
+
+    /// Which finished jobs to delete by age, and how often ([`Retention`]; default: completed
+    /// and cancelled jobs 24 h after they finished, dead jobs after 7 days, checked every
+    /// minute). Rounds run in one process at a time across every worker of the database,
+    /// whatever its queues; [`Retention::off`] runs none.
+    ///
+    /// [`Retention`]: crate::Retention
+    /// [`Retention::off`]: crate::Retention::off
+    pub fn retention(mut self, rules: crate::retention::Retention) -> Self {
+        self.retention = rules;
         self
     }
 
@@ -360,6 +374,7 @@ impl WorkerBuilder {
                 ));
             }
         }
+        self.retention.validate()?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
         validate::worker_id(&worker_id)?;
         let ack_batch = match self.ack_batch {
@@ -439,6 +454,7 @@ impl WorkerBuilder {
                 poll_min: self.poll_min,
                 poll_max: self.poll_max,
                 rescue_interval: self.rescue_interval,
+                retention: (!self.retention.is_off()).then_some(self.retention),
                 ack_batch,
                 shutdown_timeout: self.shutdown_timeout,
                 job_timeout: self.job_timeout,

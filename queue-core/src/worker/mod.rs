@@ -35,6 +35,10 @@
 //! - **Wake-ups**: after an empty pop the worker waits in [`Queue::wait_for_work`] for an
 //!   adaptive, jittered interval; a full batch is followed by another pop at once.
 //! - **Rescuer**: every `rescue_interval` (jittered) expired leases are returned to pending.
+//! - **Retention**: every interval of its [`Retention`](crate::Retention) rules (jittered),
+//!   finished jobs past their age are deleted, by one process at a time across all of them
+//!   (default: completed and cancelled after 24 h, dead after 7 days; `retention(Retention::off())`
+//!   keeps every job).
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue, kind and attempt.
 //!
@@ -127,6 +131,8 @@ pub(crate) struct Config {
     pub(crate) poll_min: Duration,
     pub(crate) poll_max: Duration,
     pub(crate) rescue_interval: Option<Duration>,
+    /// The retention rules the worker runs rounds of (`None`: no retention task).
+    pub(crate) retention: Option<crate::retention::Retention>,
     pub(crate) ack_batch: usize,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) job_timeout: Option<Duration>,

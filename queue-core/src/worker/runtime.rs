@@ -221,9 +221,15 @@ pub(super) fn start(
         })
         .collect();
     let rescuer = shared.config.rescue_interval.map(|every| {
-        let s = shared.clone();
+        let (s, stop) = (shared.clone(), stop_rx.clone());
         spawn_restarting(&shared, "rescuer", move || {
-            rescue(s.clone(), every, stop_rx.clone())
+            rescue(s.clone(), every, stop.clone())
+        })
+    });
+    let retainer = shared.config.retention.clone().map(|rules| {
+        let (s, stop) = (shared.clone(), stop_rx.clone());
+        spawn_restarting(&shared, "retention", move || {
+            retain(s.clone(), rules.clone(), stop.clone())
         })
     });
     let supervisor = tokio::spawn(supervise(
@@ -236,6 +242,7 @@ pub(super) fn start(
             lanes,
             acker,
             rescuer,
+            retainer,
         },
     ));
     WorkerHandle {
@@ -298,6 +305,7 @@ struct Tasks {
     lanes: Vec<Arc<Lane>>,
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
+    retainer: Option<JoinHandle<()>>,
 }
 
 /// Waits for the shutdown request (or the handle's drop), then stops everything in order.
@@ -325,6 +333,9 @@ async fn supervise(
     }
     if let Some(rescuer) = tasks.rescuer {
         join_by(rescuer, deadline, "rescuer").await;
+    }
+    if let Some(retainer) = tasks.retainer {
+        join_by(retainer, deadline, "retention").await;
     }
     // Every slot of every queue back: no handler runs any more.
     let all_slots = || {
@@ -903,6 +914,36 @@ pub(super) async fn flush(shared: &Shared, batch: &[Lease]) {
             for lease in batch {
                 ack_one(shared, lease).await;
             }
+        }
+    }
+}
+
+/// Runs retention rounds now and then until the worker stops (the database's lease row lets
+/// one process at a time run one). A round cut short by the stop leaves its lease to run out.
+async fn retain(
+    shared: Arc<Shared>,
+    rules: crate::retention::Retention,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            round = shared.queue.run_retention(&rules) => match round {
+                Ok(_) => {}
+                Err(Error::Unsupported(what)) => {
+                    tracing::debug!(target: LOG_TARGET, what, "this queue has no retention; the task stops");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(target: LOG_TARGET, error = %e, "retention round failed")
+                }
+            },
+        }
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = tokio::time::sleep(jitter(rules.every())) => {}
         }
     }
 }

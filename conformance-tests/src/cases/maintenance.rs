@@ -1,0 +1,551 @@
+//! Work on many jobs at once: retention rounds (by age per state, once across processes), bulk
+//! cancel, retry and delete by filter, and `stats` that counts finished jobs up to a cap. Each
+//! case checks which rows the database still holds, and in which state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context as _};
+use queue_core::worker::Worker;
+use queue_core::{
+    BulkAction, BulkOutcome, Error, Failure, JobFilter, JobId, JobState, NewJob, Queue, Retention,
+    Unique,
+};
+use serde_json::json;
+
+use super::{expect_state, invalid_field, job, pop, pop_one, sleep_until_db, LONG_LEASE};
+use crate::Ctx;
+
+/// Jobs of `queue` brought to `state` (running ones under a long lease), one by one.
+async fn make(
+    q: &Arc<dyn Queue>,
+    queue: &str,
+    kind: &str,
+    state: JobState,
+    n: usize,
+) -> anyhow::Result<Vec<JobId>> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        // A job to be popped goes ahead of the queue's pending ones.
+        let priority = if state == JobState::Pending { 0 } else { 100 };
+        let id = q
+            .push(job(queue, json!({ "i": i })).kind(kind).priority(priority))
+            .await?;
+        match state {
+            JobState::Pending => {}
+            JobState::Cancelled => q.cancel(id).await?,
+            JobState::Running | JobState::Completed | JobState::Dead => {
+                let l = pop_one(q, queue).await?;
+                ensure!(l.job.id == id, "popped {} instead of {id}", l.job.id);
+                match state {
+                    JobState::Completed => q.ack(&l.lease).await?,
+                    JobState::Dead => {
+                        q.fail(&l.lease, Failure::permanent("boom")).await?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// `n` pending jobs of `queue`, pushed in batches.
+async fn many(q: &Arc<dyn Queue>, queue: &str, n: usize) -> anyhow::Result<Vec<JobId>> {
+    let mut ids = Vec::with_capacity(n);
+    let batch = q.capabilities().limits.max_batch;
+    let mut i = 0;
+    while i < n {
+        let jobs: Vec<NewJob> = (i..n.min(i + batch))
+            .map(|k| job(queue, json!({ "k": k })))
+            .collect();
+        i += jobs.len();
+        ids.extend(q.push_batch(jobs).await?);
+    }
+    Ok(ids)
+}
+
+async fn exists(q: &Arc<dyn Queue>, id: JobId) -> anyhow::Result<bool> {
+    Ok(q.get(id).await?.is_some())
+}
+
+fn filter(queue: &str) -> JobFilter {
+    JobFilter {
+        queue: Some(queue.into()),
+        ..JobFilter::default()
+    }
+}
+
+/// A round deletes the finished jobs of the states it names once they are older than their
+/// age, and nothing else: not younger ones, not kept states, not live jobs. A second round
+/// within the interval does not run.
+pub async fn retention_deletes_only_what_its_rules_say(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let mut old = HashMap::new();
+    for state in [
+        JobState::Completed,
+        JobState::Dead,
+        JobState::Cancelled,
+        JobState::Pending,
+        JobState::Running,
+    ] {
+        old.insert(state, make(&q, "r.old", "k", state, 2).await?);
+    }
+    let before = q.now().await?;
+    sleep_until_db(&q, before + chrono::Duration::milliseconds(1500)).await?;
+    let mut young = HashMap::new();
+    for state in [JobState::Completed, JobState::Dead, JobState::Cancelled] {
+        young.insert(state, make(&q, "r.young", "k", state, 1).await?);
+    }
+    let rules = Retention::off()
+        .delete_after(JobState::Completed, Duration::from_millis(700))
+        .delete_after(JobState::Cancelled, Duration::from_millis(700));
+    let report = q
+        .run_retention(&rules)
+        .await?
+        .context("the first round did not run")?;
+    ensure!(
+        (
+            report.completed,
+            report.cancelled,
+            report.dead,
+            report.unfinished
+        ) == (2, 2, 0, false),
+        "{report:?}"
+    );
+    for (state, ids) in &old {
+        let gone = matches!(state, JobState::Completed | JobState::Cancelled);
+        for id in ids {
+            ensure!(
+                exists(&q, *id).await? != gone,
+                "old {state} job {id}: deleted {}",
+                !exists(&q, *id).await?
+            );
+        }
+    }
+    for (state, ids) in &young {
+        for id in ids {
+            expect_state(&q, *id, *state).await?;
+        }
+    }
+    ensure!(
+        q.run_retention(&rules).await?.is_none(),
+        "a second round ran within the interval"
+    );
+    Ok(())
+}
+
+/// Rounds started at once by four callers on two connection pools (as two processes): exactly
+/// one runs, and it deletes every expired job (more than one statement's worth) once.
+pub async fn retention_runs_once_across_processes(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let q2 = fx.another().await?;
+    let n = 5_500;
+    many(&q, "r.many", n).await?;
+    let cancelled = q.bulk(BulkAction::Cancel, &filter("r.many")).await?;
+    ensure!(cancelled.changed == n as u64, "{cancelled:?}");
+    let rules = Retention::off()
+        .delete_after(JobState::Cancelled, Duration::ZERO)
+        .interval(Duration::from_secs(1));
+    let rounds: Vec<_> = (0..4)
+        .map(|i| {
+            let (qv, rules) = (
+                if i % 2 == 0 { q.clone() } else { q2.clone() },
+                rules.clone(),
+            );
+            tokio::spawn(async move { qv.run_retention(&rules).await })
+        })
+        .collect();
+    let mut ran = Vec::new();
+    for r in rounds {
+        if let Some(report) = r.await?? {
+            ran.push(report);
+        }
+    }
+    ensure!(ran.len() == 1, "{} rounds ran: {ran:?}", ran.len());
+    ensure!(ran[0].cancelled == n as u64, "{:?}", ran[0]);
+    let left = q
+        .count_matching(BulkAction::Delete, &filter("r.many"))
+        .await?;
+    ensure!(left == 0, "{left} jobs left");
+    // The next round is due an interval after this one ended.
+    let start = q.now().await?;
+    sleep_until_db(&q, start + chrono::Duration::milliseconds(1100)).await?;
+    let next = q2.run_retention(&rules).await?;
+    ensure!(
+        next.is_some_and(|r| r.total() == 0),
+        "the next round: {next:?}"
+    );
+    Ok(())
+}
+
+/// A worker runs retention by itself: the jobs it completes are deleted by its rules.
+pub async fn retention_by_the_worker(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let ids = many(&q, "r.worker", 20).await?;
+    let keep = make(&q, "r.kept", "k", JobState::Dead, 1).await?;
+    let handle = Worker::builder(q.clone(), "r.worker")
+        .poll_interval(Duration::from_millis(10), Duration::from_millis(50))
+        .retention(
+            Retention::off()
+                .delete_after(JobState::Completed, Duration::ZERO)
+                .interval(Duration::from_secs(1)),
+        )
+        .handler_fn(|_ctx| async { Ok(()) })
+        .build()?
+        .start();
+    let gone = super::eventually(
+        Duration::from_secs(15),
+        "the worker's retention deleted its completed jobs",
+        || {
+            let (q, ids) = (q.clone(), ids.clone());
+            async move {
+                for id in &ids {
+                    if q.get(*id).await?.is_some() {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(()))
+            }
+        },
+    )
+    .await;
+    handle.shutdown(Duration::from_secs(2)).await;
+    gone?;
+    expect_state(&q, keep[0], JobState::Dead).await?;
+    Ok(())
+}
+
+/// Bad rules are refused before the lease row is touched: a valid round runs right after.
+pub async fn retention_bad_rules_store_nothing(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let done = make(&q, "r.bad", "k", JobState::Completed, 1).await?;
+    for (rules, field) in [
+        (
+            Retention::default().interval(Duration::ZERO),
+            "retention.interval",
+        ),
+        (
+            Retention::default()
+                .delete_after(JobState::Completed, Duration::from_secs(400_000_000)),
+            "retention.completed",
+        ),
+        (
+            Retention::default().delete_after(JobState::Running, Duration::ZERO),
+            "retention.state",
+        ),
+    ] {
+        let r = q.run_retention(&rules).await;
+        ensure!(
+            invalid_field(&r).as_deref() == Ok(field),
+            "{rules:?}: {r:?}"
+        );
+    }
+    expect_state(&q, done[0], JobState::Completed).await?;
+    let ran = q
+        .run_retention(&Retention::off().delete_after(JobState::Completed, Duration::ZERO))
+        .await?;
+    ensure!(ran.is_some_and(|r| r.completed == 1), "{ran:?}");
+    ensure!(!exists(&q, done[0]).await?);
+    Ok(())
+}
+
+/// Cancel by queue and kind touches exactly the pending and running jobs of that queue and
+/// kind; the count offered beforehand is what it touched; a cancelled running job's holder
+/// learns of it.
+pub async fn bulk_cancel_touches_exactly_the_filtered_jobs(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let mut jobs: Vec<(JobId, &str, &str, JobState)> = Vec::new();
+    for (queue, kind) in [("b.a", "x"), ("b.a", "y"), ("b.b", "x")] {
+        for state in [JobState::Pending, JobState::Completed, JobState::Dead] {
+            for id in make(&q, queue, kind, state, 2).await? {
+                jobs.push((id, queue, kind, state));
+            }
+        }
+    }
+    let running = q
+        .push(job("b.a", json!({})).kind("x").priority(100))
+        .await?;
+    let held = pop_one(&q, "b.a").await?;
+    ensure!(held.job.id == running, "popped {}", held.job.id);
+    jobs.push((running, "b.a", "x", JobState::Running));
+    let f = JobFilter {
+        kind: Some("x".into()),
+        ..filter("b.a")
+    };
+    let hit = |queue: &str, kind: &str, state: JobState| {
+        queue == "b.a" && kind == "x" && matches!(state, JobState::Pending | JobState::Running)
+    };
+    let expected = jobs.iter().filter(|(_, q, k, s)| hit(q, k, *s)).count() as u64;
+    let counted = q.count_matching(BulkAction::Cancel, &f).await?;
+    ensure!(
+        counted == expected,
+        "counted {counted}, expected {expected}"
+    );
+    let done = q.bulk(BulkAction::Cancel, &f).await?;
+    ensure!(
+        done == BulkOutcome {
+            changed: expected,
+            skipped: 0
+        },
+        "{done:?}"
+    );
+    for (id, queue, kind, state) in &jobs {
+        let want = if hit(queue, kind, *state) {
+            JobState::Cancelled
+        } else {
+            *state
+        };
+        expect_state(&q, *id, want).await?;
+    }
+    match q.ack(&held.lease).await {
+        Err(Error::Cancelled { job }) if job == running => {}
+        other => bail!("the holder's ack after a bulk cancel: {other:?}"),
+    }
+    ensure!(q.count_matching(BulkAction::Cancel, &f).await? == 0);
+    Ok(())
+}
+
+/// Retry by age: only dead jobs created before the cut go back to pending; one whose unique
+/// key a live job holds is skipped and stays dead.
+pub async fn bulk_retry_by_age_skips_held_keys(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let old = make(&q, "b.retry", "k", JobState::Dead, 3).await?;
+    // A dead unique job whose key a newer pending job holds.
+    let rule = Unique::new()
+        .by_args()
+        .states([JobState::Pending, JobState::Running]);
+    let u = q
+        .push(
+            job("b.retry", json!({"u": 1}))
+                .kind("k")
+                .unique(rule.clone()),
+        )
+        .await?;
+    let l = pop(&q, "b.retry", 10, LONG_LEASE, "w").await?;
+    let lu = l
+        .iter()
+        .find(|l| l.job.id == u)
+        .context("the unique job was not popped")?;
+    q.fail(&lu.lease, Failure::permanent("boom")).await?;
+    for other in l.iter().filter(|l| l.job.id != u) {
+        q.release(&other.lease).await?;
+    }
+    let holder = q
+        .push(job("b.retry", json!({"u": 1})).kind("k").unique(rule))
+        .await?;
+    ensure!(holder != u, "the key was not free after the job died");
+    let cut = q.now().await?;
+    sleep_until_db(&q, cut + chrono::Duration::milliseconds(1500)).await?;
+    let young = make(&q, "b.retry", "k", JobState::Dead, 2).await?;
+    let f = JobFilter {
+        older_than: Some(Duration::from_millis(700)),
+        ..filter("b.retry")
+    };
+    ensure!(q.count_matching(BulkAction::Retry, &f).await? == 4);
+    let done = q.bulk(BulkAction::Retry, &f).await?;
+    ensure!(
+        done == BulkOutcome {
+            changed: 3,
+            skipped: 1
+        },
+        "{done:?}"
+    );
+    for id in &old {
+        let j = expect_state(&q, *id, JobState::Pending).await?;
+        ensure!(j.attempts == 0, "{j:?}");
+    }
+    expect_state(&q, u, JobState::Dead).await?;
+    expect_state(&q, holder, JobState::Pending).await?;
+    for id in &young {
+        expect_state(&q, *id, JobState::Dead).await?;
+    }
+    Ok(())
+}
+
+/// Delete by queue goes batch by batch through more jobs than one batch holds, and leaves
+/// other queues and running jobs alone; a filter naming a state the action does not apply to
+/// is refused.
+pub async fn bulk_delete_in_batches(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let n = 2_500;
+    many(&q, "b.del", n).await?;
+    let running = q.push(job("b.del", json!({}))).await?;
+    let l = pop(&q, "b.del", 100, LONG_LEASE, "w").await?;
+    let held = l
+        .iter()
+        .find(|l| l.job.id == running)
+        .map(|l| l.job.id)
+        .unwrap_or(l[0].job.id);
+    for other in l.iter().filter(|l| l.job.id != held) {
+        q.release(&other.lease).await?;
+    }
+    let other = many(&q, "b.other", 3).await?;
+    let refused = q
+        .bulk(
+            BulkAction::Delete,
+            &JobFilter {
+                state: Some(JobState::Running),
+                ..filter("b.del")
+            },
+        )
+        .await;
+    ensure!(
+        invalid_field(&refused).as_deref() == Ok("state"),
+        "{refused:?}"
+    );
+    ensure!(exists(&q, held).await?, "a refused delete deleted");
+    let done = q.bulk(BulkAction::Delete, &filter("b.del")).await?;
+    ensure!(
+        done == BulkOutcome {
+            changed: n as u64,
+            skipped: 0
+        },
+        "{done:?}"
+    );
+    expect_state(&q, held, JobState::Running).await?;
+    for id in &other {
+        expect_state(&q, *id, JobState::Pending).await?;
+    }
+    let left = q.stats(Some("b.del")).await?;
+    ensure!(
+        left[0].count(JobState::Pending) == 0 && left[0].running == 1,
+        "{left:?}"
+    );
+    Ok(())
+}
+
+/// Bad filters name their field, and nothing is touched.
+pub async fn bulk_bad_filters_touch_nothing(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let ids = make(&q, "b.bad", "k", JobState::Pending, 2).await?;
+    for (action, f, field) in [
+        (BulkAction::Cancel, filter("no spaces"), "queue"),
+        (
+            BulkAction::Cancel,
+            JobFilter {
+                kind: Some("no spaces".into()),
+                ..filter("b.bad")
+            },
+            "kind",
+        ),
+        (
+            BulkAction::Cancel,
+            JobFilter {
+                state: Some(JobState::Completed),
+                ..filter("b.bad")
+            },
+            "state",
+        ),
+        (
+            BulkAction::Retry,
+            JobFilter {
+                state: Some(JobState::Pending),
+                ..filter("b.bad")
+            },
+            "state",
+        ),
+        (
+            BulkAction::Delete,
+            JobFilter {
+                older_than: Some(Duration::from_secs(400_000_000)),
+                ..filter("b.bad")
+            },
+            "older_than",
+        ),
+    ] {
+        let r = q.bulk(action, &f).await;
+        ensure!(
+            invalid_field(&r).as_deref() == Ok(field),
+            "{action} {f:?}: {r:?}"
+        );
+        let c = q.count_matching(action, &f).await;
+        ensure!(
+            invalid_field(&c).as_deref() == Ok(field),
+            "count {action} {f:?}: {c:?}"
+        );
+    }
+    for id in &ids {
+        expect_state(&q, *id, JobState::Pending).await?;
+    }
+    Ok(())
+}
+
+/// `stats` counts every live job exactly and finished jobs up to the cap: a queue that has
+/// only finished jobs, or only live ones, is listed too.
+pub async fn stats_count_finished_jobs_up_to_the_cap(ctx: Ctx) -> anyhow::Result<()> {
+    let mut config = ctx.config();
+    config.limits.stats_count_cap = Some(3);
+    let fx = ctx.fixture_with(config).await?;
+    let q = fx.queue();
+    make(&q, "s.one", "k", JobState::Completed, 5).await?;
+    make(&q, "s.one", "k", JobState::Dead, 2).await?;
+    make(&q, "s.one", "k", JobState::Cancelled, 1).await?;
+    make(&q, "s.one", "k", JobState::Running, 1).await?;
+    make(&q, "s.one", "k", JobState::Pending, 4).await?;
+    q.push(job("s.one", json!({})).delay(Duration::from_secs(3600)))
+        .await?;
+    make(&q, "s.finished", "k", JobState::Dead, 4).await?;
+    make(&q, "s.live", "k", JobState::Pending, 1).await?;
+    let all = q.stats(None).await?;
+    let names: Vec<&str> = all.iter().map(|s| s.queue.as_str()).collect();
+    ensure!(
+        names == ["s.finished", "s.live", "s.one"],
+        "queues {names:?}"
+    );
+    let one = &all[2];
+    ensure!(
+        (
+            one.available,
+            one.scheduled,
+            one.running,
+            one.completed,
+            one.dead,
+            one.cancelled
+        ) == (4, 1, 1, 3, 2, 1),
+        "{one:?}"
+    );
+    ensure!(
+        one.count_cap == Some(3)
+            && one.at_least(JobState::Completed)
+            && !one.at_least(JobState::Dead)
+            && !one.at_least(JobState::Pending),
+        "{one:?}"
+    );
+    ensure!(
+        all[0].dead == 3 && all[0].at_least(JobState::Dead),
+        "{:?}",
+        all[0]
+    );
+    ensure!(
+        all[1].available == 1 && all[1].completed == 0,
+        "{:?}",
+        all[1]
+    );
+    let only = q.stats(Some("s.finished")).await?;
+    ensure!(only.len() == 1 && only[0].dead == 3, "{only:?}");
+    // Uncapped: exact.
+    let mut config = ctx.config();
+    config.limits.stats_count_cap = None;
+    let fx = ctx.fixture_with(config).await?;
+    let q = fx.queue();
+    make(&q, "s.one", "k", JobState::Completed, 5).await?;
+    let exact = q.stats(Some("s.one")).await?;
+    ensure!(
+        exact[0].completed == 5
+            && exact[0].count_cap.is_none()
+            && !exact[0].at_least(JobState::Completed),
+        "{exact:?}"
+    );
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Work on many jobs at once: bulk operations by filter, and the retention task's rounds.
+//! Both go in bounded statements, each its own short transaction, so that neither holds many
+//! locks or a long transaction however many jobs it touches.
+
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use super::{count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, LOG_TARGET, PRUNE_CHUNK};
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::queue::{BulkAction, BulkOutcome, JobFilter};
+use crate::retention::{Retention, RetentionReport, RETENTION_ROUND, RETENTION_TASK};
+
+/// Jobs per batch of a bulk operation: each batch is one read of ids and one statement over
+/// them.
+pub(crate) const BULK_CHUNK: usize = 1_000;
+
+/// A retention round stops deleting this long before its lease runs out, so that it never
+/// deletes beside the next holder.
+const ROUND_MARGIN: Duration = Duration::from_secs(30);
+
+impl<D: Driver> Engine<D> {
+    /// How many jobs a bulk operation would touch now.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::count_matching`].
+    pub async fn count_matching(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        let states = filter.states_for(action)?;
+        let m = matching(filter, &states, None);
+        self.driver().job_count(m).await.map_err(|e| self.error(e))
+    }
+
+    /// Cancels, retries or deletes every job `filter` matches, batch by batch, newest first.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::bulk`].
+    pub async fn bulk(&self, action: BulkAction, filter: &JobFilter) -> Result<BulkOutcome> {
+        let states = filter.states_for(action)?;
+        let d = self.driver();
+        let mut outcome = BulkOutcome::default();
+        let mut before: Option<JobId> = None;
+        loop {
+            let m = matching(filter, &states, before);
+            let batch = self
+                .retried("bulk read", || d.job_ids(m))
+                .await
+                .map_err(|e| self.error(e))?;
+            let Some((last, _)) = batch.last() else { break };
+            before = Some(*last);
+            let ids: Vec<JobId> = batch.iter().map(|(id, _)| *id).collect();
+            let changed = match action {
+                BulkAction::Cancel => self
+                    .retried("bulk cancel", || d.job_cancel_many(&ids))
+                    .await
+                    .map_err(|e| self.error(e))?,
+                BulkAction::Delete => self
+                    .retried("bulk delete", || d.job_delete_many(&ids, &states))
+                    .await
+                    .map_err(|e| self.error(e))?,
+                BulkAction::Retry => self.retry_batch(&batch).await?,
+            };
+            outcome.changed += changed;
+            outcome.skipped += ids.len() as u64 - changed.min(ids.len() as u64);
+            if batch.len() < BULK_CHUNK {
+                break;
+            }
+        }
+        tracing::info!(target: LOG_TARGET, %action, changed = outcome.changed, skipped = outcome.skipped, "bulk operation done");
+        Ok(outcome)
+    }
+
+    /// Retries one batch in one statement; when a unique or dedup key refuses it as a whole,
+    /// job by job, skipping those whose key a live job holds.
+    async fn retry_batch(&self, batch: &[(JobId, String)]) -> Result<u64> {
+        let d = self.driver();
+        let ids: Vec<JobId> = batch.iter().map(|(id, _)| *id).collect();
+        let changed = match self.retried("bulk retry", || d.job_retry_many(&ids)).await {
+            Ok(n) => n,
+            Err(e) if matches!(d.classify(&e), DriverFault::UniqueViolation(_)) => {
+                let mut n = 0;
+                for id in &ids {
+                    match self.retry(*id).await {
+                        Ok(()) => n += 1,
+                        Err(
+                            Error::UniqueTaken { .. }
+                            | Error::Duplicate { .. }
+                            | Error::InvalidState { .. }
+                            | Error::NotFound { .. },
+                        ) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                return Ok(n);
+            }
+            Err(e) => return Err(self.error(e)),
+        };
+        if changed > 0 {
+            for (queue, n) in count_by(batch.iter().map(|(_, q)| q.as_str())) {
+                self.wake(queue, n).await;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// One retention round, unless another process holds the round's lease or the last round
+    /// ended less than the rules' interval ago.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::run_retention`].
+    pub async fn run_retention(&self, rules: &Retention) -> Result<Option<RetentionReport>> {
+        rules.validate()?;
+        let d = self.driver();
+        let token = Uuid::new_v4();
+        let taken = self
+            .retried("retention lease", || {
+                d.maintenance_claim(RETENTION_TASK, token, RETENTION_ROUND)
+            })
+            .await
+            .map_err(|e| self.error(e))?;
+        if !taken {
+            return Ok(None);
+        }
+        let deadline = Instant::now() + RETENTION_ROUND.saturating_sub(ROUND_MARGIN);
+        let mut report = RetentionReport::default();
+        let deleted = self.retention_round(rules, deadline, &mut report).await;
+        // The next round is due an interval after this one ended, even after an error (the
+        // lease would otherwise keep others out for the whole round's length).
+        let released = d
+            .maintenance_release(RETENTION_TASK, token, rules.every())
+            .await
+            .map_err(|e| self.error(e));
+        if report.total() > 0 || report.unfinished {
+            tracing::info!(
+                target: LOG_TARGET,
+                completed = report.completed,
+                cancelled = report.cancelled,
+                dead = report.dead,
+                unfinished = report.unfinished,
+                "retention deleted finished jobs"
+            );
+        }
+        deleted?;
+        released?;
+        Ok(Some(report))
+    }
+
+    async fn retention_round(
+        &self,
+        rules: &Retention,
+        deadline: Instant,
+        report: &mut RetentionReport,
+    ) -> Result<()> {
+        for (state, after) in rules.rules() {
+            let states = [state];
+            let p = JobPrune {
+                states: &states,
+                older_than: after,
+                queue: None,
+                limit: PRUNE_CHUNK,
+            };
+            loop {
+                if Instant::now() >= deadline {
+                    report.unfinished = true;
+                    return Ok(());
+                }
+                let n = self
+                    .retried("retention", || self.driver().job_prune(p))
+                    .await
+                    .map_err(|e| self.error(e))?;
+                report.add(state, n);
+                if n < PRUNE_CHUNK as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn matching<'a>(
+    filter: &'a JobFilter,
+    states: &'a [JobState],
+    before: Option<JobId>,
+) -> JobMatch<'a> {
+    JobMatch {
+        queue: filter.queue.as_deref(),
+        states,
+        kind: filter.kind.as_deref(),
+        older_than: filter.older_than,
+        before,
+        limit: BULK_CHUNK,
+    }
+}

@@ -1,0 +1,8 @@
+-- name: maintenance_claim
+-- Takes the lease row of task @P1 when its next run is due: `next_at` moves to the end of the
+-- lease (@P3 seconds plus @P4 microseconds from now), under token @P2. One row changed: taken.
+-- Two processes that try at once queue on the row's lock; the second then finds `next_at` in
+-- the future and changes nothing.
+UPDATE [{schema}].[maintenance]
+SET token = @P2, next_at = DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME()))
+WHERE task = @P1 AND next_at <= SYSUTCDATETIME()

@@ -1,0 +1,16 @@
+-- name: job_retry_many
+-- job_retry for each listed job that is still dead or cancelled ({ids} expands to
+-- `?, ?, ...`), in one statement: a unique or dedup key that a live job holds fails it as a
+-- whole (1062), and the engine then retries job by job.
+UPDATE {prefix}jobs FORCE INDEX (PRIMARY)
+SET attempts = 0,
+    snoozes = 0,
+    run_at = UTC_TIMESTAMP(6),
+    finished_at = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    worker = NULL,
+    updated_at = UTC_TIMESTAMP(6),
+    version = version + 1,
+    state = 'pending'
+WHERE id IN ({ids}) AND state IN ('dead', 'cancelled')

@@ -1,0 +1,6 @@
+-- name: maintenance_claim
+-- Takes the lease row of task $1 when its next run is due: `next_at` moves to the end of the
+-- lease ($3 microseconds from now), under token $2. One row changed: taken.
+UPDATE {schema}.maintenance
+SET token = $2, next_at = now() + $3::bigint * interval '1 microsecond'
+WHERE task = $1 AND next_at <= now()
