@@ -327,7 +327,7 @@ mod tests {
             WorkloadArg::Drain.expand(1, 0, 16),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0, 16).len(), 7);
+        assert_eq!(WorkloadArg::All.expand(50, 0, 16).len(), 9);
         assert_eq!(
             WorkloadArg::Drain.expand(100, 4, 16).last(),
             Some(&Workload::DrainProcesses {
