@@ -127,6 +127,8 @@ pub fn catalogue() -> Vec<Case> {
         controls::controls_limit_changes_take_effect,
         controls::controls_bad_input_stores_nothing,
         controls::controls_worker_honours_the_limit,
+        controls::controls_rate_limit_holds_over_windows,
+        controls::controls_rate_limited_worker_wakes_at_the_window,
         // Periodic jobs (schedules).
         schedules::schedules_two_schedulers_one_job_per_slot,
         schedules::schedules_eight_schedulers_one_job_per_slot,

@@ -207,6 +207,8 @@ pub struct QueueStats {
     /// At most this many of its jobs hold a live lease at once
     /// ([`Queue::set_concurrency_limit`]).
     pub concurrency_limit: Option<u32>,
+    /// At most this many of its jobs start per window ([`Queue::set_rate_limit`]).
+    pub rate_limit: Option<RateLimit>,
     /// Completed, dead and cancelled jobs were counted up to this many each
     /// ([`Limits::stats_count_cap`]): a count equal to it means at least that many
     /// ([`QueueStats::at_least`]). `None`: every count is exact.
@@ -223,12 +225,102 @@ pub struct QueueControl {
     pub paused: bool,
     /// At most this many of its jobs hold a live lease at once, across every process.
     pub concurrency_limit: Option<u32>,
+    /// At most this many of its jobs start per window, across every process.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl QueueControl {
     /// Whether claims of this queue need the controlled path (paused or limited).
     pub fn restricts(&self) -> bool {
-        self.paused || self.concurrency_limit.is_some()
+        self.paused || self.concurrency_limit.is_some() || self.rate_limit.is_some()
+    }
+}
+
+/// A queue's rate limit ([`Queue::set_rate_limit`]): at most `limit` of its jobs start in each
+/// window of length `period`, across every process.
+///
+/// Windows are fixed: they are the multiples of `period` since the Unix epoch, by the
+/// database's clock (SQLite: this host's), and a job starts when it is claimed (the start of its
+/// first lease of that attempt). Each window holds at most `limit` starts, exactly; the count
+/// lives in the queue's row and is written in the claim's transaction, so a claim that fails
+/// leaves it untouched. What fixed windows allow: after an idle period, `limit` jobs may start
+/// at once, and the last `limit` starts of one window and the first `limit` of the next can
+/// come within less than one `period` of each other. Retries, snoozes and rescued jobs start
+/// again and count again. Setting a rate limit starts its count afresh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Starts per window, from 1 to [`MAX_CONCURRENCY_LIMIT`].
+    pub limit: u32,
+    /// The window's length, from [`MIN_RATE_PERIOD`] to [`MAX_RATE_PERIOD`], in whole
+    /// milliseconds.
+    pub period: Duration,
+}
+
+/// The shortest window of a rate limit: shorter ones are finer than a claim's round trip.
+pub const MIN_RATE_PERIOD: Duration = Duration::from_millis(10);
+
+/// The longest window of a rate limit.
+pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
+
+impl RateLimit {
+    /// At most `limit` starts per `period`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `rate_limit.limit` (0, or more than
+    /// [`MAX_CONCURRENCY_LIMIT`]) or `rate_limit.period` (shorter than [`MIN_RATE_PERIOD`],
+    /// longer than [`MAX_RATE_PERIOD`], or not a whole number of milliseconds).
+    pub fn new(limit: u32, period: Duration) -> Result<Self> {
+        let rate = RateLimit { limit, period };
+        rate.validate()?;
+        Ok(rate)
+    }
+
+    /// Checks both fields (see [`RateLimit::new`]).
+    ///
+    /// # Errors
+    /// As [`RateLimit::new`].
+    pub fn validate(&self) -> Result<()> {
+        if self.limit == 0 {
+            return Err(Error::invalid(
+                "rate_limit.limit",
+                "must be at least 1 (pause the queue to stop it)",
+            ));
+        }
+        if self.limit > MAX_CONCURRENCY_LIMIT {
+            return Err(Error::invalid(
+                "rate_limit.limit",
+                format!(
+                    "must be at most {MAX_CONCURRENCY_LIMIT} (got {})",
+                    self.limit
+                ),
+            ));
+        }
+        if self.period < MIN_RATE_PERIOD || self.period > MAX_RATE_PERIOD {
+            return Err(Error::invalid(
+                "rate_limit.period",
+                format!(
+                    "must be from {} ms to {} days (got {:?})",
+                    MIN_RATE_PERIOD.as_millis(),
+                    MAX_RATE_PERIOD.as_secs() / 86_400,
+                    self.period
+                ),
+            ));
+        }
+        if !self.period.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(Error::invalid(
+                "rate_limit.period",
+                format!(
+                    "must be a whole number of milliseconds (got {:?})",
+                    self.period
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The window's length in microseconds (what the database stores).
+    pub fn period_us(&self) -> i64 {
+        i64::try_from(self.period.as_micros()).unwrap_or(i64::MAX)
     }
 }
 
@@ -776,6 +868,19 @@ pub trait Queue: Send + Sync + 'static {
     /// more than [`MAX_CONCURRENCY_LIMIT`], or `queue` for a bad name; nothing is stored.
     async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         let _ = (queue, limit);
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Sets (`Some`) or removes (`None`) the rate limit of `queue`: at most `limit` of its
+    /// jobs start in each window of `period`, across every process (see [`RateLimit`] for the
+    /// windows). Takes effect at the next claim in every process; a worker held back by it
+    /// sleeps until the next window opens instead of polling. The count starts afresh.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `rate_limit.limit` or `rate_limit.period` (see
+    /// [`RateLimit::new`]), or `queue` for a bad name; nothing is stored.
+    async fn set_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        let _ = (queue, rate);
         Err(Error::Unsupported("queue controls"))
     }
 

@@ -1,5 +1,5 @@
 -- name: queue_control_get
 -- The controls of queue @P1 (no row: running and unlimited). A plain read.
-SELECT name, paused, concurrency_limit
+SELECT name, paused, concurrency_limit, rate_limit, rate_period_us
 FROM [{schema}].[queues]
 WHERE name = @P1

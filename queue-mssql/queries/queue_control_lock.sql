@@ -6,6 +6,6 @@
 -- blocked. HOLDLOCK makes this a locking read of the latest committed row also when
 -- READ_COMMITTED_SNAPSHOT is on, and job_live_leases, a later statement, sees every claim
 -- committed before the lock was granted.
-SELECT name, paused, concurrency_limit
+SELECT name, paused, concurrency_limit, rate_limit, rate_period_us
 FROM [{schema}].[queues] WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @P1

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
-    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
-    UniqueInsert,
+    micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
+    JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
+    StoredSchedule, Target, UniqueInsert,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -204,12 +204,26 @@ fn schedule_from_row(row: &Row) -> Result<StoredSchedule, MsSqlError> {
 /// A row of `queue_control_*`.
 fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
     let limit = row.try_get::<i32, _>("concurrency_limit")?;
+    let rate = row.try_get::<i32, _>("rate_limit")?;
+    let period = row.try_get::<i64, _>("rate_period_us")?;
     Ok(QueueControl {
         queue: text(row, "name")?,
         paused: row
             .try_get::<bool, _>("paused")?
             .ok_or_else(|| decode("paused is NULL"))?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+        rate_limit: rate_limit_of(rate.map(i64::from), period),
+    })
+}
+
+/// The row of `queue_rate_state`.
+fn rate_state(row: &Row) -> Result<RateState, MsSqlError> {
+    Ok(RateState {
+        window: row.try_get::<i64, _>("rate_window")?,
+        count: unsigned(row, "rate_count")?,
+        now_us: row
+            .try_get::<i64, _>("now_us")?
+            .ok_or_else(|| decode("now_us is NULL"))?,
     })
 }
 
@@ -254,6 +268,17 @@ fn schedule_update_values(s: &StoredSchedule, version: i64) -> Params<'_> {
 /// The values of `queue_set_limit`: the queue and its limit (NULL: none).
 fn set_limit_values(queue: &str, limit: Option<u32>) -> Params<'_> {
     params![queue, limit.map(signed)]
+}
+
+/// The values of `queue_set_rate`: the queue, its starts per window (`int`) and the window in
+/// microseconds (`bigint`), both NULL to remove the limit.
+fn set_rate_values(queue: &str, rate: Option<(u32, i64)>) -> Params<'_> {
+    params![queue, rate.map(|(n, _)| signed(n)), rate.map(|(_, us)| us)]
+}
+
+/// The values of `queue_rate_record`: the queue, the window (`bigint`) and its count (`int`).
+fn rate_record_values(queue: &str, window: i64, count: u32) -> Params<'_> {
+    params![queue, window, signed(count)]
 }
 
 /// A row count as `TOP (@n)` takes it.
@@ -1118,6 +1143,49 @@ impl Driver for MsSqlDriver {
         Ok(())
     }
 
+    async fn queue_set_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), MsSqlError> {
+        self.conn()
+            .await?
+            .execute(&self.sql.queue_set_rate, set_rate_values(queue, rate))
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_rate_state(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+    ) -> Result<RateState, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.queue_rate_state, params![queue])
+            .await?;
+        rows.first()
+            .map(rate_state)
+            .transpose()?
+            .ok_or_else(|| decode(format!("queue {queue} has no row to count its rate in")))
+    }
+
+    async fn queue_rate_record(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), MsSqlError> {
+        tx.connection()
+            .execute(
+                &self.sql.queue_rate_record,
+                rate_record_values(queue, window, count),
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn job_live_leases(
         &self,
         tx: &mut MsSqlTransaction,
@@ -1414,13 +1482,16 @@ mod tests {
 
     #[test]
     fn control_rows_decode() {
-        let row = |paused: bool, limit: Option<i32>| {
+        let rated = |paused: bool, limit: Option<i32>, rate: Option<i32>, period: Option<i64>| {
             Row::builder()
                 .column("name", ColumnType::NVarchar, "emails".into_sql())
                 .column("paused", ColumnType::Bit, paused.into_sql())
                 .column("concurrency_limit", ColumnType::Int4, limit.into_sql())
+                .column("rate_limit", ColumnType::Int4, rate.into_sql())
+                .column("rate_period_us", ColumnType::Int8, period.into_sql())
                 .build()
         };
+        let row = |paused: bool, limit: Option<i32>| rated(paused, limit, None, None);
         let c = control(&row(true, None)).unwrap();
         assert_eq!(
             c,
@@ -1428,11 +1499,89 @@ mod tests {
                 queue: "emails".into(),
                 paused: true,
                 concurrency_limit: None,
+                rate_limit: None,
             }
         );
         let c = control(&row(false, Some(3))).unwrap();
         assert!(!c.paused && c.concurrency_limit == Some(3) && c.restricts());
         assert!(!control(&row(false, None)).unwrap().restricts());
+        // A rate limit alone restricts the queue: its claims take the controlled path.
+        let c = control(&rated(false, None, Some(10), Some(1_500_000))).unwrap();
+        assert_eq!(
+            c.rate_limit,
+            Some(queue_core::RateLimit {
+                limit: 10,
+                period: Duration::from_millis(1_500),
+            })
+        );
+        assert!(c.restricts() && c.concurrency_limit.is_none());
+        // Half a limit is none.
+        for (rate, period) in [(Some(10), None), (None, Some(1_000_000))] {
+            let c = control(&rated(false, None, rate, period)).unwrap();
+            assert_eq!(c.rate_limit, None);
+            assert!(!c.restricts());
+        }
+    }
+
+    #[test]
+    fn rate_state_rows_decode() {
+        let row = |window: Option<i64>, count: i32| {
+            Row::builder()
+                .column("rate_window", ColumnType::Int8, window.into_sql())
+                .column("rate_count", ColumnType::Int4, count.into_sql())
+                .column(
+                    "now_us",
+                    ColumnType::Int8,
+                    1_800_000_000_123_456i64.into_sql(),
+                )
+                .build()
+        };
+        assert_eq!(
+            rate_state(&row(None, 0)).unwrap(),
+            RateState {
+                window: None,
+                count: 0,
+                now_us: 1_800_000_000_123_456,
+            }
+        );
+        let s = rate_state(&row(Some(1_800_000), 7)).unwrap();
+        assert_eq!((s.window, s.count), (Some(1_800_000), 7));
+        // A NULL clock is a decoding error, never a window of its own.
+        let no_clock = Row::builder()
+            .column("rate_window", ColumnType::Int8, None::<i64>.into_sql())
+            .column("rate_count", ColumnType::Int4, 0i32.into_sql())
+            .column("now_us", ColumnType::Int8, None::<i64>.into_sql())
+            .build();
+        assert!(rate_state(&no_clock).is_err());
+    }
+
+    #[test]
+    fn rate_values_follow_the_statements() {
+        // queue_set_rate: the queue, the starts as `int`, the window as `bigint`.
+        let v = set_rate_values("q", Some((25, 60_000_000)));
+        assert_eq!(
+            v.values(),
+            &[
+                ColumnData::String(Some("q".into())),
+                ColumnData::I32(Some(25)),
+                ColumnData::I64(Some(60_000_000)),
+            ]
+        );
+        let v = set_rate_values("q", None);
+        assert_eq!(
+            v.values()[1..],
+            [ColumnData::I32(None), ColumnData::I64(None)]
+        );
+        // queue_rate_record: the queue, the window as `bigint`, the count as `int`.
+        let v = rate_record_values("q", 29_999_999, 3);
+        assert_eq!(
+            v.values(),
+            &[
+                ColumnData::String(Some("q".into())),
+                ColumnData::I64(Some(29_999_999)),
+                ColumnData::I32(Some(3)),
+            ]
+        );
     }
 
     #[test]
@@ -1629,6 +1778,18 @@ mod tests {
                 sql.queue_set_limit.to_string(),
                 set_limit_values("q", None),
                 &[(2, "int")],
+            ),
+            (
+                "queue_set_rate",
+                sql.queue_set_rate.to_string(),
+                set_rate_values("q", None),
+                &[(2, "int"), (3, "bigint")],
+            ),
+            (
+                "queue_rate_record",
+                sql.queue_rate_record.to_string(),
+                rate_record_values("q", 1, 1),
+                &[],
             ),
             (
                 "schedule_insert",

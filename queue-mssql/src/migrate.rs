@@ -37,6 +37,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "maintenance",
         sql: include_str!("../migrations/0006_maintenance.sql"),
     },
+    Migration {
+        version: 7,
+        name: "rate_limits",
+        sql: include_str!("../migrations/0007_rate_limits.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -188,6 +193,40 @@ mod tests {
             "CREATE INDEX jobs_finished_queue_idx ON [s1].[jobs] (queue, state) \
              WHERE state IN (N'completed', N'dead', N'cancelled');"
         ));
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
+    }
+
+    #[test]
+    fn the_rate_columns_are_added_once() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "rate_limits").unwrap();
+        assert_eq!(m.version, 7);
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // One ALTER adds the four columns (all or none), guarded by one of them: a rerun after
+        // they were added finds it and does nothing.
+        assert!(
+            flat.starts_with(
+                "IF COL_LENGTH(N'[s1].[queues]', N'rate_count') IS NULL \
+                 ALTER TABLE [s1].[queues] ADD"
+            ),
+            "{flat}"
+        );
+        assert_eq!(flat.matches("ALTER TABLE").count(), 1, "{flat}");
+        assert_eq!(flat.matches(';').count(), 1, "one statement: {flat}");
+        let columns = flat.split_once(" ADD ").unwrap().1;
+        assert_eq!(
+            columns,
+            "rate_limit INT NULL CONSTRAINT queues_rate_limit_check CHECK (rate_limit > 0), \
+             rate_period_us BIGINT NULL CONSTRAINT queues_rate_period_check \
+             CHECK (rate_period_us > 0), \
+             rate_window BIGINT NULL, \
+             rate_count INT NOT NULL CONSTRAINT queues_rate_count_default DEFAULT 0;"
+        );
+        // The types the driver binds and reads: the limit and the count as `int`, the period
+        // and the window as `bigint`; every constraint named (a generated name differs per
+        // database), as migration 2's are.
+        assert_eq!(flat.matches("CONSTRAINT queues_").count(), 3);
         assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 

@@ -116,6 +116,9 @@ statements!(
     queue_control_list,
     queue_set_paused,
     queue_set_limit,
+    queue_set_rate,
+    queue_rate_state,
+    queue_rate_record,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -344,6 +347,9 @@ mod tests {
             ("queue_control_list", 0),
             ("queue_set_paused", 2),
             ("queue_set_limit", 2),
+            ("queue_set_rate", 3),
+            ("queue_rate_state", 1),
+            ("queue_rate_record", 3),
             ("schedule_get", 1),
             ("schedule_list", 0),
             ("schedule_insert", 17),
@@ -544,12 +550,42 @@ mod tests {
         let s = sql();
         // Whitespace-insensitive: the statements' line breaks and indentation are free.
         let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Paused, or limited by concurrency or by rate: each takes the controlled path.
         let want = |queue: &str| {
             format!(
                 "NOT EXISTS ( SELECT 1 FROM [jobs_s].[queues] AS q WHERE q.name = {queue} \
-                 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL))"
+                 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL \
+                 OR q.rate_limit IS NOT NULL))"
             )
         };
+        // The claims are the statements that start jobs (set them running); each carries the
+        // guard once, so a new claim statement cannot forget a control.
+        let claims: BTreeSet<&str> = s
+            .all()
+            .into_iter()
+            .filter(|(_, text)| flat(text).contains("SET state = N'running'"))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            claims,
+            BTreeSet::from(["job_claim", "job_claim_candidates"]),
+            "the statements that start jobs"
+        );
+        for name in &claims {
+            let text = flat(s.all().into_iter().find(|(n, _)| n == name).unwrap().1);
+            assert_eq!(
+                text.matches("FROM [jobs_s].[queues] AS q").count(),
+                1,
+                "{name}"
+            );
+            for control in [
+                "q.paused = 1",
+                "q.concurrency_limit IS NOT NULL",
+                "q.rate_limit IS NOT NULL",
+            ] {
+                assert!(text.contains(control), "{name} lacks {control}: {text}");
+            }
+        }
         // job_claim: in the CTE (before any row is locked), waived only by the bound flag.
         let claim = flat(&s.job_claim);
         let cte = claim.split_once("ORDER BY").unwrap().0;
@@ -577,6 +613,20 @@ mod tests {
         ));
         assert!(!s.queue_control_get.contains("WITH ("));
         assert!(s.queue_control_list.ends_with("ORDER BY name"));
+        // Every read of the controls returns every control, as `control` decodes them.
+        for (name, text) in [
+            ("queue_control_get", &*s.queue_control_get),
+            ("queue_control_lock", &*s.queue_control_lock),
+            ("queue_control_list", &*s.queue_control_list),
+        ] {
+            assert!(
+                text.starts_with(
+                    "SELECT name, paused, concurrency_limit, rate_limit, rate_period_us\n\
+                     FROM [jobs_s].[queues]"
+                ),
+                "{name}: {text}"
+            );
+        }
         for (name, text, column) in [
             ("queue_set_paused", &*s.queue_set_paused, "paused"),
             ("queue_set_limit", &*s.queue_set_limit, "concurrency_limit"),
@@ -600,6 +650,102 @@ mod tests {
         assert!(s.job_live_leases.contains(
             "WHERE queue = @P1 AND state = N'running' AND lease_expires_at > SYSUTCDATETIME()"
         ));
+    }
+
+    #[test]
+    fn a_rate_limit_is_set_afresh_and_counted_in_its_row() {
+        let s = sql();
+        // Set or removed in one atomic upsert, the count starting afresh on both branches.
+        let set = flat(&s.queue_set_rate);
+        assert!(
+            set.starts_with(
+                "MERGE [jobs_s].[queues] WITH (HOLDLOCK) AS q USING (VALUES (@P1)) AS s (name) \
+                 ON q.name = s.name"
+            ),
+            "{set}"
+        );
+        assert!(set.contains(
+            "WHEN MATCHED THEN UPDATE SET rate_limit = @P2, rate_period_us = @P3, \
+             rate_window = NULL, rate_count = 0, updated_at = SYSUTCDATETIME()"
+        ));
+        assert!(set.ends_with(
+            "WHEN NOT MATCHED THEN INSERT (name, rate_limit, rate_period_us, rate_window, \
+             rate_count, updated_at) VALUES (s.name, @P2, @P3, NULL, 0, SYSUTCDATETIME());"
+        ));
+        // The state: one row of the locked queue, with the clock; a plain read (the row's
+        // update lock is queue_control_lock's, in the same transaction).
+        let state = flat(&s.queue_rate_state);
+        assert!(
+            state.starts_with("SELECT rate_window, rate_count, "),
+            "{state}"
+        );
+        assert!(
+            state.ends_with("FROM [jobs_s].[queues] WHERE name = @P1"),
+            "{state}"
+        );
+        assert!(!state.contains("WITH ("), "{state}");
+        // The record: the window and its count of the one queue, nothing else.
+        assert_eq!(
+            flat(&s.queue_rate_record),
+            "UPDATE [jobs_s].[queues] SET rate_window = @P2, rate_count = @P3 WHERE name = @P1"
+        );
+    }
+
+    #[test]
+    fn the_rate_clock_is_the_clock_of_the_claims_leases() {
+        let s = sql();
+        // The claims set the lease from SYSUTCDATETIME() at the statement; the lease's expiry
+        // is stored as DATETIME2(6), and the engine reckons each start from it.
+        for (name, text, secs, us) in [
+            ("job_claim", &*s.job_claim, "@P3", "@P4"),
+            (
+                "job_claim_candidates",
+                &*s.job_claim_candidates,
+                "@P1",
+                "@P2",
+            ),
+        ] {
+            let lease = format!(
+                "lease_expires_at = DATEADD(MICROSECOND, {us}, DATEADD(SECOND, {secs}, \
+                 SYSUTCDATETIME()))"
+            );
+            assert!(flat(text).contains(&lease), "{name} lacks {lease}");
+        }
+        let jobs = flat(&load(crate::migrate::MIGRATIONS[0].sql, &[]));
+        assert!(
+            jobs.contains("lease_expires_at DATETIME2(6) NULL,"),
+            "{jobs}"
+        );
+        // queue_rate_state reads that clock at that precision (as `now` does), in
+        // microseconds since the Unix epoch, as a BIGINT.
+        let now = "CAST(SYSUTCDATETIME() AS DATETIME2(6))";
+        assert!(s.now.contains(now));
+        let want = format!(
+            "DATEDIFF_BIG(MICROSECOND, CAST('1970-01-01T00:00:00' AS DATETIME2(6)), {now}) \
+             AS now_us"
+        );
+        assert!(
+            flat(&s.queue_rate_state).contains(&want),
+            "queue_rate_state lacks {want}"
+        );
+        // No statement or migration reads another clock (local time, or another precision's
+        // function): every time compared or stored is SYSUTCDATETIME()'s.
+        let migrations = crate::migrate::MIGRATIONS
+            .iter()
+            .map(|m| (m.name, load(m.sql, &[])));
+        let statements = s.all().into_iter().map(|(n, t)| (n, t.to_owned()));
+        for (name, text) in statements.chain(migrations) {
+            let w = words(&text);
+            for clock in [
+                "GETDATE",
+                "GETUTCDATE",
+                "SYSDATETIME",
+                "SYSDATETIMEOFFSET",
+                "CURRENT_TIMESTAMP",
+            ] {
+                assert!(!w.iter().any(|x| x == clock), "{name} reads {clock}");
+            }
+        }
     }
 
     /// The words of `sql`, upper-cased (identifiers, keywords, `@P1`).

@@ -13,4 +13,4 @@ SET lease_token = ?,
 WHERE id = ? AND version = ? AND state = 'pending'
   AND NOT EXISTS (
       SELECT 1 FROM {prefix}queues q
-      WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL))
+      WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL))

@@ -19,4 +19,4 @@ WHERE id IN ({ids})
   AND version = CASE id {version_cases} END
   AND NOT EXISTS (
       SELECT 1 FROM {prefix}queues q
-      WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL))
+      WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL))

@@ -6,10 +6,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
-    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
-    UniqueInsert,
+    micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
+    JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
+    StoredSchedule, Target, UniqueInsert,
 };
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
@@ -490,10 +490,12 @@ impl MySqlDriver {
 /// A row of `queue_control_*`.
 fn control(row: &MySqlRow) -> Result<QueueControl, sqlx::Error> {
     let limit: Option<i32> = row.try_get("concurrency_limit")?;
+    let rate: Option<i32> = row.try_get("rate_limit")?;
     Ok(QueueControl {
         queue: row.try_get("name")?,
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+        rate_limit: rate_limit_of(rate.map(i64::from), row.try_get("rate_period_us")?),
     })
 }
 
@@ -1290,6 +1292,53 @@ impl Driver for MySqlDriver {
             .bind(queue)
             .bind(limit)
             .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_rate.clone())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| n))
+            .bind(rate.map(|(_, period)| period))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_rate_state(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+    ) -> Result<RateState, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_rate_state.clone())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        let count: i32 = row.try_get("rate_count")?;
+        Ok(RateState {
+            window: row.try_get("rate_window")?,
+            count: u32::try_from(count).unwrap_or(0),
+            now_us: row.try_get("now_us")?,
+        })
+    }
+
+    async fn queue_rate_record(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_rate_record.clone())
+            .bind(window)
+            .bind(count)
+            .bind(queue)
+            .execute(conn)
             .await?;
         Ok(())
     }

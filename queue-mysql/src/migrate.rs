@@ -49,6 +49,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "maintenance",
         sql: include_str!("../migrations/0007_maintenance.sql"),
     },
+    Migration {
+        version: 8,
+        name: "rate_limits",
+        sql: include_str!("../migrations/0008_rate_limits.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`

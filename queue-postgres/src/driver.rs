@@ -7,10 +7,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
-    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
-    UniqueInsert,
+    micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
+    JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
+    StoredSchedule, Target, UniqueInsert,
 };
 use queue_core::{
     EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
@@ -413,10 +413,13 @@ impl PgDriver {
 /// A row of `queue_control_*`.
 fn control(row: &PgRow) -> Result<QueueControl, sqlx::Error> {
     let limit: Option<i32> = row.try_get("concurrency_limit")?;
+    let rate: Option<i32> = row.try_get("rate_limit")?;
+    let period: Option<i64> = row.try_get("rate_period_us")?;
     Ok(QueueControl {
         queue: row.try_get("name")?,
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+        rate_limit: rate_limit_of(rate.map(i64::from), period),
     })
 }
 
@@ -1153,6 +1156,55 @@ impl Driver for PgDriver {
             .bind(queue)
             .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
             .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_set_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_rate.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| i32::try_from(n).unwrap_or(i32::MAX)))
+            .bind(rate.map(|(_, period)| period))
+            .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_rate_state(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+    ) -> Result<RateState, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_rate_state.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        let count: i32 = row.try_get("rate_count")?;
+        Ok(RateState {
+            window: row.try_get("rate_window")?,
+            count: u32::try_from(count).unwrap_or(0),
+            now_us: row.try_get("now_us")?,
+        })
+    }
+
+    async fn queue_rate_record(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_rate_record.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(window)
+            .bind(i32::try_from(count).unwrap_or(i32::MAX))
+            .execute(conn)
+            .await?;
         Ok(())
     }
 

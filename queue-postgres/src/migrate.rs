@@ -46,4 +46,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "maintenance",
         sql: include_str!("../migrations/0008_maintenance.sql"),
     },
+    Migration {
+        version: 9,
+        name: "rate_limits",
+        sql: include_str!("../migrations/0009_rate_limits.sql"),
+    },
 ];

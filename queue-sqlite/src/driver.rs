@@ -17,10 +17,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
-    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
-    JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule, Target,
-    UniqueInsert,
+    micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
+    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
+    JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
+    StoredSchedule, Target, UniqueInsert,
 };
 use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
 use serde_json::value::RawValue;
@@ -364,6 +364,7 @@ fn control(row: &SqliteRow) -> Result<QueueControl, sqlx::Error> {
         queue: row.try_get("name")?,
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
+        rate_limit: rate_limit_of(row.try_get("rate_limit")?, row.try_get("rate_period_us")?),
     })
 }
 
@@ -987,6 +988,54 @@ impl Driver for SqliteDriver {
             .bind(limit.map(i64::from))
             .bind(now_micros())
             .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_rate.clone())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| i64::from(n)))
+            .bind(rate.map(|(_, period)| period))
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_rate_state(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+    ) -> Result<RateState, sqlx::Error> {
+        let row = sqlx::query(self.sql.queue_rate_state.clone())
+            .bind(queue)
+            .fetch_one(conn)
+            .await?;
+        let count: i64 = row.try_get("rate_count")?;
+        Ok(RateState {
+            window: row.try_get("rate_window")?,
+            count: u32::try_from(count).unwrap_or(0),
+            now_us: row.try_get("now_us")?,
+        })
+    }
+
+    async fn queue_rate_record(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_rate_record.clone())
+            .bind(queue)
+            .bind(window)
+            .bind(i64::from(count))
+            .execute(conn)
             .await?;
         Ok(())
     }

@@ -36,4 +36,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "maintenance",
         sql: include_str!("../migrations/0006_maintenance.sql"),
     },
+    Migration {
+        version: 7,
+        name: "rate_limits",
+        sql: include_str!("../migrations/0007_rate_limits.sql"),
+    },
 ];

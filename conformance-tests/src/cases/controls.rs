@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context as _};
 use queue_core::{
     Error, JobContext, JobError, JobId, JobState, PopRequest, Queue, QueueControl, QueueStats,
-    Worker, MAX_CONCURRENCY_LIMIT,
+    RateLimit, Worker, MAX_CONCURRENCY_LIMIT, MAX_RATE_PERIOD,
 };
 use serde_json::json;
 
@@ -68,6 +68,7 @@ pub async fn controls_pause_and_resume(ctx: Ctx) -> anyhow::Result<()> {
                 queue: "paused".into(),
                 paused: true,
                 concurrency_limit: None,
+                rate_limit: None,
             }],
         "controls: {controls:?}"
     );
@@ -488,6 +489,90 @@ pub async fn controls_bad_input_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {
             q.set_concurrency_limit("", Some(3)).await,
             "queue",
         ),
+        (
+            "rate limit 0",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: 0,
+                    period: Duration::from_secs(1),
+                }),
+            )
+            .await,
+            "rate_limit.limit",
+        ),
+        (
+            "rate limit above the maximum",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: MAX_CONCURRENCY_LIMIT + 1,
+                    period: Duration::from_secs(1),
+                }),
+            )
+            .await,
+            "rate_limit.limit",
+        ),
+        (
+            "rate period of zero",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: 5,
+                    period: Duration::ZERO,
+                }),
+            )
+            .await,
+            "rate_limit.period",
+        ),
+        (
+            "rate period of 1 ms",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: 5,
+                    period: Duration::from_millis(1),
+                }),
+            )
+            .await,
+            "rate_limit.period",
+        ),
+        (
+            "rate period longer than the longest",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: 5,
+                    period: MAX_RATE_PERIOD + Duration::from_secs(1),
+                }),
+            )
+            .await,
+            "rate_limit.period",
+        ),
+        (
+            "rate period not in whole milliseconds",
+            q.set_rate_limit(
+                "ok",
+                Some(RateLimit {
+                    limit: 5,
+                    period: Duration::from_micros(10_500),
+                }),
+            )
+            .await,
+            "rate_limit.period",
+        ),
+        (
+            "rate limit of an empty queue name",
+            q.set_rate_limit(
+                "",
+                Some(RateLimit {
+                    limit: 5,
+                    period: Duration::from_secs(1),
+                }),
+            )
+            .await,
+            "queue",
+        ),
         ("pause of an empty name", q.pause("").await, "queue"),
         ("pause of a name with NUL", q.pause("a\0b").await, "queue"),
         (
@@ -565,5 +650,180 @@ pub async fn controls_worker_honours_the_limit(ctx: Ctx) -> anyhow::Result<()> {
     }
     handle.shutdown(Duration::from_secs(5)).await;
     ensure!(max >= 1, "no job was ever seen running");
+    Ok(())
+}
+
+/// How many jobs started in each window of `period`, from the starts the database gave out
+/// (each lease's expiry less the lease, both by the database's clock).
+fn starts_per_window(starts: &[i64], period: Duration) -> std::collections::BTreeMap<i64, u32> {
+    let period = i64::try_from(period.as_micros()).expect("a short period");
+    let mut windows = std::collections::BTreeMap::new();
+    for s in starts {
+        *windows.entry(s.div_euclid(period)).or_insert(0) += 1;
+    }
+    windows
+}
+
+/// A rate limit of 4 starts per 300 ms window holds over ten windows while 32 claimers on two
+/// queue values take jobs as fast as they can: no window of the database's clock has more than
+/// 4 starts, the windows fill up (the limit is a rate, not a stall), every job is delivered
+/// once, and `stats` and `controls` show the limit. Removing it gives the rest out at once.
+pub async fn controls_rate_limit_holds_over_windows(ctx: Ctx) -> anyhow::Result<()> {
+    const LIMITED: usize = 40;
+    const REST: usize = 30;
+    let rate = RateLimit::new(4, Duration::from_millis(300))?;
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let q2 = fx.another().await?;
+    q.set_rate_limit("rate", Some(rate)).await?;
+    push_n(&q, "rate", LIMITED + REST).await?;
+    let s = stats_of(&q2, "rate").await?;
+    ensure!(s.rate_limit == Some(rate), "stats: {s:?}");
+    let controls = q2.controls().await?;
+    ensure!(
+        controls
+            == vec![QueueControl {
+                queue: "rate".into(),
+                paused: false,
+                concurrency_limit: None,
+                rate_limit: Some(rate),
+            }],
+        "controls: {controls:?}"
+    );
+    let lease_us = i64::try_from(LONG_LEASE.as_micros())?;
+    let starts: Arc<Mutex<Vec<(JobId, i64)>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for p in 0..32usize {
+        let qv = if p % 2 == 0 { q.clone() } else { q2.clone() };
+        let starts = starts.clone();
+        tasks.push(tokio::spawn(async move {
+            let worker = format!("claimer-{p}");
+            loop {
+                if starts.lock().unwrap_or_else(|e| e.into_inner()).len() >= LIMITED {
+                    return anyhow::Ok(());
+                }
+                let got = qv
+                    .pop(
+                        PopRequest::new("rate")
+                            .limit([1, 3, 10][p % 3])
+                            .lease(LONG_LEASE)
+                            .worker(&worker),
+                    )
+                    .await
+                    .with_context(|| format!("{worker} pop"))?;
+                if got.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    continue;
+                }
+                starts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(got.iter().map(|l| {
+                        let expires = l.lease.expires_at.timestamp_micros();
+                        (l.job.id, expires - lease_us)
+                    }));
+                let leases: Vec<_> = got.iter().map(|l| l.lease.clone()).collect();
+                qv.ack_batch(&leases).await?;
+            }
+        }));
+    }
+    let run = async {
+        for t in tasks {
+            t.await.context("claimer panicked")??;
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .context("40 jobs at 4 per 300 ms did not start within 60 s")??;
+    let starts = starts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let ids: HashSet<JobId> = starts.iter().map(|(id, _)| *id).collect();
+    ensure!(ids.len() == starts.len(), "a job was delivered twice");
+    let windows = starts_per_window(
+        &starts.iter().map(|(_, t)| *t).collect::<Vec<_>>(),
+        rate.period,
+    );
+    ensure!(
+        windows.values().all(|&n| n <= rate.limit),
+        "starts per 300 ms window (limit 4): {windows:?}"
+    );
+    ensure!(
+        windows.len() * 4 >= starts.len() && windows.len() >= 10,
+        "{} starts in {} windows: {windows:?}",
+        starts.len(),
+        windows.len()
+    );
+    let full = windows.values().filter(|&&n| n == rate.limit).count();
+    ensure!(
+        full >= windows.len() / 2,
+        "only {full} of {} windows reached the limit: {windows:?}",
+        windows.len()
+    );
+    // Without the limit, the rest is given out at once.
+    q.set_rate_limit("rate", None).await?;
+    let rest = pop(&q2, "rate", 100, LONG_LEASE, "after").await?;
+    ensure!(
+        rest.len() + starts.len() >= LIMITED + REST,
+        "after the limit was removed one pop gave out {} of the {} left",
+        rest.len(),
+        LIMITED + REST - starts.len()
+    );
+    ensure!(q.controls().await?.is_empty(), "the limit is still listed");
+    Ok(())
+}
+
+/// A worker held back by a rate limit sleeps until the next window opens and is woken then,
+/// not at its next poll: with polls 10 s apart, 6 jobs at 2 per 400 ms window all complete in
+/// a few windows, and no window has more than 2 starts.
+pub async fn controls_rate_limited_worker_wakes_at_the_window(ctx: Ctx) -> anyhow::Result<()> {
+    const TOTAL: u64 = 6;
+    let rate = RateLimit::new(2, Duration::from_millis(400))?;
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    q.set_rate_limit("rw", Some(rate)).await?;
+    push_n(&q, "rw", TOTAL as usize).await?;
+    let lease = Duration::from_secs(30);
+    let lease_us = i64::try_from(lease.as_micros())?;
+    let starts: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let handle = {
+        let starts = starts.clone();
+        Worker::builder(q.clone(), "rw")
+            .concurrency(8)
+            .lease(lease)
+            .poll_interval(Duration::from_secs(10), Duration::from_secs(10))
+            .handler_fn(move |ctx: JobContext| {
+                let starts = starts.clone();
+                async move {
+                    let expires = ctx.lease().expires_at.timestamp_micros();
+                    starts
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(expires - lease_us);
+                    Ok::<(), JobError>(())
+                }
+            })
+            .build()?
+            .start()
+    };
+    let t = Instant::now();
+    loop {
+        let s = stats_of(&q, "rw").await?;
+        if s.completed == TOTAL {
+            break;
+        }
+        ensure!(
+            t.elapsed() < Duration::from_secs(8),
+            "{} of {TOTAL} completed after 8 s: the worker waited for its poll, not the window",
+            s.completed
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.shutdown(Duration::from_secs(5)).await;
+    let starts = starts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let windows = starts_per_window(&starts, rate.period);
+    ensure!(
+        starts.len() == TOTAL as usize && windows.values().all(|&n| n <= rate.limit),
+        "starts per 400 ms window (limit 2): {windows:?}"
+    );
     Ok(())
 }

@@ -15,11 +15,54 @@
 //! that refused), and the controlled path reads the row anyway. A wrong guess costs one round
 //! trip, never a job given out against the controls.
 
-use super::{sort_claimed, Driver, Engine, JobClaim, LOG_TARGET};
+use std::time::Duration;
+
+use super::{sort_claimed, Driver, Engine, JobClaim, RateState, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::job::Leased;
-use crate::queue::{QueueControl, QueueStats, MAX_CONCURRENCY_LIMIT};
+use crate::queue::{QueueControl, QueueStats, RateLimit, MAX_CONCURRENCY_LIMIT};
 use crate::validate;
+
+/// The window a claim under `rate` falls in (by the database's clock in `state`) and how many
+/// jobs already started in it.
+fn rate_used(rate: RateLimit, state: RateState) -> (i64, u32) {
+    let window = state.now_us.div_euclid(rate.period_us());
+    let used = if state.window == Some(window) {
+        state.count
+    } else {
+        0
+    };
+    (window, used)
+}
+
+/// The window and count to record after a claim that counted `used` starts in `window` before
+/// it and gave out `jobs`. Each job is counted in the window of its own start (its lease's
+/// expiry less the lease, both by the database's clock), so a claim that began just before a
+/// window ended and started its jobs after it counts them in the next one, where they fall.
+fn rate_after_claim(
+    rate: RateLimit,
+    window: i64,
+    used: u32,
+    jobs: &[Leased],
+    lease: Duration,
+) -> (i64, u32) {
+    let period = rate.period_us();
+    let lease_us = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+    let (mut window, mut count) = (window, used);
+    for job in jobs {
+        let start = job
+            .lease
+            .expires_at
+            .timestamp_micros()
+            .saturating_sub(lease_us);
+        let w = start.div_euclid(period).max(window);
+        if w > window {
+            (window, count) = (w, 0);
+        }
+        count = count.saturating_add(1);
+    }
+    (window, count)
+}
 
 impl<D: Driver> Engine<D> {
     /// Whether claims of `queue` took the controlled path last time this process looked.
@@ -87,28 +130,58 @@ impl<D: Driver> Engine<D> {
         let claimed = async {
             let conn = D::tx_conn(&mut tx);
             let control = d.queue_control_lock(conn, p.queue).await?;
-            let room = match &control {
-                Some(c) if c.paused => 0,
-                Some(QueueControl {
-                    concurrency_limit: Some(limit),
-                    ..
-                }) => {
-                    let live = d.job_live_leases(conn, p.queue).await?;
-                    let room = u64::from(*limit).saturating_sub(live);
-                    usize::try_from(room).unwrap_or(usize::MAX).min(p.limit)
+            let Some(c) = control.as_ref().filter(|c| !c.paused) else {
+                // Paused (no job), or no row at all (every job the claim asks for).
+                let jobs = if control.is_some() {
+                    Vec::new()
+                } else {
+                    d.job_claim_in(
+                        conn,
+                        JobClaim {
+                            controls_checked: true,
+                            ..p
+                        },
+                    )
+                    .await?
+                };
+                return Ok((control, jobs));
+            };
+            let mut room = p.limit;
+            if let Some(limit) = c.concurrency_limit {
+                let live = d.job_live_leases(conn, p.queue).await?;
+                let left = u64::from(limit).saturating_sub(live);
+                room = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+            }
+            let rate = match (c.rate_limit, room) {
+                (Some(r), 1..) => {
+                    let state = d.queue_rate_state(conn, p.queue).await?;
+                    let (window, used) = rate_used(r, state);
+                    let left = r.limit.saturating_sub(used);
+                    room = room.min(left as usize);
+                    if left == 0 {
+                        self.wake_at_next_window(p.queue, r, state.now_us);
+                    }
+                    Some((r, window, used))
                 }
-                _ => p.limit,
+                _ => None,
             };
             let jobs = if room == 0 {
                 Vec::new()
             } else {
-                let p = JobClaim {
-                    limit: room,
-                    controls_checked: true,
-                    ..p
-                };
-                d.job_claim_in(conn, p).await?
+                d.job_claim_in(
+                    conn,
+                    JobClaim {
+                        limit: room,
+                        controls_checked: true,
+                        ..p
+                    },
+                )
+                .await?
             };
+            if let (Some((r, window, used)), false) = (rate, jobs.is_empty()) {
+                let (window, count) = rate_after_claim(r, window, used, &jobs, p.lease);
+                d.queue_rate_record(conn, p.queue, window, count).await?;
+            }
             Ok((control, jobs))
         }
         .await;
@@ -124,6 +197,43 @@ impl<D: Driver> Engine<D> {
                 Err(e)
             }
         }
+    }
+
+    /// A claim of `queue` found its rate window full: wakes this process's workers of the
+    /// queue when the next window opens (by the database's clock `now_us`), once however many
+    /// claims found it full, instead of leaving them to poll.
+    fn wake_at_next_window(&self, queue: &str, rate: RateLimit, now_us: i64) {
+        let period = rate.period_us();
+        let next = now_us
+            .div_euclid(period)
+            .saturating_add(1)
+            .saturating_mul(period);
+        let wait = Duration::from_micros(u64::try_from(next - now_us).unwrap_or(0));
+        {
+            let mut throttled = self
+                .inner
+                .throttled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !throttled.insert(queue.to_owned()) {
+                return;
+            }
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let hub = self.inner.hub.clone();
+        let throttled = self.inner.throttled.clone();
+        let queue = queue.to_owned();
+        tracing::debug!(target: LOG_TARGET, queue, wait_ms = wait.as_millis() as u64, "rate limit reached; claims wait for the next window");
+        runtime.spawn(async move {
+            tokio::time::sleep(wait).await;
+            throttled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&queue);
+            hub.notify(&queue, usize::MAX);
+        });
     }
 
     /// After jobs of `leases` finished: a queue with a concurrency limit has room again, so its
@@ -201,6 +311,28 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
+    /// Sets or removes the rate limit of `queue`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::set_rate_limit`].
+    pub async fn set_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        validate::queue_name(queue)?;
+        if let Some(r) = &rate {
+            r.validate()?;
+        }
+        let stored = rate.map(|r| (r.limit, r.period_us()));
+        self.retried("set_rate_limit", || {
+            self.driver().queue_set_rate(queue, stored)
+        })
+        .await
+        .map_err(|e| self.error(e))?;
+        if rate.is_some() {
+            self.remember_controls(queue, true);
+        }
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
     /// Every queue that is paused or limited.
     ///
     /// # Errors
@@ -237,11 +369,13 @@ impl<D: Driver> Engine<D> {
                 Some(s) => {
                     s.paused = c.paused;
                     s.concurrency_limit = c.concurrency_limit;
+                    s.rate_limit = c.rate_limit;
                 }
                 None => stats.push(QueueStats {
                     queue: c.queue,
                     paused: c.paused,
                     concurrency_limit: c.concurrency_limit,
+                    rate_limit: c.rate_limit,
                     ..QueueStats::default()
                 }),
             }

@@ -182,6 +182,27 @@ pub struct JobUniqueReplace<'a> {
     pub delay: Duration,
 }
 
+/// The rate limit stored in a queue's row (`rate_limit`, `rate_period_us`), `None` unless both
+/// are set and in range.
+pub fn rate_limit_of(limit: Option<i64>, period_us: Option<i64>) -> Option<crate::RateLimit> {
+    let limit = u32::try_from(limit?).ok()?;
+    let period = Duration::from_micros(u64::try_from(period_us?).ok()?);
+    Some(crate::RateLimit { limit, period })
+}
+
+/// A queue's rate count as stored in its row, read with the database's clock
+/// ([`Driver::queue_rate_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateState {
+    /// The window (microseconds since the Unix epoch divided by the period) that `count`
+    /// belongs to; `None` before the first claim under the limit.
+    pub window: Option<i64>,
+    /// Jobs started in `window`.
+    pub count: u32,
+    /// The database's clock, in microseconds since the Unix epoch.
+    pub now_us: i64,
+}
+
 /// `job_claim` / `job_candidates`: claim (or read candidates for) up to `limit` due pending jobs
 /// of one queue, in claim order (priority descending, then `run_at`, then id).
 #[derive(Clone, Copy, Debug)]
@@ -698,6 +719,33 @@ pub trait Driver: Send + Sync + 'static {
 
     /// `queue_set_limit`: creates the row of `queue` when missing and sets its limit.
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), Self::Error>;
+
+    /// `queue_set_rate`: creates the row of `queue` when missing, sets its rate limit (`Some`:
+    /// starts per window and the window in microseconds) or removes it, and starts its count
+    /// afresh (no window recorded).
+    async fn queue_set_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), Self::Error>;
+
+    /// `queue_rate_state`: inside the controlled claim's transaction, after
+    /// `queue_control_lock`: the window the queue's rate count belongs to (`None`: none yet)
+    /// and that count, with the database's clock now.
+    async fn queue_rate_state(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+    ) -> Result<RateState, Self::Error>;
+
+    /// `queue_rate_record`: sets the queue's rate window and its count of starts.
+    async fn queue_rate_record(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), Self::Error>;
 
     /// `job_live_leases`: how many jobs of `queue` are running with an unexpired lease, by the
     /// database's clock, as of this statement (a new snapshot after `queue_control_lock`).

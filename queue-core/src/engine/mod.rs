@@ -44,7 +44,7 @@ use crate::job::{
 use crate::periodic::{PeriodicJob, Registered, Registration, ScheduleInfo, TickReport};
 use crate::queue::{
     BulkAction, BulkOutcome, Capabilities, CheckedPop, JobFilter, ListRequest, PopRequest,
-    PruneRequest, Queue, QueueControl, QueueStats,
+    PruneRequest, Queue, QueueControl, QueueStats, RateLimit,
 };
 use crate::retention::{Retention, RetentionReport};
 use crate::retry::RetryPolicy;
@@ -54,10 +54,10 @@ use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
-    first_contact, micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
-    JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
-    JobRescue, JobSnooze, JobUniqueReplace, Migration, ScheduleAdvance, StoredMeta, StoredSchedule,
-    Target, UniqueIndex, UniqueInsert,
+    first_contact, micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete,
+    JobFailDead, JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune,
+    JobReschedule, JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance,
+    StoredMeta, StoredSchedule, Target, UniqueIndex, UniqueInsert,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;
@@ -133,6 +133,8 @@ struct Inner<D: Driver> {
     contention: AtomicU32,
     /// Queues last seen paused or limited: their claims take the controlled path.
     controlled: std::sync::Mutex<HashSet<String>>,
+    /// Queues held back by their rate limit with a wake-up set for their next window.
+    throttled: Arc<std::sync::Mutex<HashSet<String>>>,
 }
 
 impl<D: Driver> Backend for Engine<D> {
@@ -174,6 +176,7 @@ impl<D: Driver> Engine<D> {
                 },
                 contention: AtomicU32::new(0),
                 controlled: std::sync::Mutex::new(HashSet::new()),
+                throttled: Arc::default(),
             }),
         }
     }
@@ -451,6 +454,10 @@ impl<B: Backend> Queue for B {
 
     async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         self.engine().set_concurrency_limit(queue, limit).await
+    }
+
+    async fn set_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        self.engine().set_rate_limit(queue, rate).await
     }
 
     async fn controls(&self) -> Result<Vec<QueueControl>> {

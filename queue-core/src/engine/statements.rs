@@ -62,6 +62,9 @@ pub const CATALOGUE: &[&str] = &[
     "queue_control_list",
     "queue_set_paused",
     "queue_set_limit",
+    "queue_set_rate",
+    "queue_rate_state",
+    "queue_rate_record",
     // Periodic jobs (schedules).
     "schedule_get",
     "schedule_list",
