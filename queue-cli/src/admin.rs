@@ -8,7 +8,7 @@ use clap::Args;
 use queue_core::validate::redact_url;
 use queue_core::{
     validate, Error, Job, JobId, JobState, Limits, ListRequest, NewJob, PruneRequest, PushOutcome,
-    Queue, QueueStats, Reschedule, Unique, MAX_CONCURRENCY_LIMIT,
+    Queue, QueueStats, RateLimit, Reschedule, Unique, MAX_CONCURRENCY_LIMIT,
 };
 
 use crate::duration;
@@ -281,9 +281,90 @@ pub(crate) struct LimitArgs {
     /// The queue.
     queue: String,
     /// At most this many of the queue's jobs run at once, across every worker and process
-    /// (1 to 1000000); `none` removes the limit.
-    #[arg(value_name = "LIMIT", value_parser = limit_arg, allow_negative_numbers = true)]
-    limit: LimitArg,
+    /// (1 to 1000000); `none` removes the limit. Leave it out to change only `--rate`.
+    #[arg(
+        value_name = "LIMIT",
+        value_parser = limit_arg,
+        allow_negative_numbers = true,
+        required_unless_present = "rate"
+    )]
+    limit: Option<LimitArg>,
+    /// At most N of the queue's jobs start in each window of PERIOD, across every worker and
+    /// process, e.g. `100/1m` or `5/500ms` (windows are fixed: the multiples of PERIOD by the
+    /// database's clock); `none` removes the rate limit.
+    #[arg(long, value_name = "N/PERIOD", value_parser = rate_arg)]
+    rate: Option<RateArg>,
+}
+
+/// The checked text of a rate limit: `N/PERIOD` or `none`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RateArg(Option<RateLimit>);
+
+/// Reads a rate limit as the command line takes it: `N/PERIOD` (`100/1m`, `5/500ms`), or
+/// `none`. The rules on both numbers are the library's ([`RateLimit::new`]).
+pub(crate) fn parse_rate(text: &str) -> Result<Option<RateLimit>, Error> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let Some((n, period)) = text.split_once('/') else {
+        return Err(Error::invalid(
+            "rate_limit",
+            "must be N/PERIOD (starts per window, e.g. 100/1m or 5/500ms), or none",
+        ));
+    };
+    let n = n.trim();
+    let limit = match n.parse::<u32>() {
+        Ok(limit) if n.bytes().all(|b| b.is_ascii_digit()) => limit,
+        _ => {
+            return Err(Error::invalid(
+                "rate_limit.limit",
+                format!(
+                    "must be a whole number of jobs from 1 to {MAX_CONCURRENCY_LIMIT} (got {})",
+                    crate::table::clip(n, 24)
+                ),
+            ))
+        }
+    };
+    let period = crate::duration::parse("rate_limit.period", period)?;
+    RateLimit::new(limit, period).map(Some)
+}
+
+/// The clap parser of `--rate`: bad text is a usage error that names the field.
+fn rate_arg(text: &str) -> Result<RateArg, String> {
+    parse_rate(text).map(RateArg).map_err(|e| match e {
+        Error::InvalidInput { field, rule } => format!("{field} {rule}"),
+        other => other.to_string(),
+    })
+}
+
+/// `at most 100 jobs start per 1m`, `no rate limit`.
+pub(crate) fn rate_words(rate: Option<RateLimit>) -> String {
+    match rate {
+        Some(r) => format!(
+            "at most {} {} per {}",
+            r.limit,
+            if r.limit == 1 {
+                "job starts"
+            } else {
+                "jobs start"
+            },
+            period_words(r.period)
+        ),
+        None => "no rate limit".to_owned(),
+    }
+}
+
+/// A window's length as the command line takes it: `1m`, `500ms`, `90s`.
+pub(crate) fn period_words(period: std::time::Duration) -> String {
+    let ms = period.as_millis();
+    match ms {
+        ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
+        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{ms}ms"),
+    }
 }
 
 /// The checked text of a concurrency limit: a number (which the library may still refuse, as
@@ -377,13 +458,23 @@ pub(crate) async fn resume(args: QueueArgs) -> Result<(), CliError> {
 
 pub(crate) async fn limit(args: LimitArgs) -> Result<(), CliError> {
     validate::queue_name(&args.queue)?;
-    let LimitArg(limit) = args.limit;
     let queue = args.target.connect().await?;
-    queue.set_concurrency_limit(&args.queue, limit).await?;
-    let paused = controls_of(queue.as_ref(), &args.queue)
-        .await
-        .is_some_and(|s| s.paused);
-    let sentence = limit_sentence(&args.queue, limit);
+    if let Some(LimitArg(limit)) = args.limit {
+        queue.set_concurrency_limit(&args.queue, limit).await?;
+    }
+    if let Some(RateArg(rate)) = args.rate {
+        queue.set_rate_limit(&args.queue, rate).await?;
+    }
+    let stored = controls_of(queue.as_ref(), &args.queue).await;
+    let paused = stored.as_ref().is_some_and(|s| s.paused);
+    let mut sentence = match args.limit {
+        Some(LimitArg(limit)) => limit_sentence(&args.queue, limit),
+        None => format!("queue {}", args.queue),
+    };
+    if let Some(RateArg(rate)) = args.rate {
+        let sep = if args.limit.is_some() { "," } else { ":" };
+        sentence = format!("{sentence}{sep} {}", rate_words(rate));
+    }
     if paused {
         println!(
             "{sentence} (paused: nothing runs until `queue resume {}`)",
@@ -543,7 +634,8 @@ pub(crate) fn queue_state(s: &QueueStats) -> &'static str {
 
 /// The `stats` table, also printed by the demo: the counts (`100000+` for one that stopped at
 /// the stats cap, with a line under the table that says so), then whether the queue is paused
-/// (`state`) and its concurrency limit (`limit`, `-` for none).
+/// (`state`), its concurrency limit (`limit`, `-` for none) and its rate limit (`rate`, as
+/// `N/PERIOD`).
 pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let rows: Vec<Vec<String>> = stats
         .iter()
@@ -560,13 +652,17 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
                     queue_state(s).to_owned(),
                     s.concurrency_limit
                         .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+                    s.rate_limit.map_or_else(
+                        || "-".to_owned(),
+                        |r| format!("{}/{}", r.limit, period_words(r.period)),
+                    ),
                 ])
                 .collect()
         })
         .collect();
     let header: Vec<&str> = std::iter::once("queue")
         .chain(COUNT_COLUMNS)
-        .chain(["state", "limit"])
+        .chain(["state", "limit", "rate"])
         .collect();
     let mut out = table::render(&header, &rows);
     let cap = stats
@@ -592,6 +688,10 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
         "cancelled": s.cancelled,
         "paused": s.paused,
         "concurrency_limit": s.concurrency_limit,
+        "rate_limit": s.rate_limit.map(|r| serde_json::json!({
+            "limit": r.limit,
+            "period_ms": u64::try_from(r.period.as_millis()).unwrap_or(u64::MAX),
+        })),
         // Finished jobs are counted up to the cap; the counts named here stopped at it, so
         // there are at least that many.
         "count_cap": s.count_cap,
@@ -913,9 +1013,12 @@ mod tests {
         ];
         let table = stats_table(&stats);
         let lines: Vec<&str> = table.lines().collect();
-        assert!(lines[0].ends_with("cancelled  state    limit"), "{table}");
-        assert!(lines[1].ends_with("paused   -"), "{table}");
-        assert!(lines[2].ends_with("running  5"), "{table}");
+        assert!(
+            lines[0].ends_with("cancelled  state    limit  rate"),
+            "{table}"
+        );
+        assert!(lines[1].ends_with("paused   -      -"), "{table}");
+        assert!(lines[2].ends_with("running  5      -"), "{table}");
         let json = stats_json(&stats[1]);
         assert_eq!(json["paused"], false);
         assert_eq!(json["concurrency_limit"], 5);
@@ -950,7 +1053,7 @@ mod tests {
         let big: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             big,
-            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-"],
+            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-"],
             "{table}"
         );
         // Numbers stay right-aligned beside a capped one.

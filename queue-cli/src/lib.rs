@@ -82,8 +82,9 @@ enum Command {
     Pause(admin::QueueArgs),
     /// Resume a paused queue.
     Resume(admin::QueueArgs),
-    /// Set a queue's concurrency limit: at most LIMIT of its jobs run at once, across every
-    /// worker and process; `queue limit QUEUE none` removes it.
+    /// Set a queue's concurrency limit (at most LIMIT of its jobs run at once, across every
+    /// worker and process; `none` removes it) and its rate limit (`--rate N/PERIOD`: at most N
+    /// start per window of PERIOD; `--rate none` removes it).
     Limit(admin::LimitArgs),
     /// Run a worker that logs each job's payload, until Ctrl-C; it also runs the retention
     /// task (see `retention`) unless given --no-retention.
@@ -256,6 +257,8 @@ mod tests {
             &["queue", "limit", "emails", "5"],
             &["queue", "limit", "emails", "none"],
             &["queue", "limit", "--url", "sqlite://x.db", "emails", "0"],
+            &["queue", "limit", "emails", "--rate", "100/1m"],
+            &["queue", "limit", "emails", "5", "--rate", "none"],
         ] {
             let parsed = Cli::try_parse_from(args).unwrap();
             assert!(

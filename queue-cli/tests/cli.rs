@@ -492,7 +492,8 @@ fn stats_row(url: &str, name: &str) -> Vec<String> {
             "dead",
             "cancelled",
             "state",
-            "limit"
+            "limit",
+            "rate"
         ],
         "{table}"
     );
@@ -582,7 +583,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(stats_of(&url, "emails").await.paused);
     let row = stats_row(&url, "emails");
     assert_eq!(row[1], "5", "{row:?}");
-    assert_eq!(&row[7..], ["paused", "-"], "{row:?}");
+    assert_eq!(&row[7..], ["paused", "-", "-"], "{row:?}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], true, "{json}");
     assert!(json["concurrency_limit"].is_null(), "{json}");
@@ -617,7 +618,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(said.contains("5 completed"), "{said}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], false, "{json}");
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-", "-"]);
     // Resuming a running queue is not an error either.
     ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
 }
@@ -635,7 +636,7 @@ async fn limits_are_set_shown_and_removed() {
     let out = ok(&queue_cmd(&["limit", "emails", "5", "--url", &url], None));
     assert_eq!(out, "queue emails: at most 5 jobs run at once\n");
     assert_eq!(stats_of(&url, "emails").await.concurrency_limit, Some(5));
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "5"]);
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "5", "-"]);
     assert_eq!(stats_json(&url, "emails")["concurrency_limit"], 5);
 
     // A queue without jobs is listed once it has a control.
@@ -644,7 +645,7 @@ async fn limits_are_set_shown_and_removed() {
     let row = stats_row(&url, "reports");
     assert_eq!(
         row,
-        ["reports", "0", "0", "0", "0", "0", "0", "running", "1"]
+        ["reports", "0", "0", "0", "0", "0", "0", "running", "1", "-"]
     );
 
     // Paused and limited: the line says both.
@@ -655,7 +656,7 @@ async fn limits_are_set_shown_and_removed() {
         "queue emails: at most 2 jobs run at once (paused: nothing runs until `queue resume \
          emails`)\n"
     );
-    assert_eq!(&stats_row(&url, "emails")[7..], ["paused", "2"]);
+    assert_eq!(&stats_row(&url, "emails")[7..], ["paused", "2", "-"]);
     let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
     assert_eq!(
         out,
@@ -669,7 +670,7 @@ async fn limits_are_set_shown_and_removed() {
     assert_eq!(out, "queue emails: no concurrency limit\n");
     let s = stats_of(&url, "emails").await;
     assert_eq!((s.paused, s.concurrency_limit), (false, None));
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-", "-"]);
     assert!(stats_json(&url, "emails")["concurrency_limit"].is_null());
     let controls = dbqueue::connect(&url)
         .await
@@ -683,6 +684,70 @@ async fn limits_are_set_shown_and_removed() {
         "only reports is still limited: {controls:?}"
     );
     assert_eq!(controls[0].queue, "reports");
+}
+
+/// `limit QUEUE --rate N/PERIOD` sets a rate limit beside (or without) the concurrency limit;
+/// `stats` shows it as `N/PERIOD`, its JSON in milliseconds; `--rate none` removes it; bad
+/// text names its field and stores nothing.
+#[tokio::test]
+async fn rate_limits_are_set_shown_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    ok(&queue_cmd(
+        &["push", "--url", &url, "--queue", "calls"],
+        None,
+    ));
+    let out = ok(&queue_cmd(
+        &["limit", "calls", "--rate", "100/1m", "--url", &url],
+        None,
+    ));
+    assert_eq!(out, "queue calls: at most 100 jobs start per 1m\n");
+    let s = stats_of(&url, "calls").await;
+    assert_eq!(
+        s.rate_limit,
+        Some(queue_core::RateLimit {
+            limit: 100,
+            period: Duration::from_secs(60)
+        })
+    );
+    assert_eq!(s.concurrency_limit, None);
+    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "-", "100/1m"]);
+    let json = stats_json(&url, "calls");
+    assert_eq!(json["rate_limit"]["limit"], 100, "{json}");
+    assert_eq!(json["rate_limit"]["period_ms"], 60_000, "{json}");
+
+    let out = ok(&queue_cmd(
+        &["limit", "calls", "3", "--rate", "5/500ms", "--url", &url],
+        None,
+    ));
+    assert_eq!(
+        out,
+        "queue calls: at most 3 jobs run at once, at most 5 jobs start per 500ms\n"
+    );
+    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "5/500ms"]);
+
+    for (rate, says) in [
+        ("0/1s", "rate_limit.limit"),
+        ("abc", "rate_limit"),
+        ("5/1ms", "rate_limit.period"),
+        ("5/xyz", "rate_limit.period"),
+        ("-5/1s", "rate_limit.limit"),
+    ] {
+        let arg = format!("--rate={rate}");
+        let out = queue_cmd(&["limit", "calls", &arg, "--url", &url], None);
+        assert_eq!(out.status.code(), Some(2), "{rate}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{rate}: {err}");
+    }
+    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "5/500ms"]);
+
+    let out = ok(&queue_cmd(
+        &["limit", "calls", "--rate", "none", "--url", &url],
+        None,
+    ));
+    assert_eq!(out, "queue calls: no rate limit\n");
+    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "-"]);
+    assert!(stats_json(&url, "calls")["rate_limit"].is_null());
 }
 
 /// Bad input exits with status 2 and one line that names the field and the rule, and stores
@@ -707,15 +772,15 @@ async fn bad_control_input_is_refused_and_nothing_is_stored() {
         ),
         (
             &["limit", "emails", "abc"],
-            "error: invalid value 'abc' for '<LIMIT>': concurrency_limit must be a whole number",
+            "error: invalid value 'abc' for '[LIMIT]': concurrency_limit must be a whole number",
         ),
         (
             &["limit", "emails", "-1"],
-            "error: invalid value '-1' for '<LIMIT>': concurrency_limit must be a whole number",
+            "error: invalid value '-1' for '[LIMIT]': concurrency_limit must be a whole number",
         ),
         (
             &["limit", "emails", "2.5"],
-            "error: invalid value '2.5' for '<LIMIT>': concurrency_limit must be a whole number",
+            "error: invalid value '2.5' for '[LIMIT]': concurrency_limit must be a whole number",
         ),
         (
             &["limit", "emails", "99999999999"],
@@ -783,10 +848,10 @@ async fn the_demo_respects_the_controls() {
         .skip_while(|l| !l.starts_with("stats for queue"))
         .skip(1)
         .collect();
-    assert!(table[0].ends_with("state    limit"), "{out}");
+    assert!(table[0].ends_with("state    limit  rate"), "{out}");
     let cells: Vec<&str> = table[1].split_whitespace().collect();
     assert_eq!(cells[0], "narrow");
-    assert_eq!(&cells[7..], ["running", "2"], "{out}");
+    assert_eq!(&cells[7..], ["running", "2", "-"], "{out}");
     let s = stats_of(&url, "narrow").await;
     assert_eq!(s.completed + s.dead, 60, "{s:?}");
 }
@@ -833,6 +898,7 @@ async fn stats_marks_counts_at_the_cap() {
             "0",
             format!("{cap}+").as_str(),
             "running",
+            "-",
             "-"
         ]
     );

@@ -77,6 +77,14 @@ async fn controls_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(bool, Option
     Ok((s.paused, s.concurrency_limit))
 }
 
+async fn rate_of(q: &dyn Queue, queue: &str) -> anyhow::Result<Option<queue_core::RateLimit>> {
+    let stats = q.stats(Some(queue)).await?;
+    Ok(stats
+        .iter()
+        .find(|s| s.queue == queue)
+        .and_then(|s| s.rate_limit))
+}
+
 async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     completed(q, "emails", "{}").await?;
@@ -1360,6 +1368,56 @@ async fn queue_controls_from_the_overview_and_the_queue_page(
         .await?
         .expect(StatusCode::OK)?
         .has("Queue idle: no concurrency limit.")?;
+    ensure!(q.controls().await?.is_empty(), "{:?}", q.controls().await?);
+
+    // A rate limit, from the queue's page, as N/PERIOD; bad text changes nothing; its button
+    // removes it.
+    let page = c
+        .post(
+            "/actions/rate",
+            &[("queue", "emails"), ("rate", " 100/1m "), ("back", "queue")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Queue emails: at most 100 jobs start per 1m.")?
+        .has("Running; no concurrency limit; at most 100 jobs start per 1m.")?
+        .has("name=\"rate\" value=\"100/1m\"")?
+        .has("Remove rate")?;
+    let hundred = queue_core::RateLimit::new(100, Duration::from_secs(60))?;
+    ensure!(rate_of(q, "emails").await? == Some(hundred));
+    for (text, expected) in [
+        ("0/1m", "invalid rate_limit.limit: must be at least 1"),
+        (
+            "5/1ms",
+            "invalid rate_limit.period: must be from 10 ms to 7 days",
+        ),
+        ("fast", "invalid rate_limit: must be N/PERIOD"),
+    ] {
+        c.post(
+            "/actions/rate",
+            &[("queue", "emails"), ("rate", text), ("back", "queue")],
+        )
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has(&format!("Nothing was changed: {expected}"))?;
+        ensure!(
+            rate_of(q, "emails").await? == Some(hundred),
+            "{text:?} changed nothing"
+        );
+    }
+    c.post(
+        "/actions/rate",
+        &[
+            ("queue", "emails"),
+            ("rate", "100/1m"),
+            ("clear", "1"),
+            ("back", "queue"),
+        ],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Queue emails: no rate limit.")?;
+    ensure!(rate_of(q, "emails").await?.is_none());
     ensure!(q.controls().await?.is_empty(), "{:?}", q.controls().await?);
     Ok(())
 }

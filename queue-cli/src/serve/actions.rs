@@ -326,9 +326,9 @@ pub(crate) async fn retry_dead(
     }
 }
 
-/// The form of a queue control: pause, resume, or set (`limit`) or remove (`clear`) the
-/// concurrency limit. `back` is the page it was sent from: `queue` (the queue's job list) or
-/// the overview.
+/// The form of a queue control: pause, resume, or set (`limit`, `rate`) or remove (`clear`)
+/// the concurrency or rate limit. `back` is the page it was sent from: `queue` (the queue's job
+/// list) or the overview.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ControlForm {
     #[serde(default)]
@@ -337,6 +337,8 @@ pub(crate) struct ControlForm {
     queue: String,
     #[serde(default)]
     limit: String,
+    #[serde(default)]
+    rate: String,
     clear: Option<String>,
     #[serde(default)]
     back: String,
@@ -348,6 +350,7 @@ enum Control {
     Pause,
     Resume,
     Limit,
+    Rate,
 }
 
 /// Applies `control` as `form` asks and shows the page the form came from, with what is now
@@ -381,6 +384,21 @@ async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlFor
                 Err(e) => Err(e),
             }
         }
+        Control::Rate => {
+            let rate = if form.clear.is_some() {
+                Ok(None)
+            } else {
+                crate::admin::parse_rate(&form.rate)
+            };
+            match rate {
+                Ok(rate) => app
+                    .queue
+                    .set_rate_limit(&name, rate)
+                    .await
+                    .map(|()| format!("Queue {name}: {}.", crate::admin::rate_words(rate))),
+                Err(e) => Err(e),
+            }
+        }
     };
     let (status, notice) = match outcome {
         Ok(text) => {
@@ -389,6 +407,7 @@ async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlFor
                 queue = %name,
                 action = ?control,
                 limit = %form.limit.trim(),
+                rate = %form.rate.trim(),
                 "dashboard: queue control changed"
             );
             (StatusCode::OK, Notice::ok(text))
@@ -440,6 +459,16 @@ pub(crate) async fn limit(
     Posted(form): Posted<ControlForm>,
 ) -> Response {
     control(&app, &csrf, Control::Limit, form).await
+}
+
+/// `POST /actions/rate`: sets (`rate`, as `N/PERIOD`) or removes (`clear`, or `rate=none`)
+/// the queue's rate limit.
+pub(crate) async fn rate(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<ControlForm>,
+) -> Response {
+    control(&app, &csrf, Control::Rate, form).await
 }
 
 /// The form of a prune.

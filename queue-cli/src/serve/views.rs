@@ -353,13 +353,18 @@ pub(crate) struct ControlView {
     pub(crate) limit: String,
     /// The limit as the form shows it: the number, or empty.
     pub(crate) limit_input: String,
+    /// The rate limit as the form shows it: `N/PERIOD`, or empty.
+    pub(crate) rate_input: String,
     /// The whole state in words, e.g. `Running; at most 5 jobs run at once.`
     pub(crate) summary: String,
 }
 
 impl ControlView {
     pub(crate) fn new(s: &QueueStats) -> Self {
-        let limit = crate::admin::limit_words(s.concurrency_limit);
+        let mut limit = crate::admin::limit_words(s.concurrency_limit);
+        if s.rate_limit.is_some() {
+            limit = format!("{limit}; {}", crate::admin::rate_words(s.rate_limit));
+        }
         let summary = if s.paused {
             format!("Paused: no job is given out until it is resumed; {limit}.")
         } else {
@@ -375,6 +380,10 @@ impl ControlView {
             limit_input: s
                 .concurrency_limit
                 .map(|n| n.to_string())
+                .unwrap_or_default(),
+            rate_input: s
+                .rate_limit
+                .map(|r| format!("{}/{}", r.limit, crate::admin::period_words(r.period)))
                 .unwrap_or_default(),
             summary,
         }
