@@ -129,6 +129,12 @@ pub fn catalogue() -> Vec<Case> {
         controls::controls_worker_honours_the_limit,
         controls::controls_rate_limit_holds_over_windows,
         controls::controls_rate_limited_worker_wakes_at_the_window,
+        // Concurrency keys and fair shares.
+        keys::keys_limit_1_holds_under_64_claimers,
+        keys::keys_limit_3_holds_under_64_claimers,
+        keys::keys_expired_lease_frees_its_key,
+        keys::keys_fair_shares_serve_a_new_key_within_rounds,
+        keys::keys_bad_input_stores_nothing,
         // Periodic jobs (schedules).
         schedules::schedules_two_schedulers_one_job_per_slot,
         schedules::schedules_eight_schedulers_one_job_per_slot,

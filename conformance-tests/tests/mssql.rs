@@ -624,7 +624,7 @@ async fn bad_settings_and_unreachable_servers(server: Server) -> anyhow::Result<
     .await
 }
 
-/// Batches beyond one statement (190 rows) are split inside one transaction: all stored, or
+/// Batches beyond one statement (174 rows) are split inside one transaction: all stored, or
 /// none when a row of the last chunk clashes; the clash names its key. ack_batch of 100.
 async fn push_batch_is_chunked_and_atomic(server: Server) -> anyhow::Result<()> {
     let q = fresh(&server, |b| b).await?;

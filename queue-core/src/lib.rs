@@ -37,9 +37,9 @@ pub use periodic::{
 };
 pub use profile::{EngineProfile, Profile, ServerKind};
 pub use queue::{
-    BulkAction, BulkOutcome, Capabilities, CheckedPop, ClaimStrategy, Dialect, JobFilter,
+    BulkAction, BulkOutcome, Capabilities, CheckedPop, ClaimStrategy, Dialect, HotKey, JobFilter,
     ListRequest, PopRequest, PruneRequest, Queue, QueueControl, QueueStats, RateLimit, Wakeups,
-    MAX_CONCURRENCY_LIMIT, MAX_RATE_PERIOD, MIN_RATE_PERIOD,
+    HOT_KEYS, MAX_CONCURRENCY_LIMIT, MAX_RATE_PERIOD, MIN_RATE_PERIOD,
 };
 pub use retention::{Retention, RetentionReport, RETENTION_ROUND};
 pub use retry::{FailDecision, RetryPolicy};

@@ -209,6 +209,14 @@ pub struct QueueStats {
     pub concurrency_limit: Option<u32>,
     /// At most this many of its jobs start per window ([`Queue::set_rate_limit`]).
     pub rate_limit: Option<RateLimit>,
+    /// At most this many of its jobs with one concurrency key hold a live lease at once
+    /// ([`Queue::set_key_limit`]).
+    pub key_limit: Option<u32>,
+    /// Claims take turns across its concurrency keys ([`Queue::set_fair_shares`]).
+    pub fair_shares: bool,
+    /// In a queue with a key limit or fair shares: the keys with the most live leases, most
+    /// first (at most [`HOT_KEYS`]), each with how many of its jobs are due and waiting.
+    pub hot_keys: Vec<HotKey>,
     /// Completed, dead and cancelled jobs were counted up to this many each
     /// ([`Limits::stats_count_cap`]): a count equal to it means at least that many
     /// ([`QueueStats::at_least`]). `None`: every count is exact.
@@ -227,13 +235,40 @@ pub struct QueueControl {
     pub concurrency_limit: Option<u32>,
     /// At most this many of its jobs start per window, across every process.
     pub rate_limit: Option<RateLimit>,
+    /// At most this many of its jobs with one concurrency key hold a live lease at once,
+    /// across every process.
+    pub key_limit: Option<u32>,
+    /// Claims take turns across its concurrency keys.
+    pub fair_shares: bool,
+    /// Where the turns across keys resume: the key the latest claim served last (`None`: the
+    /// jobs without a key, or no claim yet).
+    pub key_cursor: Option<String>,
 }
 
 impl QueueControl {
     /// Whether claims of this queue need the controlled path (paused or limited).
     pub fn restricts(&self) -> bool {
-        self.paused || self.concurrency_limit.is_some() || self.rate_limit.is_some()
+        self.paused || self.concurrency_limit.is_some() || self.rate_limit.is_some() || self.keyed()
     }
+
+    /// Whether claims of this queue go key by key (a key limit or fair shares).
+    pub fn keyed(&self) -> bool {
+        self.key_limit.is_some() || self.fair_shares
+    }
+}
+
+/// How many hot keys [`QueueStats::hot_keys`] lists.
+pub const HOT_KEYS: usize = 10;
+
+/// A concurrency key with live leases ([`QueueStats::hot_keys`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HotKey {
+    /// The key.
+    pub key: String,
+    /// Its jobs holding a live lease.
+    pub running: u64,
+    /// Its jobs pending and due: held back while `running` is at the key limit.
+    pub waiting: u64,
 }
 
 /// A queue's rate limit ([`Queue::set_rate_limit`]): at most `limit` of its jobs start in each
@@ -881,6 +916,35 @@ pub trait Queue: Send + Sync + 'static {
     /// [`RateLimit::new`]), or `queue` for a bad name; nothing is stored.
     async fn set_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
         let _ = (queue, rate);
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Sets (`Some(n)`) or removes (`None`) the key limit of `queue`: a claim gives out a job
+    /// with a concurrency key ([`crate::NewJob::concurrency_key`]) only while fewer than `n` jobs
+    /// with that key hold a live lease, counted inside the claim, across every process. Jobs of
+    /// a key at its limit wait without holding back the jobs of other keys behind them; an
+    /// expired lease frees its key's place at once. Jobs without a key are not limited by it.
+    /// A queue with a key limit also takes turns across its keys, as with
+    /// [`Queue::set_fair_shares`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `key_limit` for 0 or more than
+    /// [`MAX_CONCURRENCY_LIMIT`], or `queue` for a bad name; nothing is stored.
+    async fn set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        let _ = (queue, limit);
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Turns fair shares of `queue` on or off: each claim visits the queue's concurrency keys
+    /// in turn, resuming after the key the previous claim served last (the jobs without a key
+    /// take one turn of their own), so a key with a deep backlog does not delay the jobs of
+    /// another key: a key that has a due job is served within as many claims as there are keys
+    /// with due jobs. Within a key, jobs go in priority order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `queue` for a bad name.
+    async fn set_fair_shares(&self, queue: &str, on: bool) -> Result<()> {
+        let _ = (queue, on);
         Err(Error::Unsupported("queue controls"))
     }
 

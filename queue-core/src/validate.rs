@@ -242,6 +242,29 @@ pub fn dedup_key(key: &str) -> Result<()> {
     Ok(())
 }
 
+/// The longest concurrency key, in characters.
+pub const MAX_CONCURRENCY_KEY: usize = 200;
+
+/// A concurrency key: 1..=200 characters, no NUL.
+pub fn concurrency_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::invalid("concurrency_key", "must not be empty"));
+    }
+    if key.contains('\0') {
+        return Err(Error::invalid(
+            "concurrency_key",
+            "must not contain NUL (U+0000)",
+        ));
+    }
+    if key.chars().count() > MAX_CONCURRENCY_KEY {
+        return Err(Error::invalid(
+            "concurrency_key",
+            format!("must be at most {MAX_CONCURRENCY_KEY} characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// A batch: 1..=`max_batch` jobs.
 pub fn batch_len(len: usize, limits: &Limits) -> Result<()> {
     if len > limits.max_batch {

@@ -7,11 +7,12 @@
 -- the CTE (not `UPDATE c`) and restates the state on the outer table; each row gets its own
 -- token (NEWID() is evaluated per row). @P3 and @P4: the lease as whole seconds plus
 -- microseconds; @P5: the worker. OUTPUT returns the rows as stored, in no particular order.
--- Nothing is claimed while the queue's row in `queues` says paused or limited (a concurrency
--- or a rate limit), unless @P6 = 1 (the caller holds that row's update lock in this
--- transaction and applied the controls itself). The check reads `queues` plainly (the hints
--- above are the jobs table's): it must not serialize ordinary claims on the row. It does not
--- depend on the job row, so the server may evaluate it once per statement.
+-- Nothing is claimed while the queue's row in `queues` says paused or limited (a concurrency,
+-- a rate or a key limit, or fair shares: keyed queues are claimed key by key, by job_claim_key),
+-- unless @P6 = 1 (the caller holds that row's update lock in this transaction and applied the
+-- controls itself). The check reads `queues` plainly (the hints above are the jobs table's):
+-- it must not serialize ordinary claims on the row. It does not depend on the job row, so the
+-- server may evaluate it once per statement.
 WITH c AS (
     SELECT TOP (@P2) id
     FROM [{schema}].[jobs] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK, FORCESEEK)
@@ -19,7 +20,7 @@ WITH c AS (
       AND (@P6 = 1 OR NOT EXISTS (
           SELECT 1 FROM [{schema}].[queues] AS q
           WHERE q.name = @P1 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL
-               OR q.rate_limit IS NOT NULL)))
+               OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.fair_shares = 1)))
     ORDER BY priority DESC, run_at, id
 )
 UPDATE j

@@ -7,7 +7,8 @@
 -- Binds as job_insert (@P1 id, @P2 queue, @P3 payload, @P4 priority, @P5 max_attempts, @P6
 -- and @P7 the delay as whole seconds plus microseconds, @P8 dedup key bytes, @P9 kind, @P10
 -- meta, @P11 timeout in microseconds), then @P12 the unique key (32 bytes) and @P13 its state
--- bits; unique_live starts as the key (pending is in every rule's states).
+-- bits; unique_live starts as the key (pending is in every rule's states); @P14 the concurrency
+-- key (UTF-8 bytes, or NULL).
 --
 -- The INSERT stores nothing when the key is held by a committed job (NOT EXISTS), so the usual
 -- meeting of a held key raises no error at all. That read and the insert are not atomic: the
@@ -30,11 +31,12 @@ DECLARE @inserted INT = 0;
 BEGIN TRY
     INSERT INTO [{schema}].[jobs]
         (id, queue, payload, priority, state, attempts, max_attempts, run_at, dedup_key, kind,
-         meta, timeout_us, unique_key, unique_states, unique_live, created_at, updated_at)
+         meta, timeout_us, unique_key, unique_states, unique_live, concurrency_key, created_at,
+         updated_at)
     SELECT CAST(@P1 AS BINARY(16)), @P2, @P3, @P4, N'pending', 0, @P5,
            DATEADD(MICROSECOND, @P7, DATEADD(SECOND, @P6, SYSUTCDATETIME())),
            @P8, @P9, @P10, @P11, CAST(@P12 AS VARBINARY(32)), @P13,
-           CAST(@P12 AS VARBINARY(32)), SYSUTCDATETIME(), SYSUTCDATETIME()
+           CAST(@P12 AS VARBINARY(32)), @P14, SYSUTCDATETIME(), SYSUTCDATETIME()
     WHERE NOT EXISTS (
         SELECT 1 FROM [{schema}].[jobs] WITH (READCOMMITTEDLOCK)
         WHERE unique_live = CAST(@P12 AS VARBINARY(32)) AND unique_live IS NOT NULL);

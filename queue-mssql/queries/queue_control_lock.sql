@@ -4,8 +4,10 @@
 -- the row is missing): controlled claims of one queue take turns, while the claim statements'
 -- plain reads of the row (shared locks, or row versions under READ_COMMITTED_SNAPSHOT) are not
 -- blocked. HOLDLOCK makes this a locking read of the latest committed row also when
--- READ_COMMITTED_SNAPSHOT is on, and job_live_leases, a later statement, sees every claim
--- committed before the lock was granted.
-SELECT name, paused, concurrency_limit, rate_limit, rate_period_us
+-- READ_COMMITTED_SNAPSHOT is on, and job_live_leases and job_key_leases, later statements, see
+-- every claim committed before the lock was granted. key_cursor is written back by
+-- queue_key_cursor in the same transaction, under this lock.
+SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares,
+       key_cursor
 FROM [{schema}].[queues] WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @P1

@@ -21,7 +21,8 @@ use crate::error::MsSqlError;
 use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
 use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
 use crate::sql::{
-    dateadd_parts, Statements, BULK_IDS, INSERT_ROWS, IN_LIST, MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
+    dateadd_parts, Statements, BULK_IDS, INSERT_ROWS, INSERT_VALUES, IN_LIST,
+    MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
 };
 
 /// The savepoint a multi-statement insert sets inside a caller's transaction.
@@ -96,6 +97,16 @@ fn parse_state(s: &str) -> Result<JobState, MsSqlError> {
 fn dedup_key(row: &Row) -> Result<Option<String>, MsSqlError> {
     bytes(row, "dedup_key")?
         .map(|b| String::from_utf8(b.to_vec()).map_err(|_| decode("a dedup key is not UTF-8")))
+        .transpose()
+}
+
+/// A concurrency key as stored (`concurrency_key`, `key_cursor`, `next_key`): its UTF-8 bytes.
+fn key_column(row: &Row, col: &str) -> Result<Option<String>, MsSqlError> {
+    bytes(row, col)?
+        .map(|b| {
+            String::from_utf8(b.to_vec())
+                .map_err(|_| decode(format!("a concurrency key ({col}) is not UTF-8")))
+        })
         .transpose()
 }
 
@@ -206,6 +217,7 @@ fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
     let limit = row.try_get::<i32, _>("concurrency_limit")?;
     let rate = row.try_get::<i32, _>("rate_limit")?;
     let period = row.try_get::<i64, _>("rate_period_us")?;
+    let key_limit = row.try_get::<i32, _>("key_limit")?;
     Ok(QueueControl {
         queue: text(row, "name")?,
         paused: row
@@ -213,6 +225,11 @@ fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
             .ok_or_else(|| decode("paused is NULL"))?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
         rate_limit: rate_limit_of(rate.map(i64::from), period),
+        key_limit: key_limit.and_then(|n| u32::try_from(n).ok()),
+        fair_shares: row
+            .try_get::<bool, _>("fair_shares")?
+            .ok_or_else(|| decode("fair_shares is NULL"))?,
+        key_cursor: key_column(row, "key_cursor")?,
     })
 }
 
@@ -265,7 +282,8 @@ fn schedule_update_values(s: &StoredSchedule, version: i64) -> Params<'_> {
     params
 }
 
-/// The values of `queue_set_limit`: the queue and its limit (NULL: none).
+/// The values of `queue_set_limit` and `queue_set_key_limit`: the queue and its limit (`int`;
+/// NULL: none).
 fn set_limit_values(queue: &str, limit: Option<u32>) -> Params<'_> {
     params![queue, limit.map(signed)]
 }
@@ -279,6 +297,54 @@ fn set_rate_values(queue: &str, rate: Option<(u32, i64)>) -> Params<'_> {
 /// The values of `queue_rate_record`: the queue, the window (`bigint`) and its count (`int`).
 fn rate_record_values(queue: &str, window: i64, count: u32) -> Params<'_> {
     params![queue, window, signed(count)]
+}
+
+/// The values of `queue_key_cursor`: the queue and the key served last, as its UTF-8 bytes
+/// (`varbinary`; NULL: the jobs without a key).
+fn key_cursor_values<'a>(queue: &'a str, cursor: Option<&'a str>) -> Params<'a> {
+    params![queue, cursor.map(str::as_bytes)]
+}
+
+/// The values of `job_key_waiting`: the queue and a key as its UTF-8 bytes.
+fn key_values<'a>(queue: &'a str, key: &'a str) -> Params<'a> {
+    params![queue, key.as_bytes()]
+}
+
+/// The values of `job_key_next`: [`key_values`], then how many keys.
+fn key_next_values<'a>(queue: &'a str, after: &'a str, n: usize) -> Params<'a> {
+    params![
+        queue,
+        after.as_bytes(),
+        i64::try_from(n).unwrap_or(i64::MAX)
+    ]
+}
+
+/// The rows of `job_key_leases`: each key with its live leases.
+fn key_leases(rows: &[Row]) -> Result<Vec<(String, u64)>, MsSqlError> {
+    rows.iter()
+        .map(|r| {
+            let key = key_column(r, "concurrency_key")?
+                .ok_or_else(|| decode("a key with leases is NULL"))?;
+            Ok((key, count(r, "running")?))
+        })
+        .collect()
+}
+
+/// The values of `job_claim_key` (`@P1..@P6`: [`claim_values`]'s first five, then the key as
+/// its UTF-8 bytes) or, for the jobs without a key, `job_claim_unkeyed` (`@P1..@P5`).
+fn claim_key_values<'a>(p: JobClaim<'a>, key: Option<&'a str>) -> Params<'a> {
+    let (secs, us) = dateadd_parts(p.lease);
+    let mut params = params![
+        p.queue,
+        limit(p.limit.min(MAX_ROWS_PER_STATEMENT)),
+        secs,
+        us,
+        p.worker,
+    ];
+    if let Some(key) = key {
+        params.push(key.as_bytes());
+    }
+    params
 }
 
 /// A row count as `TOP (@n)` takes it.
@@ -303,9 +369,9 @@ fn claim_values(p: JobClaim<'_>) -> Params<'_> {
     ]
 }
 
-/// The values of one INSERT of `jobs` (11 per job, in `job_insert`'s order).
+/// The values of one INSERT of `jobs` ([`INSERT_VALUES`] per job, in `job_insert`'s order).
 fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> {
-    let mut v = Params::with_capacity(11 * (end - start));
+    let mut v = Params::with_capacity(INSERT_VALUES * (end - start));
     for (job, delay) in p.jobs[start..end].iter().zip(&p.delays[start..end]) {
         let (secs, us) = dateadd_parts(*delay);
         v.push(job.id());
@@ -319,12 +385,13 @@ fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> 
         v.push(job.kind_value());
         v.push(job.meta_json());
         v.push(job.timeout_value().map(micros));
+        v.push(job.concurrency_key_value().map(str::as_bytes));
     }
     v
 }
 
-/// The values of `job_insert_unique` (`@P1..@P13`): the job's 11, as `job_insert` binds one
-/// job, then its unique key and state bits.
+/// The values of `job_insert_unique` (`@P1..@P14`): the job's first 11, as `job_insert` binds
+/// one job, then its unique key and state bits, then its concurrency key.
 fn unique_insert_values<'a>(p: &JobInsertUnique<'a>) -> Params<'a> {
     let job = p.job;
     let (secs, us) = dateadd_parts(p.delay);
@@ -342,6 +409,7 @@ fn unique_insert_values<'a>(p: &JobInsertUnique<'a>) -> Params<'a> {
         job.timeout_value().map(micros),
         &p.key[..],
         i32::from(p.states),
+        job.concurrency_key_value().map(str::as_bytes),
     ]
 }
 
@@ -1186,6 +1254,96 @@ impl Driver for MsSqlDriver {
         Ok(())
     }
 
+    async fn queue_set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), MsSqlError> {
+        self.conn()
+            .await?
+            .execute(
+                &self.sql.queue_set_key_limit,
+                set_limit_values(queue, limit),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), MsSqlError> {
+        self.conn()
+            .await?
+            .execute(&self.sql.queue_set_fair, params![queue, on])
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_key_cursor(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+        cursor: Option<&str>,
+    ) -> Result<(), MsSqlError> {
+        tx.connection()
+            .execute(&self.sql.queue_key_cursor, key_cursor_values(queue, cursor))
+            .await?;
+        Ok(())
+    }
+
+    async fn job_key_leases(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        queue: &str,
+    ) -> Result<Vec<(String, u64)>, MsSqlError> {
+        let rows = match target {
+            Target::Pool => self.fetch(&self.sql.job_key_leases, params![queue]).await?,
+            Target::Tx(tx) => {
+                tx.connection()
+                    .fetch(&self.sql.job_key_leases, params![queue])
+                    .await?
+            }
+        };
+        key_leases(&rows)
+    }
+
+    async fn job_key_next(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<String>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.job_key_next, key_next_values(queue, after, n))
+            .await?;
+        rows.iter()
+            .map(|r| key_column(r, "next_key")?.ok_or_else(|| decode("a next key is NULL")))
+            .collect()
+    }
+
+    /// `job_claim_key` (or `job_claim_unkeyed`) on the session of the keyed claim's
+    /// transaction: its locks on the claimed rows, like the one on the queue's row, last until
+    /// that transaction ends.
+    async fn job_claim_key(
+        &self,
+        tx: &mut MsSqlTransaction,
+        p: JobClaim<'_>,
+        key: Option<&str>,
+    ) -> Result<Vec<Leased>, MsSqlError> {
+        let sql = match key {
+            Some(_) => &self.sql.job_claim_key,
+            None => &self.sql.job_claim_unkeyed,
+        };
+        let rows = tx.connection().fetch(sql, claim_key_values(p, key)).await?;
+        leased(&rows)
+    }
+
+    async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.job_key_waiting, key_values(queue, key))
+            .await?;
+        rows.first()
+            .map(|r| count(r, "waiting"))
+            .transpose()?
+            .ok_or_else(|| decode("COUNT_BIG(*) returned no row"))
+    }
+
     async fn job_live_leases(
         &self,
         tx: &mut MsSqlTransaction,
@@ -1482,14 +1640,29 @@ mod tests {
 
     #[test]
     fn control_rows_decode() {
-        let rated = |paused: bool, limit: Option<i32>, rate: Option<i32>, period: Option<i64>| {
+        let full = |paused: bool,
+                    limit: Option<i32>,
+                    rate: Option<i32>,
+                    period: Option<i64>,
+                    keys: (Option<i32>, bool, Option<&[u8]>)| {
+            let (key_limit, fair, cursor) = keys;
             Row::builder()
                 .column("name", ColumnType::NVarchar, "emails".into_sql())
                 .column("paused", ColumnType::Bit, paused.into_sql())
                 .column("concurrency_limit", ColumnType::Int4, limit.into_sql())
                 .column("rate_limit", ColumnType::Int4, rate.into_sql())
                 .column("rate_period_us", ColumnType::Int8, period.into_sql())
+                .column("key_limit", ColumnType::Int4, key_limit.into_sql())
+                .column("fair_shares", ColumnType::Bit, fair.into_sql())
+                .column(
+                    "key_cursor",
+                    ColumnType::BigVarBin,
+                    cursor.map(<[u8]>::to_vec).into_sql(),
+                )
                 .build()
+        };
+        let rated = |paused: bool, limit: Option<i32>, rate: Option<i32>, period: Option<i64>| {
+            full(paused, limit, rate, period, (None, false, None))
         };
         let row = |paused: bool, limit: Option<i32>| rated(paused, limit, None, None);
         let c = control(&row(true, None)).unwrap();
@@ -1500,6 +1673,9 @@ mod tests {
                 paused: true,
                 concurrency_limit: None,
                 rate_limit: None,
+                key_limit: None,
+                fair_shares: false,
+                key_cursor: None,
             }
         );
         let c = control(&row(false, Some(3))).unwrap();
@@ -1521,6 +1697,138 @@ mod tests {
             assert_eq!(c.rate_limit, None);
             assert!(!c.restricts());
         }
+        // A key limit alone, or fair shares alone, makes the queue keyed (and controlled);
+        // the cursor is the key's UTF-8 bytes, exactly (case and trailing spaces kept).
+        let cursor = "Acmé ".as_bytes();
+        let c = control(&full(
+            false,
+            None,
+            None,
+            None,
+            (Some(2), false, Some(cursor)),
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.key_limit, c.fair_shares, c.key_cursor.as_deref()),
+            (Some(2), false, Some("Acmé "))
+        );
+        assert!(c.keyed() && c.restricts());
+        let c = control(&full(false, None, None, None, (None, true, None))).unwrap();
+        assert_eq!(
+            (c.key_limit, c.fair_shares, c.key_cursor.as_deref()),
+            (None, true, None)
+        );
+        assert!(c.keyed() && c.restricts());
+        // A limit the column's check forbids is none, never a wrapped number.
+        let c = control(&full(false, None, None, None, (Some(-1), false, None))).unwrap();
+        assert_eq!(c.key_limit, None);
+        assert!(!c.keyed());
+        // A cursor that is not UTF-8 is a decoding error, never a guessed key.
+        let bad = full(false, None, None, None, (None, true, Some(&[0xff, 0x41])));
+        assert!(control(&bad).is_err());
+        // fair_shares is NOT NULL: a NULL is a malformed row.
+        let null_fair = Row::builder()
+            .column("name", ColumnType::NVarchar, "emails".into_sql())
+            .column("paused", ColumnType::Bit, false.into_sql())
+            .column(
+                "concurrency_limit",
+                ColumnType::Int4,
+                None::<i32>.into_sql(),
+            )
+            .column("rate_limit", ColumnType::Int4, None::<i32>.into_sql())
+            .column("rate_period_us", ColumnType::Int8, None::<i64>.into_sql())
+            .column("key_limit", ColumnType::Int4, None::<i32>.into_sql())
+            .column("fair_shares", ColumnType::Bit, None::<bool>.into_sql())
+            .column(
+                "key_cursor",
+                ColumnType::BigVarBin,
+                None::<Vec<u8>>.into_sql(),
+            )
+            .build();
+        assert!(control(&null_fair).is_err());
+    }
+
+    #[test]
+    fn key_lease_rows_decode() {
+        let row = |key: Option<&str>, n: i64| {
+            Row::builder()
+                .column(
+                    "concurrency_key",
+                    ColumnType::BigVarBin,
+                    key.map(|k| k.as_bytes().to_vec()).into_sql(),
+                )
+                .column("running", ColumnType::Int8, n.into_sql())
+                .build()
+        };
+        assert_eq!(
+            key_leases(&[row(Some("acme"), 3), row(Some("Acme"), 1)]).unwrap(),
+            vec![("acme".to_owned(), 3), ("Acme".to_owned(), 1)]
+        );
+        assert_eq!(key_leases(&[]).unwrap(), Vec::<(String, u64)>::new());
+        // The statement leaves out jobs without a key: a NULL key is a malformed row.
+        assert!(key_leases(&[row(None, 1)]).is_err());
+        // The next key: NULL past the last.
+        let next = |key: Option<Vec<u8>>| {
+            Row::builder()
+                .column("next_key", ColumnType::BigVarBin, key.into_sql())
+                .build()
+        };
+        assert_eq!(
+            key_column(&next(Some("tenant-ü".as_bytes().to_vec())), "next_key").unwrap(),
+            Some("tenant-ü".to_owned())
+        );
+        assert_eq!(key_column(&next(None), "next_key").unwrap(), None);
+        assert!(key_column(&next(Some(vec![0xc3])), "next_key").is_err());
+    }
+
+    #[test]
+    fn key_values_follow_the_statements() {
+        let p = JobClaim {
+            queue: "q",
+            limit: 5_000,
+            lease: Duration::from_micros(90_000_001),
+            worker: "w",
+            controls_checked: true,
+        };
+        // job_claim_key: job_claim's first five, then the key's bytes in place of the flag.
+        let keyed = claim_key_values(p, Some("Acmé"));
+        let ordinary = claim_values(p);
+        assert_eq!(keyed.values()[..5], ordinary.values()[..5]);
+        assert_eq!(
+            keyed.values()[1],
+            ColumnData::I64(Some(MAX_ROWS_PER_STATEMENT as i64))
+        );
+        assert_eq!(
+            keyed.values()[5],
+            ColumnData::Binary(Some("Acmé".as_bytes().into()))
+        );
+        assert_eq!(keyed.len(), 6);
+        // job_claim_unkeyed: the five alone.
+        let unkeyed = claim_key_values(p, None);
+        assert_eq!(unkeyed.values(), &ordinary.values()[..5]);
+        // job_key_next from the start: the empty value (below every key), not NULL.
+        let v = key_next_values("q", "", 32);
+        assert_eq!(
+            v.values(),
+            &[
+                ColumnData::String(Some("q".into())),
+                ColumnData::Binary(Some(b"".as_slice().into())),
+                ColumnData::I64(Some(32)),
+            ]
+        );
+        // The cursor: the key's bytes, or a typed NULL for the jobs without a key.
+        let v = key_cursor_values("q", Some("b"));
+        assert_eq!(
+            v.values()[1],
+            ColumnData::Binary(Some(b"b".as_slice().into()))
+        );
+        assert_eq!(
+            key_cursor_values("q", None).values()[1],
+            ColumnData::Binary(None)
+        );
+        // The key limit as `int`, as the concurrency limit.
+        let v = set_limit_values("q", Some(4));
+        assert_eq!(v.values()[1], ColumnData::I32(Some(4)));
     }
 
     #[test]
@@ -1682,6 +1990,13 @@ mod tests {
         // they are declared as.
         type Case<'a> = (&'a str, String, Params<'a>, &'a [(usize, &'a str)]);
         let key = [7u8; 32];
+        let claim = JobClaim {
+            queue: "q",
+            limit: 10,
+            lease: Duration::from_secs(30),
+            worker: "w",
+            controls_checked: true,
+        };
         let unique = JobInsertUnique {
             job: &jobs[0],
             delay: Duration::ZERO,
@@ -1698,6 +2013,7 @@ mod tests {
                     (9, "nvarchar(4000)"),
                     (10, "nvarchar(4000)"),
                     (11, "bigint"),
+                    (12, "varbinary(max)"),
                 ],
             ),
             (
@@ -1709,6 +2025,7 @@ mod tests {
                     (9, "nvarchar(4000)"),
                     (10, "nvarchar(4000)"),
                     (11, "bigint"),
+                    (14, "varbinary(max)"),
                 ],
             ),
             (
@@ -1792,6 +2109,42 @@ mod tests {
                 &[],
             ),
             (
+                "queue_set_key_limit",
+                sql.queue_set_key_limit.to_string(),
+                set_limit_values("q", None),
+                &[(2, "int")],
+            ),
+            (
+                "queue_set_fair",
+                sql.queue_set_fair.to_string(),
+                params!["q", false],
+                &[],
+            ),
+            (
+                "queue_key_cursor",
+                sql.queue_key_cursor.to_string(),
+                key_cursor_values("q", None),
+                &[(2, "varbinary(max)")],
+            ),
+            (
+                "job_key_next",
+                sql.job_key_next.to_string(),
+                key_next_values("q", "", 32),
+                &[],
+            ),
+            (
+                "job_claim_key",
+                sql.job_claim_key.to_string(),
+                claim_key_values(claim, Some("k")),
+                &[],
+            ),
+            (
+                "job_claim_unkeyed",
+                sql.job_claim_unkeyed.to_string(),
+                claim_key_values(claim, None),
+                &[],
+            ),
+            (
                 "schedule_insert",
                 sql.schedule_insert.to_string(),
                 schedule_insert_values(&stored),
@@ -1842,7 +2195,8 @@ mod tests {
             .dedup_key("k")
             .kind("sync")
             .priority(4)
-            .max_attempts(6);
+            .max_attempts(6)
+            .concurrency_key("tenant-7");
         let key: [u8; 32] = std::array::from_fn(|i| i as u8);
         let p = JobInsertUnique {
             job: &job,
@@ -1852,7 +2206,7 @@ mod tests {
         };
         let v = unique_insert_values(&p);
         let v = v.values();
-        assert_eq!(v.len(), 13);
+        assert_eq!(v.len(), 14);
         assert_eq!(
             v[0],
             ColumnData::Binary(Some(job.id().0.as_bytes().to_vec().into()))
@@ -1869,6 +2223,10 @@ mod tests {
         assert_eq!(v[10], ColumnData::I64(None));
         assert_eq!(v[11], ColumnData::Binary(Some(key.as_slice().into())));
         assert_eq!(v[12], ColumnData::I32(Some(11)));
+        assert_eq!(
+            v[13],
+            ColumnData::Binary(Some(b"tenant-7".as_slice().into()))
+        );
 
         let replace = unique_replace_values(&JobUniqueReplace {
             id: JobId(Uuid::now_v7()),
@@ -1923,7 +2281,8 @@ mod tests {
                 .timeout(Duration::from_millis(2)),
             queue_core::NewJob::from_json("q", "\"x\"")
                 .unwrap()
-                .priority(3),
+                .priority(3)
+                .concurrency_key("Acmé"),
         ];
         let delays = [
             Duration::from_secs(3600 * 24 * 365 * 10),
@@ -1936,20 +2295,23 @@ mod tests {
         };
         let v = insert_values(&p, 0, 2);
         let v = v.values();
-        assert_eq!(v.len(), 22);
+        assert_eq!(v.len(), 2 * INSERT_VALUES);
         assert_eq!(v[5], ColumnData::I32(Some(315_360_000)));
         assert_eq!(v[6], ColumnData::I32(Some(0)));
         assert_eq!(v[7], ColumnData::Binary(Some(b"k".as_slice().into())));
         assert_eq!(v[8], ColumnData::String(Some("send".into())));
         assert_eq!(v[9], ColumnData::String(Some(r#"{"a":1}"#.into())));
         assert_eq!(v[10], ColumnData::I64(Some(2_000)));
-        assert_eq!(v[14], ColumnData::I32(Some(3)));
-        assert_eq!(v[16], ColumnData::I32(Some(1)));
-        assert_eq!(v[17], ColumnData::I32(Some(500_000)));
-        assert_eq!(v[18], ColumnData::Binary(None));
-        assert_eq!(v[19], ColumnData::String(None));
+        assert_eq!(v[11], ColumnData::Binary(None), "no concurrency key");
+        assert_eq!(v[15], ColumnData::I32(Some(3)));
+        assert_eq!(v[17], ColumnData::I32(Some(1)));
+        assert_eq!(v[18], ColumnData::I32(Some(500_000)));
+        assert_eq!(v[19], ColumnData::Binary(None));
         assert_eq!(v[20], ColumnData::String(None));
-        assert_eq!(v[21], ColumnData::I64(None));
+        assert_eq!(v[21], ColumnData::String(None));
+        assert_eq!(v[22], ColumnData::I64(None));
+        // The key as its UTF-8 bytes (binary comparisons, whatever the collation).
+        assert_eq!(v[23], ColumnData::Binary(Some("Acmé".as_bytes().into())));
     }
     #[test]
     fn bulk_values_follow_the_statements() {

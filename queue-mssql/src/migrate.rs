@@ -42,6 +42,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "rate_limits",
         sql: include_str!("../migrations/0007_rate_limits.sql"),
     },
+    Migration {
+        version: 8,
+        name: "concurrency_keys",
+        sql: include_str!("../migrations/0008_concurrency_keys.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -227,6 +232,54 @@ mod tests {
         // and the window as `bigint`; every constraint named (a generated name differs per
         // database), as migration 2's are.
         assert_eq!(flat.matches("CONSTRAINT queues_").count(), 3);
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
+    }
+
+    #[test]
+    fn the_concurrency_key_columns_and_their_index_are_added_once() {
+        let m = MIGRATIONS
+            .iter()
+            .find(|m| m.name == "concurrency_keys")
+            .unwrap();
+        assert_eq!(m.version, 8);
+        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(8));
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let steps: Vec<&str> = flat.split("; ").collect();
+        assert_eq!(steps.len(), 3, "{flat}");
+        // The jobs' key: the UTF-8 bytes of up to 200 characters, nullable and without a
+        // default (a change of the catalogue only), unless the column exists.
+        assert_eq!(
+            steps[0],
+            "IF COL_LENGTH(N'[s1].[jobs]', N'concurrency_key') IS NULL \
+             ALTER TABLE [s1].[jobs] ADD concurrency_key VARBINARY(800) NULL"
+        );
+        // The index of pending keyed jobs, in claim order within each key, unless it exists;
+        // created through EXEC (compiled after the column exists), its literal doubled.
+        assert_eq!(
+            steps[1],
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = \
+             OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_key_idx') \
+             EXEC(N'CREATE INDEX jobs_key_idx ON [s1].[jobs] \
+             (queue, concurrency_key, priority DESC, run_at, id) \
+             WHERE state = N''pending'' AND concurrency_key IS NOT NULL')"
+        );
+        // The queue's three controls in one ALTER (all or none) under one guard; the limit
+        // checked and the constraints named, as migration 7's are.
+        assert_eq!(
+            steps[2],
+            "IF COL_LENGTH(N'[s1].[queues]', N'key_cursor') IS NULL \
+             ALTER TABLE [s1].[queues] ADD \
+             key_limit INT NULL CONSTRAINT queues_key_limit_check CHECK (key_limit > 0), \
+             fair_shares BIT NOT NULL CONSTRAINT queues_fair_shares_default DEFAULT 0, \
+             key_cursor VARBINARY(800) NULL;"
+        );
+        // Keys as long as the validator allows fit the columns as UTF-8 (4 bytes a character
+        // at most), and the index's key fits SQL Server 2016's 1,700 bytes: queue (NVARCHAR(128),
+        // 2 bytes a unit), the key, priority, run_at (DATETIME2(6)) and id.
+        const KEY_BYTES: usize = 4 * queue_core::validate::MAX_CONCURRENCY_KEY;
+        const { assert!(KEY_BYTES <= 800 && 2 * 128 + KEY_BYTES + 4 + 8 + 16 <= 1_700) };
         assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 

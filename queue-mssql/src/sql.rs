@@ -14,8 +14,10 @@ use queue_core::engine::statements::load;
 
 /// Most parameters one request may carry.
 pub(crate) const MAX_PARAMETERS: usize = 2_100;
-/// Jobs per INSERT (11 parameters each, 2,090 in all).
-pub(crate) const INSERT_ROWS: usize = 190;
+/// Values each job binds in `job_insert`.
+pub(crate) const INSERT_VALUES: usize = 12;
+/// Jobs per INSERT (12 parameters each, 2,088 in all).
+pub(crate) const INSERT_ROWS: usize = 174;
 /// `(id, token)` or `(id, version)` pairs per statement (2 parameters each, plus the fixed
 /// ones), and at most this many rows locked by one statement, far below the 5,000 locks at
 /// which SQL Server escalates to a table lock.
@@ -32,7 +34,7 @@ pub(crate) const BULK_IDS: usize = MAX_ROWS_PER_STATEMENT;
 // Every chunk fits one request, and no statement locks enough rows to escalate to a table lock
 // (5,000 locks by one statement).
 const _: () = {
-    assert!(11 * INSERT_ROWS <= MAX_PARAMETERS);
+    assert!(INSERT_VALUES * INSERT_ROWS <= MAX_PARAMETERS);
     assert!(4 + 2 * PAIR_ROWS <= MAX_PARAMETERS);
     assert!(2 * IN_LIST <= MAX_PARAMETERS);
     assert!(BULK_IDS + 5 <= MAX_PARAMETERS);
@@ -109,6 +111,11 @@ statements!(
     job_retry_many,
     job_delete_many,
     job_live_leases,
+    job_key_leases,
+    job_key_next,
+    job_claim_key,
+    job_claim_unkeyed,
+    job_key_waiting,
     maintenance_claim,
     maintenance_release,
     queue_control_get,
@@ -119,6 +126,9 @@ statements!(
     queue_set_rate,
     queue_rate_state,
     queue_rate_record,
+    queue_set_key_limit,
+    queue_set_fair,
+    queue_key_cursor,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -160,9 +170,9 @@ fn expand(text: &str, markers: &[(&str, String)]) -> String {
 }
 
 impl Statements {
-    /// An INSERT of `rows` jobs (11 values each, from `@P1`).
+    /// An INSERT of `rows` jobs ([`INSERT_VALUES`] each, from `@P1`).
     pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
-        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
+        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
         expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
     }
 
@@ -320,7 +330,7 @@ mod tests {
             ("migration_record", 2),
             ("job_claim", 6),
             ("job_candidates", 2),
-            ("job_insert_unique", 13),
+            ("job_insert_unique", 14),
             ("job_unique_replace", 5),
             ("job_unique_holder", 1),
             ("job_complete", 3),
@@ -340,6 +350,11 @@ mod tests {
             ("job_list", 5),
             ("job_stats", 2),
             ("job_live_leases", 1),
+            ("job_key_leases", 1),
+            ("job_key_next", 3),
+            ("job_claim_key", 6),
+            ("job_claim_unkeyed", 5),
+            ("job_key_waiting", 2),
             ("maintenance_claim", 4),
             ("maintenance_release", 4),
             ("queue_control_get", 1),
@@ -350,6 +365,9 @@ mod tests {
             ("queue_set_rate", 3),
             ("queue_rate_state", 1),
             ("queue_rate_record", 3),
+            ("queue_set_key_limit", 2),
+            ("queue_set_fair", 2),
+            ("queue_key_cursor", 2),
             ("schedule_get", 1),
             ("schedule_list", 0),
             ("schedule_insert", 17),
@@ -363,7 +381,7 @@ mod tests {
         }
         // The expanded ones, at one row and at the largest chunk the driver sends.
         for rows in [1, 2, INSERT_ROWS] {
-            gapless("job_insert", &s.job_insert_rows(rows), 11 * rows);
+            gapless("job_insert", &s.job_insert_rows(rows), INSERT_VALUES * rows);
         }
         for (q, k) in [(1, 1), (3, 2), (IN_LIST, IN_LIST)] {
             gapless("job_dedup_live", &s.job_dedup_live_for(q, k), q + k);
@@ -523,7 +541,7 @@ mod tests {
     #[test]
     fn every_claim_skips_locked_rows_with_a_locking_read() {
         let s = sql();
-        for claim in [&*s.job_claim, &*s.job_claim_candidates] {
+        for claim in [&*s.job_claim, &*s.job_claim_candidates, &*s.job_claim_key] {
             let hints = claim
                 .split_once("WITH (UPDLOCK")
                 .map(|(_, rest)| rest.split_once(')').map_or(rest, |(h, _)| h))
@@ -536,9 +554,14 @@ mod tests {
             assert!(claim.trim_end().ends_with("j.state = N'pending'"));
             assert!(!claim.contains("UPDATE c"));
         }
-        assert!(s.job_claim.contains("ORDER BY priority DESC, run_at, id"));
-        assert!(s.job_claim.contains("TOP (@P2)"));
-        assert!(s.job_claim.contains("FORCESEEK"));
+        for claim in [&*s.job_claim, &*s.job_claim_key, &*s.job_claim_unkeyed] {
+            assert!(
+                claim.contains("ORDER BY priority DESC, run_at, id"),
+                "{claim}"
+            );
+            assert!(claim.contains("TOP (@P2)"), "{claim}");
+            assert!(claim.contains("FORCESEEK"), "{claim}");
+        }
         // The optimistic claim is guarded by the row version.
         assert!(s
             .job_claim_candidates
@@ -550,27 +573,41 @@ mod tests {
         let s = sql();
         // Whitespace-insensitive: the statements' line breaks and indentation are free.
         let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        // Paused, or limited by concurrency or by rate: each takes the controlled path.
+        // Paused, limited by concurrency, by rate or by key, or taking fair shares: each takes
+        // the controlled path.
         let want = |queue: &str| {
             format!(
                 "NOT EXISTS ( SELECT 1 FROM [jobs_s].[queues] AS q WHERE q.name = {queue} \
                  AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL \
-                 OR q.rate_limit IS NOT NULL))"
+                 OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.fair_shares = 1))"
             )
         };
-        // The claims are the statements that start jobs (set them running); each carries the
-        // guard once, so a new claim statement cannot forget a control.
-        let claims: BTreeSet<&str> = s
+        // The claims are the statements that start jobs (set them running); each ordinary one
+        // carries the guard once, so a new claim statement cannot forget a control. The keyed
+        // claims run only under the queue row's lock, in a queue whose row always says keyed:
+        // they read no `queues` row (the guard would refuse every job they are meant to claim).
+        let starts: BTreeSet<&str> = s
             .all()
             .into_iter()
             .filter(|(_, text)| flat(text).contains("SET state = N'running'"))
             .map(|(name, _)| name)
             .collect();
+        let keyed = BTreeSet::from(["job_claim_key", "job_claim_unkeyed"]);
         assert_eq!(
-            claims,
-            BTreeSet::from(["job_claim", "job_claim_candidates"]),
+            starts,
+            BTreeSet::from([
+                "job_claim",
+                "job_claim_candidates",
+                "job_claim_key",
+                "job_claim_unkeyed"
+            ]),
             "the statements that start jobs"
         );
+        for name in &keyed {
+            let text = s.all().into_iter().find(|(n, _)| n == name).unwrap().1;
+            assert!(!text.contains("[queues]"), "{name}: {text}");
+        }
+        let claims: BTreeSet<&str> = starts.difference(&keyed).copied().collect();
         for name in &claims {
             let text = flat(s.all().into_iter().find(|(n, _)| n == name).unwrap().1);
             assert_eq!(
@@ -582,6 +619,8 @@ mod tests {
                 "q.paused = 1",
                 "q.concurrency_limit IS NOT NULL",
                 "q.rate_limit IS NOT NULL",
+                "q.key_limit IS NOT NULL",
+                "q.fair_shares = 1",
             ] {
                 assert!(text.contains(control), "{name} lacks {control}: {text}");
             }
@@ -620,9 +659,9 @@ mod tests {
             ("queue_control_list", &*s.queue_control_list),
         ] {
             assert!(
-                text.starts_with(
-                    "SELECT name, paused, concurrency_limit, rate_limit, rate_period_us\n\
-                     FROM [jobs_s].[queues]"
+                flat(text).starts_with(
+                    "SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, \
+                     key_limit, fair_shares, key_cursor FROM [jobs_s].[queues]"
                 ),
                 "{name}: {text}"
             );
@@ -630,6 +669,8 @@ mod tests {
         for (name, text, column) in [
             ("queue_set_paused", &*s.queue_set_paused, "paused"),
             ("queue_set_limit", &*s.queue_set_limit, "concurrency_limit"),
+            ("queue_set_key_limit", &*s.queue_set_key_limit, "key_limit"),
+            ("queue_set_fair", &*s.queue_set_fair, "fair_shares"),
         ] {
             assert!(
                 text.starts_with("MERGE [jobs_s].[queues] WITH (HOLDLOCK) AS q"),
@@ -698,6 +739,8 @@ mod tests {
         // is stored as DATETIME2(6), and the engine reckons each start from it.
         for (name, text, secs, us) in [
             ("job_claim", &*s.job_claim, "@P3", "@P4"),
+            ("job_claim_key", &*s.job_claim_key, "@P3", "@P4"),
+            ("job_claim_unkeyed", &*s.job_claim_unkeyed, "@P3", "@P4"),
             (
                 "job_claim_candidates",
                 &*s.job_claim_candidates,
@@ -744,6 +787,158 @@ mod tests {
                 "CURRENT_TIMESTAMP",
             ] {
                 assert!(!w.iter().any(|x| x == clock), "{name} reads {clock}");
+            }
+        }
+    }
+
+    #[test]
+    fn keyed_claims_lease_one_key_at_a_time_in_claim_order() {
+        let s = sql();
+        // The lease part is job_claim's, word for word: the same transition, token, lease
+        // clock, worker and returned columns (the rows decode with `leased`).
+        let lease = |text: &str| {
+            let f = flat(text);
+            let from = f.find("UPDATE j SET").unwrap();
+            let to = f
+                .find(" FROM [jobs_s].[jobs] AS j INNER JOIN c ON j.id = c.id")
+                .unwrap();
+            f[from..to].to_owned()
+        };
+        let ordinary = lease(&s.job_claim);
+        assert!(ordinary.contains("OUTPUT inserted.id,"), "{ordinary}");
+        for (name, text) in [
+            ("job_claim_key", &*s.job_claim_key),
+            ("job_claim_unkeyed", &*s.job_claim_unkeyed),
+        ] {
+            assert_eq!(lease(text), ordinary, "{name}");
+        }
+        // One key: a seek of jobs_key_idx in claim order, rows U-locked and skipped as
+        // job_claim's are; the state restated on the updated table.
+        let key = flat(&s.job_claim_key);
+        assert!(
+            key.starts_with(
+                "WITH c AS ( SELECT TOP (@P2) id FROM [jobs_s].[jobs] \
+                 WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK, FORCESEEK) \
+                 WHERE queue = @P1 AND state = N'pending' \
+                 AND concurrency_key = CAST(@P6 AS VARBINARY(800)) \
+                 AND concurrency_key IS NOT NULL AND run_at <= SYSUTCDATETIME() \
+                 ORDER BY priority DESC, run_at, id )"
+            ),
+            "{key}"
+        );
+        assert!(key.ends_with("INNER JOIN c ON j.id = c.id WHERE j.state = N'pending'"));
+        // The jobs without a key: the claim index walked without UPDLOCK (no U lock is held
+        // on the keyed rows passed), everything that chose a row restated on the update.
+        let unkeyed = flat(&s.job_claim_unkeyed);
+        assert!(
+            unkeyed.starts_with(
+                "WITH c AS ( SELECT TOP (@P2) id FROM [jobs_s].[jobs] \
+                 WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK, FORCESEEK) \
+                 WHERE queue = @P1 AND state = N'pending' AND concurrency_key IS NULL \
+                 AND run_at <= SYSUTCDATETIME() ORDER BY priority DESC, run_at, id )"
+            ),
+            "{unkeyed}"
+        );
+        assert!(!unkeyed.contains("UPDLOCK"), "{unkeyed}");
+        assert!(unkeyed.ends_with(
+            "INNER JOIN c ON j.id = c.id WHERE j.state = N'pending' \
+             AND j.concurrency_key IS NULL AND j.run_at <= SYSUTCDATETIME()"
+        ));
+        // The next key: one seek past the last, skipping rows held by other transactions
+        // (a locking read, also under READ_COMMITTED_SNAPSHOT, as READPAST needs).
+        assert_eq!(
+            flat(&s.job_key_next),
+            "DECLARE @after VARBINARY(800) = CAST(@P2 AS VARBINARY(800)), @next VARBINARY(800), \
+             @n INT = 0; \
+             DECLARE @keys TABLE (n INT NOT NULL PRIMARY KEY, next_key VARBINARY(800) NOT NULL); \
+             WHILE @n < @P3 BEGIN SET @next = NULL; \
+             SELECT @next = MIN(concurrency_key) \
+             FROM [jobs_s].[jobs] WITH (READPAST, READCOMMITTEDLOCK) \
+             WHERE queue = @P1 AND state = N'pending' \
+             AND concurrency_key > @after AND concurrency_key IS NOT NULL; \
+             IF @next IS NULL BREAK; SET @n = @n + 1; \
+             INSERT INTO @keys (n, next_key) VALUES (@n, @next); SET @after = @next; END; \
+             SELECT next_key FROM @keys ORDER BY n;"
+        );
+        // Live leases per key, the most first: a plain read that waits for rows being
+        // changed (never READPAST: a lease skipped would be a place given out twice), by the
+        // clock at the statement, as job_live_leases.
+        let leases = flat(&s.job_key_leases);
+        assert_eq!(
+            leases,
+            "SELECT concurrency_key, COUNT_BIG(*) AS running FROM [jobs_s].[jobs] \
+             WHERE queue = @P1 AND state = N'running' AND lease_expires_at > SYSUTCDATETIME() \
+             AND concurrency_key IS NOT NULL \
+             GROUP BY concurrency_key ORDER BY running DESC, concurrency_key"
+        );
+        assert!(s.job_live_leases.contains(
+            "WHERE queue = @P1 AND state = N'running' AND lease_expires_at > SYSUTCDATETIME()"
+        ));
+        // Due jobs of one key (stats): a plain count.
+        assert_eq!(
+            flat(&s.job_key_waiting),
+            "SELECT COUNT_BIG(*) AS waiting FROM [jobs_s].[jobs] \
+             WHERE queue = @P1 AND state = N'pending' \
+             AND concurrency_key = CAST(@P2 AS VARBINARY(800)) AND concurrency_key IS NOT NULL \
+             AND run_at <= SYSUTCDATETIME()"
+        );
+        // The cursor: the queue's one column, in the claim's transaction (no hint: the row's
+        // update lock is queue_control_lock's).
+        assert_eq!(
+            flat(&s.queue_key_cursor),
+            "UPDATE [jobs_s].[queues] SET key_cursor = @P2 WHERE name = @P1"
+        );
+        for (name, text) in [
+            ("queue_set_key_limit", &*s.queue_set_key_limit),
+            ("queue_set_fair", &*s.queue_set_fair),
+        ] {
+            assert!(
+                flat(text).starts_with(
+                    "MERGE [jobs_s].[queues] WITH (HOLDLOCK) AS q \
+                     USING (VALUES (@P1)) AS s (name) ON q.name = s.name"
+                ),
+                "{name}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn concurrency_keys_are_stored_and_compared_as_their_column() {
+        let s = sql();
+        let m = crate::migrate::MIGRATIONS
+            .iter()
+            .find(|m| m.name == "concurrency_keys")
+            .unwrap();
+        let migration = flat(&load(m.sql, &[]));
+        assert!(migration.contains("concurrency_key VARBINARY(800) NULL"));
+        assert!(migration.contains("key_cursor VARBINARY(800) NULL"));
+        // Every push stores the key, as bound (too long a value fails, never cut by a CAST).
+        let insert = flat(&s.job_insert_rows(1));
+        assert!(insert.contains("timeout_us, concurrency_key, created_at, updated_at) SELECT"));
+        assert!(insert.contains("v.timeout_us, v.concurrency_key, SYSUTCDATETIME()"));
+        assert!(insert.ends_with(
+            "AS v (id, queue, payload, priority, max_attempts, delay_s, delay_us, dedup_key, \
+             kind, meta, timeout_us, concurrency_key)"
+        ));
+        assert!(insert.contains("@P11, @P12)"), "{insert}");
+        assert!(!insert.contains("CAST(v.concurrency_key"), "{insert}");
+        // Every comparison with a bound key compares the column's type (the bytes as bound:
+        // a key has at most 800), never a `max` value.
+        for (name, text) in s.all() {
+            let f = flat(text);
+            let mut rest = f.as_str();
+            while let Some(at) = rest.find("concurrency_key ") {
+                let after = &rest[at + "concurrency_key ".len()..];
+                if let Some(op) = ["= @P", "> @P", "< @P"]
+                    .iter()
+                    .find(|op| after.starts_with(**op))
+                {
+                    panic!("{name} compares the key with a bare parameter ({op}): {f}");
+                }
+                rest = after;
+            }
+            if f.contains("concurrency_key = CAST(") || f.contains("concurrency_key > CAST(") {
+                assert!(f.contains("AS VARBINARY(800))"), "{name}: {f}");
             }
         }
     }
@@ -811,6 +1006,12 @@ mod tests {
                 &*s.job_insert_unique,
                 "unique_live IS NOT NULL",
             ),
+            (
+                "job_claim_unkeyed",
+                &*s.job_claim_unkeyed,
+                "state = N'pending'",
+            ),
+            ("job_key_leases", &*s.job_key_leases, "state = N'running'"),
             ("job_stats", &*s.job_stats, "state = N'pending'"),
             ("job_stats", &*s.job_stats, "state = N'running'"),
             (
@@ -825,6 +1026,31 @@ mod tests {
             ),
         ] {
             assert!(text.contains(literal), "{name} lacks {literal}");
+        }
+        // jobs_key_idx: both parts of its filter, beside the bound comparison of the key.
+        for (name, text, compared) in [
+            (
+                "job_key_next",
+                &*s.job_key_next,
+                // @after: a VARBINARY(800) variable, from CAST(@P2 AS VARBINARY(800)).
+                "concurrency_key > @after",
+            ),
+            (
+                "job_claim_key",
+                &*s.job_claim_key,
+                "concurrency_key = CAST(@P6 AS VARBINARY(800))",
+            ),
+            (
+                "job_key_waiting",
+                &*s.job_key_waiting,
+                "concurrency_key = CAST(@P2 AS VARBINARY(800))",
+            ),
+        ] {
+            let want = format!(
+                "WHERE queue = @P1 AND state = N'pending' AND {compared} \
+                 AND concurrency_key IS NOT NULL"
+            );
+            assert!(flat(text).contains(&want), "{name} lacks `{want}`: {text}");
         }
     }
 
@@ -854,6 +1080,8 @@ mod tests {
         let rules: &[(&str, KeyRule)] = &[
             ("job_claim", KeyRule::Keeps),
             ("job_claim_candidates", KeyRule::Keeps),
+            ("job_claim_key", KeyRule::Keeps),
+            ("job_claim_unkeyed", KeyRule::Keeps),
             ("job_fail_retry", KeyRule::Keeps),
             ("job_snooze", KeyRule::Keeps),
             ("job_release", KeyRule::Keeps),
@@ -940,11 +1168,13 @@ mod tests {
         let text = &*s.job_insert_unique;
         let f = flat(text);
         // The key is stored with its states, and held from the start (pending is in every set).
-        assert!(
-            f.contains("unique_key, unique_states, unique_live, created_at, updated_at) SELECT")
-        );
         assert!(f.contains(
-            "CAST(@P12 AS VARBINARY(32)), @P13, CAST(@P12 AS VARBINARY(32)), SYSUTCDATETIME()"
+            "unique_key, unique_states, unique_live, concurrency_key, created_at, updated_at) \
+             SELECT"
+        ));
+        assert!(f.contains(
+            "CAST(@P12 AS VARBINARY(32)), @P13, CAST(@P12 AS VARBINARY(32)), @P14, \
+             SYSUTCDATETIME()"
         ));
         assert!(f.contains("N'pending', 0, @P5"));
         // Every read of jobs is a locking read of the latest committed rows (also inside a

@@ -24,7 +24,7 @@ use crate::migrate::{statements, MIGRATIONS};
 use crate::server::ServerInfo;
 use crate::sql::Statements;
 
-/// Rows per multi-row INSERT (at most 10 placeholders each, far below the protocol's 65,535).
+/// Rows per multi-row INSERT (at most 11 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
 /// Leases per `job_complete_many` / `job_rescue` statement (3 placeholders each, under 65,535).
 const PAIR_CHUNK: usize = 20_000;
@@ -349,9 +349,11 @@ impl MySqlDriver {
     ) -> Result<(), sqlx::Error> {
         for &(start, end) in chunks {
             let jobs = &p.jobs[start..end];
-            let meta = jobs
-                .iter()
-                .any(|j| j.meta_json().is_some() || j.timeout_value().is_some());
+            let meta = jobs.iter().any(|j| {
+                j.meta_json().is_some()
+                    || j.timeout_value().is_some()
+                    || j.concurrency_key_value().is_some()
+            });
             let sql = self.sql.job_insert_rows(end - start, meta);
             let mut q = sqlx::query(sql);
             for (job, delay) in jobs.iter().zip(&p.delays[start..end]) {
@@ -367,7 +369,8 @@ impl MySqlDriver {
                 if meta {
                     q = q
                         .bind(job.meta_json())
-                        .bind(job.timeout_value().map(micros));
+                        .bind(job.timeout_value().map(micros))
+                        .bind(job.concurrency_key_value().map(str::as_bytes));
                 }
             }
             q.execute(&mut *conn).await?;
@@ -391,6 +394,7 @@ impl MySqlDriver {
                     + j.dedup_key_value().map_or(0, str::len)
                     + j.kind_value().map_or(0, str::len)
                     + j.meta_json().map_or(0, str::len)
+                    + j.concurrency_key_value().map_or(0, str::len)
                     + 128;
                 if end > start && bytes + size > budget {
                     break;
@@ -417,6 +421,18 @@ impl MySqlDriver {
             .bind(p.limit as u64)
             .fetch_all(&mut *conn)
             .await?;
+        self.lease_locked(conn, &rows, p).await
+    }
+
+    /// A claim's step 2 (`job_claim_update`): leases the rows its locking SELECT (`job_claim`,
+    /// `job_claim_key`, `job_claim_unkeyed`) read and locked, on the same `conn`, with the
+    /// database's now that the SELECT read.
+    async fn lease_locked(
+        &self,
+        conn: &mut MySqlConnection,
+        rows: &[MySqlRow],
+        p: JobClaim<'_>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -487,15 +503,26 @@ impl MySqlDriver {
     }
 }
 
+/// A concurrency key as stored (VARBINARY: the UTF-8 bytes the driver bound).
+fn key_text(bytes: Vec<u8>) -> Result<String, sqlx::Error> {
+    String::from_utf8(bytes)
+        .map_err(|e| decode(format!("stored concurrency key is not UTF-8: {e}")))
+}
+
 /// A row of `queue_control_*`.
 fn control(row: &MySqlRow) -> Result<QueueControl, sqlx::Error> {
     let limit: Option<i32> = row.try_get("concurrency_limit")?;
     let rate: Option<i32> = row.try_get("rate_limit")?;
+    let key_limit: Option<i32> = row.try_get("key_limit")?;
+    let cursor: Option<Vec<u8>> = row.try_get("key_cursor")?;
     Ok(QueueControl {
         queue: row.try_get("name")?,
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
         rate_limit: rate_limit_of(rate.map(i64::from), row.try_get("rate_period_us")?),
+        key_limit: key_limit.and_then(|n| u32::try_from(n).ok()),
+        fair_shares: row.try_get("fair_shares")?,
+        key_cursor: cursor.map(key_text).transpose()?,
     })
 }
 
@@ -697,6 +724,7 @@ impl Driver for MySqlDriver {
             .bind(job.timeout_value().map(micros))
             .bind(&p.key[..])
             .bind(p.states)
+            .bind(job.concurrency_key_value().map(str::as_bytes))
             .execute(&mut *conn)
             .await;
         let err = match inserted {
@@ -1341,6 +1369,102 @@ impl Driver for MySqlDriver {
             .execute(conn)
             .await?;
         Ok(())
+    }
+
+    async fn queue_set_key_limit(
+        &self,
+        queue: &str,
+        limit: Option<u32>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_key_limit.clone())
+            .bind(queue)
+            .bind(limit)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_fair.clone())
+            .bind(queue)
+            .bind(on)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_key_cursor(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+        cursor: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_cursor.clone())
+            .bind(cursor.map(str::as_bytes))
+            .bind(queue)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_key_leases(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        queue: &str,
+    ) -> Result<Vec<(String, u64)>, sqlx::Error> {
+        let q = sqlx::query_as::<_, (Vec<u8>, i64)>(self.sql.job_key_leases.clone()).bind(queue);
+        let rows = match target {
+            Target::Pool => q.fetch_all(&self.pool).await?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        rows.into_iter()
+            .map(|(key, n)| Ok((key_text(key)?, u64::try_from(n).unwrap_or(0))))
+            .collect()
+    }
+
+    async fn job_key_next(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        let keys: Vec<Vec<u8>> = sqlx::query_scalar(self.sql.job_key_next.clone())
+            .bind(queue)
+            .bind(after.as_bytes())
+            .bind(queue)
+            .bind(n as u64)
+            .fetch_all(conn)
+            .await?;
+        keys.into_iter().map(key_text).collect()
+    }
+
+    /// `job_claim_key` (or `job_claim_unkeyed`) locks the key's due jobs, then
+    /// `job_claim_update` leases them, as `job_claim_in` does, in the controlled claim's
+    /// transaction.
+    async fn job_claim_key(
+        &self,
+        conn: &mut MySqlConnection,
+        p: JobClaim<'_>,
+        key: Option<&str>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let q = match key {
+            Some(key) => sqlx::query(self.sql.job_claim_key.clone())
+                .bind(p.queue)
+                .bind(key.as_bytes()),
+            None => sqlx::query(self.sql.job_claim_unkeyed.clone()).bind(p.queue),
+        };
+        let rows = q.bind(p.limit as u64).fetch_all(&mut *conn).await?;
+        self.lease_locked(conn, &rows, p).await
+    }
+
+    async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar(self.sql.job_key_waiting.clone())
+            .bind(queue)
+            .bind(key.as_bytes())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn job_live_leases(

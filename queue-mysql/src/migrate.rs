@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "rate_limits",
         sql: include_str!("../migrations/0008_rate_limits.sql"),
     },
+    Migration {
+        version: 9,
+        name: "concurrency_keys",
+        sql: include_str!("../migrations/0009_concurrency_keys.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`
@@ -93,5 +98,29 @@ mod tests {
             stmts[2],
             "ALTER TABLE abc_jobs ADD UNIQUE KEY unique_live (unique_live)"
         );
+        // Concurrency keys: the same shape (the plain column, the virtual one alone, the index),
+        // then the queues' columns.
+        let stmts = statements(MIGRATIONS[8].sql, "abc_");
+        assert_eq!(MIGRATIONS[8].version, 9);
+        assert_eq!(stmts.len(), 4);
+        assert!(stmts[0].contains("ADD COLUMN concurrency_key") && !stmts[0].contains("VIRTUAL"));
+        assert!(stmts[1].contains("ADD COLUMN pending_key") && stmts[1].ends_with("VIRTUAL"));
+        assert_eq!(stmts[1].matches("ADD COLUMN").count(), 1);
+        assert_eq!(
+            stmts[2],
+            "ALTER TABLE abc_jobs ADD KEY key_claim (queue, pending_key, claim_priority, run_at, id)"
+        );
+        assert!(stmts[3].starts_with("ALTER TABLE abc_queues"));
+        assert_eq!(stmts[3].matches("ADD COLUMN").count(), 3);
+        for stmt in &stmts {
+            assert!(!stmt.contains("--") && !stmt.contains("{prefix}"));
+        }
+    }
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+        }
     }
 }

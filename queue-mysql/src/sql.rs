@@ -61,6 +61,11 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_retry_many,
     job_delete_many,
     job_live_leases,
+    job_key_leases,
+    job_key_next,
+    job_claim_key,
+    job_claim_unkeyed,
+    job_key_waiting,
     maintenance_claim,
     maintenance_release,
     queue_control_get,
@@ -71,6 +76,9 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     queue_set_rate,
     queue_rate_state,
     queue_rate_record,
+    queue_set_key_limit,
+    queue_set_fair,
+    queue_key_cursor,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -105,7 +113,7 @@ fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
 
 impl Statements {
     /// A multi-row INSERT of `rows` rows: `job_insert`, or `job_insert_meta` (with each job's
-    /// metadata and timeout) when `meta`.
+    /// metadata, timeout and concurrency key) when `meta`.
     pub(crate) fn job_insert_rows(&self, rows: usize, meta: bool) -> SqlStr {
         let statement = if meta {
             &self.job_insert_meta
@@ -239,7 +247,7 @@ mod tests {
         assert_eq!(ins.as_str().matches('?').count(), 24);
         let ins = s.job_insert_rows(3, true);
         assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
-        assert_eq!(ins.as_str().matches('?').count(), 30);
+        assert_eq!(ins.as_str().matches('?').count(), 33);
         assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
         assert!(s.job_prune(3).as_str().contains("state IN (?, ?, ?)"));
         assert!(s
@@ -254,6 +262,42 @@ mod tests {
             .as_str()
             .contains("id IN (?, ?, ?) AND state IN (?, ?)"));
         assert!(s.job_ids(2).as_str().contains("state IN (?, ?)"));
+        // Keyed claims: step 1 through index key_claim (or `claim` for jobs without a key),
+        // in claim order, locking; every ordinary claim refuses a keyed queue.
+        let key = s.job_claim_key.as_str();
+        assert!(key.contains("FROM t_jobs FORCE INDEX (key_claim)"));
+        assert!(key.contains("pending_key = ? AND state = 'pending'"));
+        assert!(key.contains("ORDER BY claim_priority, run_at, id"));
+        assert!(key.ends_with("FOR UPDATE SKIP LOCKED"));
+        let unkeyed = s.job_claim_unkeyed.as_str();
+        assert!(unkeyed.contains("concurrency_key IS NULL"));
+        assert!(unkeyed.ends_with("FOR UPDATE SKIP LOCKED"));
+        for claim in [
+            &s.job_claim,
+            &s.job_claim_candidates,
+            &s.job_claim_candidates_batch,
+        ] {
+            assert!(
+                claim
+                    .as_str()
+                    .contains("OR q.key_limit IS NOT NULL OR q.fair_shares"),
+                "{}",
+                claim.as_str()
+            );
+        }
+        assert!(s.job_key_next.as_str().contains("MIN(pending_key)"));
+        for control in [
+            &s.queue_control_get,
+            &s.queue_control_lock,
+            &s.queue_control_list,
+        ] {
+            assert!(control
+                .as_str()
+                .contains("key_limit, fair_shares, key_cursor FROM t_queues"));
+        }
+        for insert in [s.job_insert_rows(1, true), s.job_insert_unique.clone()] {
+            assert!(insert.as_str().contains("concurrency_key, version"));
+        }
         let all = format!("{s:?}");
         assert!(!all.contains("{prefix}"));
     }

@@ -13,7 +13,8 @@ WITH c AS (
     WHERE queue = $1 AND state = 'pending' AND run_at <= statement_timestamp()
       AND ($5 OR NOT EXISTS (
           SELECT 1 FROM {schema}.queues q
-          WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL)))
+          WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL
+              OR q.key_limit IS NOT NULL OR q.fair_shares)))
     ORDER BY priority DESC, run_at, id
     LIMIT $2
 )

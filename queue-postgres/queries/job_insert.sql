@@ -1,15 +1,16 @@
 -- name: job_insert
 -- One row per array element ($6: delays in microseconds from the database's now; $8..$10: kind,
--- meta and timeout in microseconds, NULL elements where a job has none), plus one
+-- meta and timeout in microseconds, $13: concurrency keys; NULL elements where a job has none), plus one
 -- wake-up on channel $11 per queue in $12 (none when $12 is empty), in the same statement and so
 -- the same transaction: PostgreSQL delivers the notifications at commit, or never on rollback.
 WITH ins AS (
-    INSERT INTO {schema}.jobs (id, queue, payload, priority, max_attempts, run_at, dedup_key, kind, meta, timeout_us)
+    INSERT INTO {schema}.jobs (id, queue, payload, priority, max_attempts, run_at, dedup_key, kind, meta, timeout_us, concurrency_key)
     SELECT t.id, t.queue, t.payload::json, t.priority, t.max_attempts,
            now() + t.delay_us * interval '1 microsecond', t.dedup_key,
-           t.kind, t.meta::json, t.timeout_us
+           t.kind, t.meta::json, t.timeout_us, t.concurrency_key
     FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int4[], $5::int4[], $6::int8[], $7::text[],
-                $8::text[], $9::text[], $10::int8[])
-        AS t (id, queue, payload, priority, max_attempts, delay_us, dedup_key, kind, meta, timeout_us)
+                $8::text[], $9::text[], $10::int8[], $13::text[])
+        AS t (id, queue, payload, priority, max_attempts, delay_us, dedup_key, kind, meta, timeout_us,
+              concurrency_key)
 )
 SELECT pg_notify($11, q.queue) FROM UNNEST($12::text[]) AS q (queue)

@@ -2,4 +2,4 @@
 -- job_insert for a large batch of jobs due now: one COPY in binary format (no per-row
 -- expressions; run_at, created_at and updated_at take their default, the database's now).
 -- The driver sends the rows, in column order, and the wake-ups after it with `notify`.
-COPY {schema}.jobs (id, queue, payload, priority, max_attempts, dedup_key, kind, meta, timeout_us) FROM STDIN (FORMAT binary)
+COPY {schema}.jobs (id, queue, payload, priority, max_attempts, dedup_key, kind, meta, timeout_us, concurrency_key) FROM STDIN (FORMAT binary)

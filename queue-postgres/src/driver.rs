@@ -202,8 +202,8 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
 
 /// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
 /// id uuid, queue text, payload json (its binary form is the text), priority int4,
-/// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8 (each of the last
-/// four NULL when absent).
+/// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8, concurrency_key
+/// text (each of the last five NULL when absent).
 fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
     fn field(out: &mut Vec<u8>, bytes: &[u8]) {
         out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
@@ -223,6 +223,7 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
                 + j.dedup_key_value().map_or(0, str::len)
                 + j.kind_value().map_or(0, str::len)
                 + j.meta_json().map_or(0, str::len)
+                + j.concurrency_key_value().map_or(0, str::len)
         })
         .sum();
     let mut out = Vec::with_capacity(19 + size + 2);
@@ -230,7 +231,7 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
     out.extend_from_slice(&0i32.to_be_bytes()); // flags
     out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
     for job in jobs {
-        out.extend_from_slice(&9i16.to_be_bytes());
+        out.extend_from_slice(&10i16.to_be_bytes());
         field(&mut out, job.id().0.as_bytes());
         field(&mut out, job.queue().as_bytes());
         field(&mut out, job.payload_json().as_bytes());
@@ -241,6 +242,7 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
         optional(&mut out, job.meta_json().map(str::as_bytes));
         let timeout = job.timeout_value().map(|t| micros(t).to_be_bytes());
         optional(&mut out, timeout.as_ref().map(|b| &b[..]));
+        optional(&mut out, job.concurrency_key_value().map(str::as_bytes));
     }
     out.extend_from_slice(&(-1i16).to_be_bytes());
     out
@@ -355,6 +357,7 @@ impl PgDriver {
             let mut kinds = Vec::with_capacity(chunk.len());
             let mut metas = Vec::with_capacity(chunk.len());
             let mut timeouts = Vec::with_capacity(chunk.len());
+            let mut keys = Vec::with_capacity(chunk.len());
             for (job, delay) in chunk.iter().zip(delays) {
                 ids.push(job.id().0);
                 queues.push(job.queue());
@@ -366,6 +369,7 @@ impl PgDriver {
                 kinds.push(job.kind_value());
                 metas.push(job.meta_json());
                 timeouts.push(job.timeout_value().map(micros));
+                keys.push(job.concurrency_key_value());
             }
             // Without wake-ups to send, the statement has no pg_notify at all (poll-only mode and
             // engines without NOTIFY have none to call).
@@ -389,7 +393,7 @@ impl PgDriver {
             if !notify.is_empty() {
                 query = query.bind(&self.channel).bind(notify);
             }
-            query.execute(&mut *conn).await?;
+            query.bind(&keys).execute(&mut *conn).await?;
         }
         Ok(())
     }
@@ -413,6 +417,7 @@ impl PgDriver {
 /// A row of `queue_control_*`.
 fn control(row: &PgRow) -> Result<QueueControl, sqlx::Error> {
     let limit: Option<i32> = row.try_get("concurrency_limit")?;
+    let key_limit: Option<i32> = row.try_get("key_limit")?;
     let rate: Option<i32> = row.try_get("rate_limit")?;
     let period: Option<i64> = row.try_get("rate_period_us")?;
     Ok(QueueControl {
@@ -420,6 +425,9 @@ fn control(row: &PgRow) -> Result<QueueControl, sqlx::Error> {
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
         rate_limit: rate_limit_of(rate.map(i64::from), period),
+        key_limit: key_limit.and_then(|n| u32::try_from(n).ok()),
+        fair_shares: row.try_get("fair_shares")?,
+        key_cursor: row.try_get("key_cursor")?,
     })
 }
 
@@ -577,7 +585,8 @@ impl Driver for PgDriver {
             .bind(job.meta_json())
             .bind(job.timeout_value().map(micros))
             .bind(&p.key[..])
-            .bind(p.states);
+            .bind(p.states)
+            .bind(job.concurrency_key_value());
         let row = match target {
             Target::Pool => on_pool!(self, |e| q.fetch_optional(e))?,
             Target::Tx(conn) => q.fetch_optional(conn).await?,
@@ -1206,6 +1215,107 @@ impl Driver for PgDriver {
             .execute(conn)
             .await?;
         Ok(())
+    }
+
+    async fn queue_set_key_limit(
+        &self,
+        queue: &str,
+        limit: Option<u32>,
+    ) -> Result<(), sqlx::Error> {
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_key_limit.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+            .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), sqlx::Error> {
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_fair.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(on)
+            .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_key_cursor(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+        cursor: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_cursor.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(cursor)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_key_leases(
+        &self,
+        target: Target<'_, PgConnection>,
+        queue: &str,
+    ) -> Result<Vec<(String, u64)>, sqlx::Error> {
+        let q = sqlx::query_as::<_, (String, i64)>(self.sql.job_key_leases.clone())
+            .persistent(self.named())
+            .bind(queue);
+        let rows = match target {
+            Target::Pool => on_pool!(self, |e| q.fetch_all(e))?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        Ok(rows.into_iter().map(|(k, n)| (k, count(n))).collect())
+    }
+
+    async fn job_key_next(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_key_next.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(after)
+            .bind(i32::try_from(n).unwrap_or(i32::MAX))
+            .fetch_all(conn)
+            .await
+    }
+
+    async fn job_claim_key(
+        &self,
+        conn: &mut PgConnection,
+        p: JobClaim<'_>,
+        key: Option<&str>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let statement = match key {
+            Some(_) => self.sql.job_claim_key.clone(),
+            None => self.sql.job_claim_unkeyed.clone(),
+        };
+        let mut q = sqlx::query(statement)
+            .persistent(self.named())
+            .bind(p.queue)
+            .bind(limit(p.limit))
+            .bind(micros(p.lease))
+            .bind(p.worker);
+        if let Some(key) = key {
+            q = q.bind(key);
+        }
+        leased(&q.fetch_all(conn).await?)
+    }
+
+    async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
+        let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.job_key_waiting.clone()
+        )
+        .persistent(self.named())
+        .bind(queue)
+        .bind(key)
+        .fetch_one(e))?;
+        Ok(count(n))
     }
 
     async fn job_live_leases(

@@ -51,4 +51,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "rate_limits",
         sql: include_str!("../migrations/0009_rate_limits.sql"),
     },
+    Migration {
+        version: 10,
+        name: "concurrency_keys",
+        sql: include_str!("../migrations/0010_concurrency_keys.sql"),
+    },
 ];

@@ -35,7 +35,7 @@ use crate::sql::Statements;
 /// since 3.32); multi-row statements are chunked to stay under it.
 const MAX_PARAMS: usize = 32_766;
 /// Values bound per row of `job_insert`.
-const INSERT_PARAMS: usize = 12;
+const INSERT_PARAMS: usize = 13;
 /// Rows per `job_insert` statement.
 const INSERT_ROWS: usize = MAX_PARAMS / INSERT_PARAMS;
 /// Leases per `job_complete_many` / `job_rescue` statement (two values each, plus five).
@@ -256,7 +256,8 @@ pub(crate) async fn insert_rows(
             .bind(job.meta_json())
             .bind(job.timeout_value().map(micros))
             .bind(now)
-            .bind(now);
+            .bind(now)
+            .bind(job.concurrency_key_value());
     }
     q.execute(conn).await?;
     Ok(())
@@ -365,6 +366,11 @@ fn control(row: &SqliteRow) -> Result<QueueControl, sqlx::Error> {
         paused: row.try_get("paused")?,
         concurrency_limit: limit.and_then(|n| u32::try_from(n).ok()),
         rate_limit: rate_limit_of(row.try_get("rate_limit")?, row.try_get("rate_period_us")?),
+        key_limit: row
+            .try_get::<Option<i64>, _>("key_limit")?
+            .and_then(|n| u32::try_from(n).ok()),
+        fair_shares: row.try_get("fair_shares")?,
+        key_cursor: row.try_get("key_cursor")?,
     })
 }
 
@@ -488,6 +494,7 @@ impl Driver for SqliteDriver {
             .bind(now)
             .bind(&p.key[..])
             .bind(p.states)
+            .bind(job.concurrency_key_value())
             .fetch_optional(&mut *conn)
             .await?;
         if inserted.is_some() {
@@ -1040,6 +1047,108 @@ impl Driver for SqliteDriver {
         Ok(())
     }
 
+    async fn queue_set_key_limit(
+        &self,
+        queue: &str,
+        limit: Option<u32>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_key_limit.clone())
+            .bind(queue)
+            .bind(limit.map(i64::from))
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_set_fair.clone())
+            .bind(queue)
+            .bind(on)
+            .bind(now_micros())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_key_cursor(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+        cursor: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_cursor.clone())
+            .bind(queue)
+            .bind(cursor)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn job_key_leases(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        queue: &str,
+    ) -> Result<Vec<(String, u64)>, sqlx::Error> {
+        let q = sqlx::query_as::<_, (String, i64)>(self.sql.job_key_leases.clone()).bind(queue);
+        let rows = match target {
+            Target::Pool => q.fetch_all(&self.reader).await?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(k, n)| (k, u64::try_from(n).unwrap_or(0)))
+            .collect())
+    }
+
+    async fn job_key_next(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_key_next.clone())
+            .bind(queue)
+            .bind(after)
+            .bind(i64::try_from(n).unwrap_or(i64::MAX))
+            .fetch_all(conn)
+            .await
+    }
+
+    async fn job_claim_key(
+        &self,
+        conn: &mut SqliteConnection,
+        p: JobClaim<'_>,
+        key: Option<&str>,
+    ) -> Result<Vec<Leased>, sqlx::Error> {
+        let statement = match key {
+            Some(_) => self.sql.job_claim_key.clone(),
+            None => self.sql.job_claim_unkeyed.clone(),
+        };
+        let mut q = sqlx::query(statement)
+            .bind(p.queue)
+            .bind(now_micros())
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX));
+        if let Some(key) = key {
+            q = q.bind(key);
+        }
+        let rows = q.fetch_all(conn).await?;
+        rows.iter().map(leased_from_row).collect()
+    }
+
+    async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar(self.sql.job_key_waiting.clone())
+            .bind(queue)
+            .bind(key)
+            .bind(now_micros())
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn job_live_leases(
         &self,
         conn: &mut SqliteConnection,
@@ -1152,7 +1261,7 @@ mod tests {
         let s = repeat_tuple(sql.job_complete_many.as_str(), 3);
         assert!(s.contains("(?, ?),(?, ?),(?, ?)\n) AS leases"), "{s}");
         let s = repeat_tuple(sql.job_insert.as_str(), 2);
-        assert_eq!(s.matches('?').count(), 24);
+        assert_eq!(s.matches('?').count(), 2 * INSERT_PARAMS);
         assert!(
             !sql.job_insert.as_str().contains("--"),
             "comments are not sent"

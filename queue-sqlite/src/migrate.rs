@@ -41,4 +41,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "rate_limits",
         sql: include_str!("../migrations/0007_rate_limits.sql"),
     },
+    Migration {
+        version: 8,
+        name: "concurrency_keys",
+        sql: include_str!("../migrations/0008_concurrency_keys.sql"),
+    },
 ];

@@ -3,7 +3,7 @@
 //! what the database stores.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,9 @@ use queue_core::{
 };
 use serde_json::json;
 
-use super::{expect_state, invalid_field, job, pop, sleep_until_db, LONG_LEASE, SHORT_LEASE};
+use super::{
+    expect_state, invalid_field, job, pop, run_64_claimers, sleep_until_db, LONG_LEASE, SHORT_LEASE,
+};
 use crate::Ctx;
 
 async fn stats_of(q: &Arc<dyn Queue>, queue: &str) -> anyhow::Result<QueueStats> {
@@ -69,6 +71,7 @@ pub async fn controls_pause_and_resume(ctx: Ctx) -> anyhow::Result<()> {
                 paused: true,
                 concurrency_limit: None,
                 rate_limit: None,
+                ..QueueControl::default()
             }],
         "controls: {controls:?}"
     );
@@ -249,57 +252,10 @@ pub async fn controls_limit_holds_under_64_claimers(ctx: Ctx) -> anyhow::Result<
             anyhow::Ok((max, samples))
         })
     };
-    let claimed: Arc<Mutex<Vec<JobId>>> = Arc::default();
-    let completed = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for p in 0..64usize {
-        let qv = if p % 2 == 0 { q.clone() } else { q2.clone() };
-        let claimed = claimed.clone();
-        let completed = completed.clone();
-        tasks.push(tokio::spawn(async move {
-            let worker = format!("claimer-{p}");
-            while completed.load(Ordering::SeqCst) < TOTAL {
-                let got = qv
-                    .pop(
-                        PopRequest::new("lim")
-                            .limit([1, 2, 5][p % 3])
-                            .lease(LONG_LEASE)
-                            .worker(&worker),
-                    )
-                    .await
-                    .with_context(|| format!("{worker} pop"))?;
-                if got.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(3)).await;
-                    continue;
-                }
-                claimed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend(got.iter().map(|l| l.job.id));
-                tokio::time::sleep(Duration::from_millis(4)).await;
-                let leases: Vec<_> = got.iter().map(|l| l.lease.clone()).collect();
-                let n = qv.ack_batch(&leases).await?;
-                ensure!(
-                    n == leases.len() as u64,
-                    "{worker}: acked {n} of {}",
-                    leases.len()
-                );
-                completed.fetch_add(got.len(), Ordering::SeqCst);
-            }
-            anyhow::Ok(())
-        }));
-    }
-    let run = async {
-        for t in tasks {
-            t.await.context("claimer panicked")??;
-        }
-        anyhow::Ok(())
-    };
-    let finished = tokio::time::timeout(Duration::from_secs(120), run).await;
+    let finished = run_64_claimers(&q, &q2, "lim", TOTAL, Duration::from_secs(120)).await;
     done.store(true, Ordering::SeqCst);
     let (max, samples) = sampler.await.context("sampler panicked")??;
-    finished.context("the claimers did not finish within 120 s")??;
-    let claimed = claimed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let claimed: Vec<JobId> = finished?.into_iter().map(|c| c.0).collect();
     let unique: HashSet<JobId> = claimed.iter().copied().collect();
     ensure!(
         unique.len() == claimed.len() && claimed.len() == TOTAL,
@@ -687,6 +643,7 @@ pub async fn controls_rate_limit_holds_over_windows(ctx: Ctx) -> anyhow::Result<
                 paused: false,
                 concurrency_limit: None,
                 rate_limit: Some(rate),
+                ..QueueControl::default()
             }],
         "controls: {controls:?}"
     );

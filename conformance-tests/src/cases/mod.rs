@@ -7,6 +7,7 @@ pub mod basic;
 pub mod concurrency;
 pub mod controls;
 pub mod dedup;
+pub mod keys;
 pub mod kinds;
 pub mod leases;
 pub mod lifecycle;
@@ -181,4 +182,78 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A claimed job and its start, by the database's clock (its lease's expiry less the lease).
+pub type Started = (queue_core::JobId, chrono::DateTime<chrono::Utc>);
+
+/// 64 concurrent claimers, alternating between two queue values (two pools, as two processes
+/// have), each popping 1, 2 or 5 jobs of `queue` at a time under [`LONG_LEASE`], holding them
+/// 4 ms and acknowledging them, until `total` jobs were completed or `within` passed. Every
+/// claimed job, with its start.
+pub async fn run_64_claimers(
+    q: &Arc<dyn Queue>,
+    q2: &Arc<dyn Queue>,
+    queue: &str,
+    total: usize,
+    within: Duration,
+) -> anyhow::Result<Vec<Started>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let claimed: Arc<Mutex<Vec<Started>>> = Arc::default();
+    let completed = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for p in 0..64usize {
+        let qv = if p % 2 == 0 { q.clone() } else { q2.clone() };
+        let claimed = claimed.clone();
+        let completed = completed.clone();
+        let queue = queue.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let worker = format!("claimer-{p}");
+            while completed.load(Ordering::SeqCst) < total {
+                let got = qv
+                    .pop(
+                        queue_core::PopRequest::new(&queue)
+                            .limit([1, 2, 5][p % 3])
+                            .lease(LONG_LEASE)
+                            .worker(&worker),
+                    )
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{worker} pop: {e}"))?;
+                if got.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    continue;
+                }
+                {
+                    let mut c = claimed.lock().unwrap_or_else(|e| e.into_inner());
+                    for l in &got {
+                        let start = l.lease.expires_at - chrono::Duration::from_std(LONG_LEASE)?;
+                        c.push((l.job.id, start));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(4)).await;
+                let leases: Vec<_> = got.iter().map(|l| l.lease.clone()).collect();
+                let n = qv.ack_batch(&leases).await?;
+                anyhow::ensure!(
+                    n == leases.len() as u64,
+                    "{worker}: acked {n} of {}",
+                    leases.len()
+                );
+                completed.fetch_add(got.len(), Ordering::SeqCst);
+            }
+            anyhow::Ok(())
+        }));
+    }
+    let run = async {
+        for t in tasks {
+            t.await
+                .map_err(|e| anyhow::anyhow!("claimer panicked: {e}"))??;
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(within, run)
+        .await
+        .map_err(|_| anyhow::anyhow!("the claimers did not finish within {within:?}"))??;
+    let claimed = claimed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(claimed)
 }

@@ -17,10 +17,10 @@
 
 use std::time::Duration;
 
-use super::{sort_claimed, Driver, Engine, JobClaim, RateState, LOG_TARGET};
+use super::{sort_claimed, Driver, Engine, JobClaim, RateState, Target, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::job::Leased;
-use crate::queue::{QueueControl, QueueStats, RateLimit, MAX_CONCURRENCY_LIMIT};
+use crate::queue::{HotKey, QueueControl, QueueStats, RateLimit, HOT_KEYS, MAX_CONCURRENCY_LIMIT};
 use crate::validate;
 
 /// The window a claim under `rate` falls in (by the database's clock in `state`) and how many
@@ -62,6 +62,155 @@ fn rate_after_claim(
         count = count.saturating_add(1);
     }
     (window, count)
+}
+
+/// The most key turns one claim visits: past them it stops, and the next claim resumes after
+/// the last it visited. Bounds the time a claim holds the queue's lock when many keys are at their limit.
+const MAX_KEY_TURNS: usize = 1_000;
+
+/// How long a process skips the turn of a keyed queue's jobs without a key after that turn
+/// found none. Those jobs are not in the index of keyed jobs: finding them walks the queue's
+/// pending jobs, which in a deep backlog of keyed jobs costs more than the claim itself.
+pub(super) const UNKEYED_RECHECK: Duration = Duration::from_secs(1);
+
+/// The turn of the jobs without a key in one keyed claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unkeyed {
+    /// Looked for lately and none found: skipped.
+    Skip,
+    /// Not reached by this claim.
+    NotReached,
+    /// Looked for; whether any was found.
+    Looked(bool),
+}
+
+/// How many next keys a keyed claim reads at once (one statement: a descent of the index of
+/// keyed jobs per key).
+const KEY_BATCH: usize = 32;
+
+/// A turn of the key rotation: the jobs without a key, or one key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Turn {
+    Unkeyed,
+    Key(String),
+}
+
+/// The keyed claim of a queue with a key limit or fair shares, under the queue's lock: visits
+/// the turns after the one the previous claim served last (the unkeyed jobs, then each key with
+/// a pending job in byte order, round and round), skips keys at their limit without reading
+/// their jobs, and takes from each turn at most the room left and the key's room, until the
+/// claim is full or every turn was visited once. Records the turn served last.
+async fn claim_by_keys<D: Driver>(
+    d: &D,
+    conn: &mut D::Conn,
+    c: &QueueControl,
+    p: JobClaim<'_>,
+    unkeyed: &mut Unkeyed,
+) -> std::result::Result<Vec<Leased>, D::Error> {
+    let live: std::collections::HashMap<String, u64> = match c.key_limit {
+        Some(_) => d
+            .job_key_leases(Target::Tx(conn), p.queue)
+            .await?
+            .into_iter()
+            .collect(),
+        None => std::collections::HashMap::new(),
+    };
+    let start = c.key_cursor.clone().map_or(Turn::Unkeyed, Turn::Key);
+    let mut at = start.clone();
+    let mut served = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut jobs = Vec::new();
+    let mut ahead = std::collections::VecDeque::new();
+    let mut turns = 0;
+    loop {
+        if turns == MAX_KEY_TURNS {
+            // Cut short (many keys at their limit): the next claim goes on from here, so keys
+            // further on get their turns too.
+            served = Some(at.clone());
+            break;
+        }
+        turns += 1;
+        if jobs.len() >= p.limit {
+            break;
+        }
+        if ahead.is_empty() {
+            // The next keys after the turn just visited, read together; past the last key
+            // comes the turn of the jobs without a key, then the first key again.
+            let after = match &at {
+                Turn::Unkeyed => "",
+                Turn::Key(k) => k.as_str(),
+            };
+            let keys = d.job_key_next(conn, p.queue, after, KEY_BATCH).await?;
+            let last = keys.len() < KEY_BATCH;
+            ahead.extend(keys.into_iter().map(Turn::Key));
+            if last {
+                ahead.push_back(Turn::Unkeyed);
+            }
+        }
+        let Some(next) = ahead.pop_front() else {
+            break;
+        };
+        at = next;
+        if !seen.insert(at.clone()) {
+            break; // every turn was visited
+        }
+        let room = p.limit - jobs.len();
+        let (key, room) = match &at {
+            Turn::Unkeyed if *unkeyed == Unkeyed::Skip => (None, 0),
+            Turn::Unkeyed => {
+                *unkeyed = Unkeyed::Looked(false);
+                (None, room)
+            }
+            Turn::Key(k) => {
+                let used = live.get(k).copied().unwrap_or(0);
+                let left = c
+                    .key_limit
+                    .map_or(u64::MAX, |n| u64::from(n).saturating_sub(used));
+                (
+                    Some(k.as_str()),
+                    room.min(usize::try_from(left).unwrap_or(usize::MAX)),
+                )
+            }
+        };
+        if room > 0 {
+            let got = d
+                .job_claim_key(conn, JobClaim { limit: room, ..p }, key)
+                .await?;
+            if !got.is_empty() {
+                if at == Turn::Unkeyed {
+                    *unkeyed = Unkeyed::Looked(true);
+                }
+                served = Some(at.clone());
+                jobs.extend(got);
+            }
+        }
+        if at == start {
+            break; // back where this claim began
+        }
+    }
+    if let Some(turn) = served.filter(|t| *t != start) {
+        let cursor = match &turn {
+            Turn::Unkeyed => None,
+            Turn::Key(k) => Some(k.as_str()),
+        };
+        d.queue_key_cursor(conn, p.queue, cursor).await?;
+    }
+    Ok(jobs)
+}
+
+/// A concurrency or key limit: 1 to [`MAX_CONCURRENCY_LIMIT`], or none.
+fn check_limit(field: &'static str, limit: Option<u32>) -> Result<()> {
+    match limit {
+        Some(0) => Err(Error::invalid(
+            field,
+            "must be at least 1 (pause the queue to stop it)",
+        )),
+        Some(n) if n > MAX_CONCURRENCY_LIMIT => Err(Error::invalid(
+            field,
+            format!("must be at most {MAX_CONCURRENCY_LIMIT} (got {n})"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl<D: Driver> Engine<D> {
@@ -165,18 +314,26 @@ impl<D: Driver> Engine<D> {
                 }
                 _ => None,
             };
+            let p = JobClaim {
+                limit: room,
+                controls_checked: true,
+                ..p
+            };
             let jobs = if room == 0 {
                 Vec::new()
+            } else if c.keyed() {
+                let mut unkeyed = if self.unkeyed_idle(p.queue) {
+                    Unkeyed::Skip
+                } else {
+                    Unkeyed::NotReached
+                };
+                let jobs = claim_by_keys(d, conn, c, p, &mut unkeyed).await?;
+                if let Unkeyed::Looked(found) = unkeyed {
+                    self.note_unkeyed(p.queue, found);
+                }
+                jobs
             } else {
-                d.job_claim_in(
-                    conn,
-                    JobClaim {
-                        limit: room,
-                        controls_checked: true,
-                        ..p
-                    },
-                )
-                .await?
+                d.job_claim_in(conn, p).await?
             };
             if let (Some((r, window, used)), false) = (rate, jobs.is_empty()) {
                 let (window, count) = rate_after_claim(r, window, used, &jobs, p.lease);
@@ -196,6 +353,30 @@ impl<D: Driver> Engine<D> {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Whether this process looked for jobs without a key of keyed `queue` less than
+    /// [`UNKEYED_RECHECK`] ago and found none.
+    fn unkeyed_idle(&self, queue: &str) -> bool {
+        self.inner
+            .unkeyed_idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(queue)
+            .is_some_and(|at| at.elapsed() < UNKEYED_RECHECK)
+    }
+
+    fn note_unkeyed(&self, queue: &str, found: bool) {
+        let mut idle = self
+            .inner
+            .unkeyed_idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if found {
+            idle.remove(queue);
+        } else {
+            idle.insert(queue.to_owned(), std::time::Instant::now());
         }
     }
 
@@ -283,21 +464,7 @@ impl<D: Driver> Engine<D> {
     /// As [`crate::Queue::set_concurrency_limit`].
     pub async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         validate::queue_name(queue)?;
-        match limit {
-            Some(0) => {
-                return Err(Error::invalid(
-                    "concurrency_limit",
-                    "must be at least 1 (pause the queue to stop it)",
-                ))
-            }
-            Some(n) if n > MAX_CONCURRENCY_LIMIT => {
-                return Err(Error::invalid(
-                    "concurrency_limit",
-                    format!("must be at most {MAX_CONCURRENCY_LIMIT} (got {n})"),
-                ))
-            }
-            _ => {}
-        }
+        check_limit("concurrency_limit", limit)?;
         self.retried("set_concurrency_limit", || {
             self.driver().queue_set_limit(queue, limit)
         })
@@ -333,6 +500,59 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
+    /// Sets or removes the key limit of `queue`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::set_key_limit`].
+    pub async fn set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        validate::queue_name(queue)?;
+        check_limit("key_limit", limit)?;
+        self.retried("set_key_limit", || {
+            self.driver().queue_set_key_limit(queue, limit)
+        })
+        .await
+        .map_err(|e| self.error(e))?;
+        if limit.is_some() {
+            self.remember_controls(queue, true);
+        }
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
+    /// Turns fair shares of `queue` on or off.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::set_fair_shares`].
+    pub async fn set_fair_shares(&self, queue: &str, on: bool) -> Result<()> {
+        validate::queue_name(queue)?;
+        self.retried("set_fair_shares", || {
+            self.driver().queue_set_fair(queue, on)
+        })
+        .await
+        .map_err(|e| self.error(e))?;
+        if on {
+            self.remember_controls(queue, true);
+        }
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
+    /// The keys of keyed `queue` with the most live leases, each with its due jobs.
+    async fn hot_keys(&self, queue: &str) -> std::result::Result<Vec<HotKey>, D::Error> {
+        let d = self.driver();
+        let leases = d.job_key_leases(Target::Pool, queue).await?;
+        let mut hot = Vec::new();
+        for (key, running) in leases.into_iter().take(HOT_KEYS) {
+            let waiting = d.job_key_waiting(queue, &key).await?;
+            hot.push(HotKey {
+                key,
+                running,
+                waiting,
+            });
+        }
+        Ok(hot)
+    }
+
     /// Every queue that is paused or limited.
     ///
     /// # Errors
@@ -365,20 +585,27 @@ impl<D: Driver> Engine<D> {
             None => self.controls().await?,
         };
         for c in controls.into_iter().filter(QueueControl::restricts) {
-            match stats.iter_mut().find(|s| s.queue == c.queue) {
-                Some(s) => {
-                    s.paused = c.paused;
-                    s.concurrency_limit = c.concurrency_limit;
-                    s.rate_limit = c.rate_limit;
+            let hot_keys = if c.keyed() {
+                self.hot_keys(&c.queue).await.map_err(|e| self.error(e))?
+            } else {
+                Vec::new()
+            };
+            let s = match stats.iter_mut().position(|s| s.queue == c.queue) {
+                Some(i) => &mut stats[i],
+                None => {
+                    stats.push(QueueStats {
+                        queue: c.queue.clone(),
+                        ..QueueStats::default()
+                    });
+                    stats.last_mut().expect("just pushed")
                 }
-                None => stats.push(QueueStats {
-                    queue: c.queue,
-                    paused: c.paused,
-                    concurrency_limit: c.concurrency_limit,
-                    rate_limit: c.rate_limit,
-                    ..QueueStats::default()
-                }),
-            }
+            };
+            s.paused = c.paused;
+            s.concurrency_limit = c.concurrency_limit;
+            s.rate_limit = c.rate_limit;
+            s.key_limit = c.key_limit;
+            s.fair_shares = c.fair_shares;
+            s.hot_keys = hot_keys;
         }
         stats.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(stats)

@@ -747,6 +747,56 @@ pub trait Driver: Send + Sync + 'static {
         count: u32,
     ) -> Result<(), Self::Error>;
 
+    /// `queue_set_key_limit`: creates the row of `queue` when missing and sets its key limit.
+    async fn queue_set_key_limit(&self, queue: &str, limit: Option<u32>)
+        -> Result<(), Self::Error>;
+
+    /// `queue_set_fair`: creates the row of `queue` when missing and turns fair shares on or off.
+    async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), Self::Error>;
+
+    /// `queue_key_cursor`: inside the controlled claim's transaction: records the key served
+    /// last (`None`: the jobs without a key).
+    async fn queue_key_cursor(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+        cursor: Option<&str>,
+    ) -> Result<(), Self::Error>;
+
+    /// `job_key_leases`: for each concurrency key of `queue` with jobs running under an
+    /// unexpired lease (by the database's clock, as of this statement), how many; the keys with
+    /// the most first. Jobs without a key are left out.
+    /// Inside the keyed claim's transaction (`Target::Tx`), or on the pool for `stats`
+    /// (SQLite: its reader, so stats never wait for the write lock).
+    async fn job_key_leases(
+        &self,
+        target: Target<'_, Self::Conn>,
+        queue: &str,
+    ) -> Result<Vec<(String, u64)>, Self::Error>;
+
+    /// `job_key_next`: the `n` smallest concurrency keys above `after` (byte order) that
+    /// pending jobs of `queue` have, due or not, in order; fewer past the last.
+    async fn job_key_next(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<String>, Self::Error>;
+
+    /// `job_claim_key` / `job_claim_unkeyed`: claims up to `p.limit` due pending jobs of
+    /// `p.queue` whose concurrency key is `key` (`None`: jobs without a key), in claim order,
+    /// as `job_claim_in` with `controls_checked`.
+    async fn job_claim_key(
+        &self,
+        conn: &mut Self::Conn,
+        p: JobClaim<'_>,
+        key: Option<&str>,
+    ) -> Result<Vec<Leased>, Self::Error>;
+
+    /// `job_key_waiting`: how many pending jobs of `queue` with concurrency key `key` are due.
+    async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, Self::Error>;
+
     /// `job_live_leases`: how many jobs of `queue` are running with an unexpired lease, by the
     /// database's clock, as of this statement (a new snapshot after `queue_control_lock`).
     async fn job_live_leases(&self, conn: &mut Self::Conn, queue: &str)

@@ -135,6 +135,9 @@ struct Inner<D: Driver> {
     controlled: std::sync::Mutex<HashSet<String>>,
     /// Queues held back by their rate limit with a wake-up set for their next window.
     throttled: Arc<std::sync::Mutex<HashSet<String>>>,
+    /// Keyed queues whose latest turn of jobs without a key found none, and when
+    /// (`controls::UNKEYED_RECHECK`).
+    unkeyed_idle: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 impl<D: Driver> Backend for Engine<D> {
@@ -177,6 +180,7 @@ impl<D: Driver> Engine<D> {
                 contention: AtomicU32::new(0),
                 controlled: std::sync::Mutex::new(HashSet::new()),
                 throttled: Arc::default(),
+                unkeyed_idle: std::sync::Mutex::default(),
             }),
         }
     }
@@ -458,6 +462,14 @@ impl<B: Backend> Queue for B {
 
     async fn set_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
         self.engine().set_rate_limit(queue, rate).await
+    }
+
+    async fn set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        self.engine().set_key_limit(queue, limit).await
+    }
+
+    async fn set_fair_shares(&self, queue: &str, on: bool) -> Result<()> {
+        self.engine().set_fair_shares(queue, on).await
     }
 
     async fn controls(&self) -> Result<Vec<QueueControl>> {

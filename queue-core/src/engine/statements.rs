@@ -54,6 +54,11 @@ pub const CATALOGUE: &[&str] = &[
     "job_retry_many",
     "job_delete_many",
     "job_live_leases",
+    "job_key_leases",
+    "job_key_next",
+    "job_claim_key",
+    "job_claim_unkeyed",
+    "job_key_waiting",
     // Maintenance tasks' lease rows (retention).
     "maintenance_claim",
     "maintenance_release",
@@ -65,6 +70,9 @@ pub const CATALOGUE: &[&str] = &[
     "queue_set_rate",
     "queue_rate_state",
     "queue_rate_record",
+    "queue_set_key_limit",
+    "queue_set_fair",
+    "queue_key_cursor",
     // Periodic jobs (schedules).
     "schedule_get",
     "schedule_list",
