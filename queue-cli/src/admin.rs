@@ -74,6 +74,10 @@ pub(crate) struct PushArgs {
     /// At most one live job per queue has this key.
     #[arg(long)]
     dedup_key: Option<String>,
+    /// The job's concurrency key (a customer, a tenant): see `queue limit --key-limit` and
+    /// `--fair`.
+    #[arg(long, value_name = "KEY")]
+    concurrency_key: Option<String>,
     /// The job's kind: which handler of a worker runs it.
     #[arg(long)]
     kind: Option<String>,
@@ -281,14 +285,23 @@ pub(crate) struct LimitArgs {
     /// The queue.
     queue: String,
     /// At most this many of the queue's jobs run at once, across every worker and process
-    /// (1 to 1000000); `none` removes the limit. Leave it out to change only `--rate`.
+    /// (1 to 1000000); `none` removes the limit. Leave it out to change only the options.
     #[arg(
         value_name = "LIMIT",
         value_parser = limit_arg,
         allow_negative_numbers = true,
-        required_unless_present = "rate"
+        required_unless_present_any = ["rate", "key_limit", "fair"]
     )]
     limit: Option<LimitArg>,
+    /// At most N jobs with the same concurrency key run at once, across every worker and
+    /// process (1 to 1000000); jobs of a key at its limit wait without holding back other
+    /// keys' jobs. `none` removes it.
+    #[arg(long, value_name = "N", value_parser = key_limit_arg, allow_negative_numbers = true)]
+    key_limit: Option<LimitArg>,
+    /// `on`: claims take turns across the queue's concurrency keys, so one key's backlog does
+    /// not delay the others; `off` stops it.
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    fair: Option<bool>,
     /// At most N of the queue's jobs start in each window of PERIOD, across every worker and
     /// process, e.g. `100/1m` or `5/500ms` (windows are fixed: the multiples of PERIOD by the
     /// database's clock); `none` removes the rate limit.
@@ -371,6 +384,23 @@ pub(crate) fn period_words(period: std::time::Duration) -> String {
 /// it refuses 0) or `none`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LimitArg(Option<u32>);
+
+/// `--key-limit`: as a concurrency limit, with the key limit's name in its errors.
+fn key_limit_arg(text: &str) -> Result<LimitArg, String> {
+    parse_limit(text).map(LimitArg).map_err(|e| match e {
+        Error::InvalidInput { rule, .. } => format!("key_limit {rule}"),
+        other => other.to_string(),
+    })
+}
+
+/// `on` or `off`.
+pub(crate) fn on_off(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        other => Err(format!("must be `on` or `off` (got `{other}`)")),
+    }
+}
 
 /// Reads a concurrency limit as the command line and the dashboard take it: a whole number, or
 /// `none` (no limit). Only the text is checked here; the rules on the number (at least 1, at
@@ -465,15 +495,31 @@ pub(crate) async fn limit(args: LimitArgs) -> Result<(), CliError> {
     if let Some(RateArg(rate)) = args.rate {
         queue.set_rate_limit(&args.queue, rate).await?;
     }
+    if let Some(LimitArg(n)) = args.key_limit {
+        queue.set_key_limit(&args.queue, n).await?;
+    }
+    if let Some(on) = args.fair {
+        queue.set_fair_shares(&args.queue, on).await?;
+    }
     let stored = controls_of(queue.as_ref(), &args.queue).await;
     let paused = stored.as_ref().is_some_and(|s| s.paused);
     let mut sentence = match args.limit {
         Some(LimitArg(limit)) => limit_sentence(&args.queue, limit),
         None => format!("queue {}", args.queue),
     };
+    let mut options = Vec::new();
     if let Some(RateArg(rate)) = args.rate {
+        options.push(rate_words(rate));
+    }
+    if let Some(LimitArg(n)) = args.key_limit {
+        options.push(key_limit_words(n));
+    }
+    if let Some(on) = args.fair {
+        options.push(fair_words(on).to_owned());
+    }
+    if !options.is_empty() {
         let sep = if args.limit.is_some() { "," } else { ":" };
-        sentence = format!("{sentence}{sep} {}", rate_words(rate));
+        sentence = format!("{sentence}{sep} {}", options.join(", "));
     }
     if paused {
         println!(
@@ -517,6 +563,9 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
             })
         })?;
         job = job.max_attempts(n);
+    }
+    if let Some(key) = &args.concurrency_key {
+        job = job.concurrency_key(key.as_str());
     }
     if let Some(key) = &args.dedup_key {
         job = job.dedup_key(key.as_str());
@@ -634,8 +683,9 @@ pub(crate) fn queue_state(s: &QueueStats) -> &'static str {
 
 /// The `stats` table, also printed by the demo: the counts (`100000+` for one that stopped at
 /// the stats cap, with a line under the table that says so), then whether the queue is paused
-/// (`state`), its concurrency limit (`limit`, `-` for none) and its rate limit (`rate`, as
-/// `N/PERIOD`).
+/// (`state`), its concurrency limit (`limit`, `-` for none), its rate limit (`rate`, as
+/// `N/PERIOD`) and its key controls (`keys`); then a line per keyed queue with running jobs
+/// naming its hot keys.
 pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let rows: Vec<Vec<String>> = stats
         .iter()
@@ -656,15 +706,24 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
                         || "-".to_owned(),
                         |r| format!("{}/{}", r.limit, period_words(r.period)),
                     ),
+                    key_words(s),
                 ])
                 .collect()
         })
         .collect();
     let header: Vec<&str> = std::iter::once("queue")
         .chain(COUNT_COLUMNS)
-        .chain(["state", "limit", "rate"])
+        .chain(["state", "limit", "rate", "keys"])
         .collect();
     let mut out = table::render(&header, &rows);
+    for s in stats.iter().filter(|s| !s.hot_keys.is_empty()) {
+        let keys: Vec<String> = s
+            .hot_keys
+            .iter()
+            .map(|h| format!("{} {} running, {} waiting", h.key, h.running, h.waiting))
+            .collect();
+        out.push_str(&format!("hot keys of {}: {}\n", s.queue, keys.join("; ")));
+    }
     let cap = stats
         .iter()
         .filter(|s| capped(s).contains(&true))
@@ -675,6 +734,34 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
         ));
     }
     out
+}
+
+/// A key limit in words, as the CLI says it: `at most 3 jobs per concurrency key run at once`,
+/// `no key limit`.
+pub(crate) fn key_limit_words(limit: Option<u32>) -> String {
+    match limit {
+        Some(1) => "at most 1 job per concurrency key runs at once".to_owned(),
+        Some(n) => format!("at most {n} jobs per concurrency key run at once"),
+        None => "no key limit".to_owned(),
+    }
+}
+
+/// Fair shares in words, as the CLI says them.
+pub(crate) fn fair_words(on: bool) -> &'static str {
+    if on {
+        "claims take turns across concurrency keys"
+    } else {
+        "fair shares off"
+    }
+}
+
+/// The `keys` cell of `stats`: the key limit (`3/key`), `fair` for fair shares, `-` for neither.
+fn key_words(s: &QueueStats) -> String {
+    match (s.key_limit, s.fair_shares) {
+        (Some(n), _) => format!("{n}/key"),
+        (None, true) => "fair".to_owned(),
+        (None, false) => "-".to_owned(),
+    }
 }
 
 fn stats_json(s: &QueueStats) -> serde_json::Value {
@@ -692,6 +779,13 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
             "limit": r.limit,
             "period_ms": u64::try_from(r.period.as_millis()).unwrap_or(u64::MAX),
         })),
+        "key_limit": s.key_limit,
+        "fair_shares": s.fair_shares,
+        "hot_keys": s.hot_keys.iter().map(|h| serde_json::json!({
+            "key": h.key,
+            "running": h.running,
+            "waiting": h.waiting,
+        })).collect::<Vec<_>>(),
         // Finished jobs are counted up to the cap; the counts named here stopped at it, so
         // there are at least that many.
         "count_cap": s.count_cap,
@@ -1014,11 +1108,11 @@ mod tests {
         let table = stats_table(&stats);
         let lines: Vec<&str> = table.lines().collect();
         assert!(
-            lines[0].ends_with("cancelled  state    limit  rate"),
+            lines[0].ends_with("cancelled  state    limit  rate  keys"),
             "{table}"
         );
-        assert!(lines[1].ends_with("paused   -      -"), "{table}");
-        assert!(lines[2].ends_with("running  5      -"), "{table}");
+        assert!(lines[1].ends_with("paused   -      -     -"), "{table}");
+        assert!(lines[2].ends_with("running  5      -     -"), "{table}");
         let json = stats_json(&stats[1]);
         assert_eq!(json["paused"], false);
         assert_eq!(json["concurrency_limit"], 5);
@@ -1053,7 +1147,7 @@ mod tests {
         let big: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             big,
-            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-"],
+            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-", "-"],
             "{table}"
         );
         // Numbers stay right-aligned beside a capped one.

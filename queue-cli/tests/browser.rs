@@ -547,6 +547,160 @@ async fn pause_resume_and_limit_from_the_overview(c: &Client, fx: &Fixture) -> a
     Ok(())
 }
 
+/// The key limit of `queue` and whether it has fair shares, as the library reads them.
+async fn keys_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(Option<u32>, bool)> {
+    let stats = q.stats(Some(queue)).await?;
+    Ok(stats
+        .iter()
+        .find(|s| s.queue == queue)
+        .map_or((None, false), |s| (s.key_limit, s.fair_shares)))
+}
+
+/// Replaces the text of the field `css` with `text`.
+async fn type_into(c: &Client, css: &str, text: &str) -> anyhow::Result<()> {
+    let field = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .with_context(|| format!("no field {css}"))?;
+    field.clear().await?;
+    field.send_keys(text).await?;
+    Ok(())
+}
+
+/// A bad key limit, a key limit, fair shares on, "Remove key limit" and fair shares off,
+/// clicked on the queue's page: after each, the page and the database agree. The hot keys are
+/// listed, a key's markup shown as text; the overview shows the key controls under the limit.
+async fn key_limit_and_fair_shares_from_the_queue_page(
+    c: &Client,
+    fx: &Fixture,
+) -> anyhow::Result<()> {
+    const MARKUP: &str = "<img src=x onerror=\"document.title='pwned'\">";
+    let q = fx.queue.as_ref();
+    for key in ["acme", "acme", "acme", MARKUP] {
+        q.push(NewJob::from_json("emails", "{}")?.concurrency_key(key))
+            .await?;
+    }
+    let server = serve(fx, &[], None)?;
+    let page = format!("{}/jobs?queue=emails", server.url);
+    c.goto(&page).await?;
+    see(c, "#key-controls", "No key limit; fair shares off.").await?;
+    see(c, "#keys .fair-state", "off").await?;
+    ensure!(
+        live_text(c, "#hot-keys").await?.is_none(),
+        "no hot keys yet"
+    );
+
+    type_into(c, "#keys input[name=key_limit]", "0").await?;
+    click(c, "#keys button.set-key-limit").await?;
+    see(
+        c,
+        "#notice",
+        "Nothing was changed: invalid key_limit: must be at least 1 (pause the queue to stop it)",
+    )
+    .await?;
+    ensure!(
+        keys_of(q, "emails").await? == (None, false),
+        "0 stored nothing"
+    );
+
+    type_into(c, "#keys input[name=key_limit]", "2").await?;
+    click(c, "#keys button.set-key-limit").await?;
+    see(
+        c,
+        "#notice",
+        "Queue emails: at most 2 jobs per concurrency key run at once.",
+    )
+    .await?;
+    let shown: String = script(
+        c,
+        "return document.querySelector('#keys input[name=key_limit]').value;",
+    )
+    .await?;
+    ensure!(shown == "2", "{shown:?}");
+    ensure!(keys_of(q, "emails").await? == (Some(2), false));
+
+    // Two of acme's three jobs run, one waits: the page lists the hot keys, most running
+    // first, and the markup of a key stays text.
+    let leased = q.pop(dbqueue::PopRequest::new("emails").limit(10)).await?;
+    ensure!(leased.len() == 3, "{} claimed", leased.len());
+    c.goto(&page).await?;
+    see(
+        c,
+        "#hot-keys caption",
+        "Hot keys: the keys with the most running jobs",
+    )
+    .await?;
+    let rows: Vec<Vec<String>> = script(
+        c,
+        "return [...document.querySelectorAll('#hot-keys tbody tr')] \
+         .map(r => [...r.cells].map(d => d.textContent.trim()));",
+    )
+    .await?;
+    ensure!(
+        rows == [
+            vec!["acme".to_owned(), "2".to_owned(), "1".to_owned()],
+            vec![MARKUP.to_owned(), "1".to_owned(), "0".to_owned()],
+        ],
+        "{rows:?}"
+    );
+    let images: u32 = script(c, "return document.querySelectorAll('img').length;").await?;
+    ensure!(images == 0, "a key's markup became an element");
+    let title: String = script(c, "return document.title;").await?;
+    ensure!(!title.contains("pwned"), "{title}");
+    // The panel fits the window: nothing scrolls sideways.
+    let (scroll, client): (u32, u32) = script(
+        c,
+        "const d = document.documentElement; return [d.scrollWidth, d.clientWidth];",
+    )
+    .await?;
+    ensure!(
+        scroll <= client,
+        "the page scrolls sideways: {scroll} > {client}"
+    );
+    save("dashboard-keys.png", &c.screenshot().await?)?;
+
+    click(c, "#keys button.fair-on").await?;
+    see(
+        c,
+        "#notice",
+        "Queue emails: claims take turns across concurrency keys.",
+    )
+    .await?;
+    see(c, "#keys .fair-state", "on").await?;
+    ensure!(keys_of(q, "emails").await? == (Some(2), true));
+
+    c.goto(&format!("{}/", server.url)).await?;
+    see(c, "tr[data-queue='emails'] .keys", "2/key").await?;
+    c.goto(&page).await?;
+
+    click(c, "#keys button.clear-key-limit").await?;
+    see(c, "#notice", "Queue emails: no key limit.").await?;
+    see(
+        c,
+        "#key-controls",
+        "No key limit; fair shares on: claims take turns across concurrency keys.",
+    )
+    .await?;
+    ensure!(keys_of(q, "emails").await? == (None, true));
+
+    click(c, "#keys button.fair-off").await?;
+    see(c, "#notice", "Queue emails: fair shares off.").await?;
+    see(c, "#keys .fair-state", "off").await?;
+    ensure!(keys_of(q, "emails").await? == (None, false));
+    ensure!(q.controls().await?.is_empty());
+    c.goto(&format!("{}/", server.url)).await?;
+    see(c, "tr[data-queue='emails'] span.qstate", "running").await?;
+    ensure!(
+        live_text(c, "tr[data-queue='emails'] .keys")
+            .await?
+            .is_none(),
+        "no key controls to show"
+    );
+    Ok(())
+}
+
 /// Read-only: no page has a button that changes anything, and a POST is refused.
 async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
@@ -622,6 +776,8 @@ async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Resu
     for (path, body) in [
         ("/actions/resume", "queue=emails"),
         ("/actions/limit", "queue=emails&clear=1"),
+        ("/actions/keys", "queue=emails&clear=1"),
+        ("/actions/keys", "queue=emails&fair=on"),
     ] {
         let status: u16 = script(
             c,
@@ -634,6 +790,7 @@ async fn read_only_mode_has_no_buttons(c: &Client, fx: &Fixture) -> anyhow::Resu
         ensure!(status == 403, "{path}: {status}");
     }
     ensure!(controls_of(q, "emails").await? == (true, Some(3)));
+    ensure!(keys_of(q, "emails").await? == (None, false));
     Ok(())
 }
 
@@ -972,11 +1129,15 @@ async fn screenshot_of_the_queue_controls(c: &Client, fx: &Fixture) -> anyhow::R
     q.set_concurrency_limit("reports", Some(3)).await?;
     q.set_concurrency_limit("thumbnails", Some(12)).await?;
     q.pause("thumbnails").await?;
+    q.set_key_limit("reports", Some(2)).await?;
+    q.set_fair_shares("webhooks", true).await?;
     let server = serve(fx, &[], None)?;
     c.goto(&format!("{}/", server.url)).await?;
     see(c, "tr[data-queue='emails'] span.qstate", "paused").await?;
     see_limit(c, "reports", "3").await?;
     see_limit(c, "thumbnails", "12").await?;
+    see(c, "tr[data-queue='reports'] .keys", "2/key").await?;
+    see(c, "tr[data-queue='webhooks'] .keys", "fair").await?;
     let png = c.screenshot().await?;
     ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
     save("dashboard-controls.png", &png)?;
@@ -1071,6 +1232,7 @@ fn main() {
         browser_case!(bulk_retry_from_the_queue_page),
         browser_case!(bulk_cancel_from_a_filtered_list),
         browser_case!(pause_resume_and_limit_from_the_overview),
+        browser_case!(key_limit_and_fair_shares_from_the_queue_page),
         browser_case!(read_only_mode_has_no_buttons),
         browser_case!(a_wrong_or_missing_token_is_refused),
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),

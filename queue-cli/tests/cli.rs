@@ -493,7 +493,8 @@ fn stats_row(url: &str, name: &str) -> Vec<String> {
             "cancelled",
             "state",
             "limit",
-            "rate"
+            "rate",
+            "keys"
         ],
         "{table}"
     );
@@ -583,7 +584,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(stats_of(&url, "emails").await.paused);
     let row = stats_row(&url, "emails");
     assert_eq!(row[1], "5", "{row:?}");
-    assert_eq!(&row[7..], ["paused", "-", "-"], "{row:?}");
+    assert_eq!(&row[7..10], ["paused", "-", "-"], "{row:?}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], true, "{json}");
     assert!(json["concurrency_limit"].is_null(), "{json}");
@@ -618,7 +619,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(said.contains("5 completed"), "{said}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], false, "{json}");
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
     // Resuming a running queue is not an error either.
     ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
 }
@@ -636,7 +637,7 @@ async fn limits_are_set_shown_and_removed() {
     let out = ok(&queue_cmd(&["limit", "emails", "5", "--url", &url], None));
     assert_eq!(out, "queue emails: at most 5 jobs run at once\n");
     assert_eq!(stats_of(&url, "emails").await.concurrency_limit, Some(5));
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "5", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "5", "-"]);
     assert_eq!(stats_json(&url, "emails")["concurrency_limit"], 5);
 
     // A queue without jobs is listed once it has a control.
@@ -645,7 +646,7 @@ async fn limits_are_set_shown_and_removed() {
     let row = stats_row(&url, "reports");
     assert_eq!(
         row,
-        ["reports", "0", "0", "0", "0", "0", "0", "running", "1", "-"]
+        ["reports", "0", "0", "0", "0", "0", "0", "running", "1", "-", "-"]
     );
 
     // Paused and limited: the line says both.
@@ -656,7 +657,7 @@ async fn limits_are_set_shown_and_removed() {
         "queue emails: at most 2 jobs run at once (paused: nothing runs until `queue resume \
          emails`)\n"
     );
-    assert_eq!(&stats_row(&url, "emails")[7..], ["paused", "2", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..10], ["paused", "2", "-"]);
     let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
     assert_eq!(
         out,
@@ -670,7 +671,7 @@ async fn limits_are_set_shown_and_removed() {
     assert_eq!(out, "queue emails: no concurrency limit\n");
     let s = stats_of(&url, "emails").await;
     assert_eq!((s.paused, s.concurrency_limit), (false, None));
-    assert_eq!(&stats_row(&url, "emails")[7..], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
     assert!(stats_json(&url, "emails")["concurrency_limit"].is_null());
     let controls = dbqueue::connect(&url)
         .await
@@ -711,7 +712,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         })
     );
     assert_eq!(s.concurrency_limit, None);
-    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "-", "100/1m"]);
+    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "-", "100/1m"]);
     let json = stats_json(&url, "calls");
     assert_eq!(json["rate_limit"]["limit"], 100, "{json}");
     assert_eq!(json["rate_limit"]["period_ms"], 60_000, "{json}");
@@ -724,7 +725,10 @@ async fn rate_limits_are_set_shown_and_removed() {
         out,
         "queue calls: at most 3 jobs run at once, at most 5 jobs start per 500ms\n"
     );
-    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "5/500ms"]);
+    assert_eq!(
+        &stats_row(&url, "calls")[7..10],
+        ["running", "3", "5/500ms"]
+    );
 
     for (rate, says) in [
         ("0/1s", "rate_limit.limit"),
@@ -739,15 +743,126 @@ async fn rate_limits_are_set_shown_and_removed() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{rate}: {err}");
     }
-    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "5/500ms"]);
+    assert_eq!(
+        &stats_row(&url, "calls")[7..10],
+        ["running", "3", "5/500ms"]
+    );
 
     let out = ok(&queue_cmd(
         &["limit", "calls", "--rate", "none", "--url", &url],
         None,
     ));
     assert_eq!(out, "queue calls: no rate limit\n");
-    assert_eq!(&stats_row(&url, "calls")[7..], ["running", "3", "-"]);
+    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "3", "-"]);
     assert!(stats_json(&url, "calls")["rate_limit"].is_null());
+}
+
+/// `limit QUEUE --key-limit N --fair on` sets the key controls; `push --concurrency-key`
+/// stores a job's key; `stats` shows the controls and the hot keys (table and JSON); `none` and
+/// `off` remove them; bad values name their field and store nothing.
+#[tokio::test]
+async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    for _ in 0..3 {
+        ok(&queue_cmd(
+            &[
+                "push",
+                "--url",
+                &url,
+                "--queue",
+                "sync",
+                "--concurrency-key",
+                "acme",
+            ],
+            None,
+        ));
+    }
+    let out = ok(&queue_cmd(
+        &[
+            "limit",
+            "sync",
+            "--key-limit",
+            "1",
+            "--fair",
+            "on",
+            "--url",
+            &url,
+        ],
+        None,
+    ));
+    assert_eq!(
+        out,
+        "queue sync: at most 1 job per concurrency key runs at once, claims take turns across \
+         concurrency keys\n"
+    );
+    let s = stats_of(&url, "sync").await;
+    assert_eq!((s.key_limit, s.fair_shares), (Some(1), true));
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let got = queue
+        .pop(queue_core::PopRequest::new("sync").limit(5))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "one job of key acme at a time");
+    assert_eq!(
+        &stats_row(&url, "sync")[7..],
+        ["running", "-", "-", "1/key"]
+    );
+    let table = ok(&queue_cmd(&["stats", "--url", &url], None));
+    assert!(
+        table.ends_with("hot keys of sync: acme 1 running, 2 waiting\n"),
+        "{table}"
+    );
+    let json = stats_json(&url, "sync");
+    assert_eq!(json["key_limit"], 1, "{json}");
+    assert_eq!(json["fair_shares"], true, "{json}");
+    assert_eq!(json["hot_keys"][0]["key"], "acme", "{json}");
+    assert_eq!(json["hot_keys"][0]["waiting"], 2, "{json}");
+
+    for (args, says) in [
+        (&["--key-limit", "0"][..], "key_limit"),
+        (&["--key-limit", "abc"][..], "key_limit"),
+        (&["--fair", "maybe"][..], "on` or `off"),
+    ] {
+        let mut all = vec!["limit", "sync"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--url", &url]);
+        let out = queue_cmd(&all, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let out = queue_cmd(
+        &[
+            "push",
+            "--url",
+            &url,
+            "--queue",
+            "sync",
+            "--concurrency-key",
+            "",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("concurrency_key"));
+    assert_eq!(stats_of(&url, "sync").await.available, 2, "nothing stored");
+
+    let out = ok(&queue_cmd(
+        &[
+            "limit",
+            "sync",
+            "--key-limit",
+            "none",
+            "--fair",
+            "off",
+            "--url",
+            &url,
+        ],
+        None,
+    ));
+    assert_eq!(out, "queue sync: no key limit, fair shares off\n");
+    assert_eq!(&stats_row(&url, "sync")[7..], ["running", "-", "-", "-"]);
 }
 
 /// Bad input exits with status 2 and one line that names the field and the rule, and stores
@@ -848,10 +963,10 @@ async fn the_demo_respects_the_controls() {
         .skip_while(|l| !l.starts_with("stats for queue"))
         .skip(1)
         .collect();
-    assert!(table[0].ends_with("state    limit  rate"), "{out}");
+    assert!(table[0].ends_with("state    limit  rate  keys"), "{out}");
     let cells: Vec<&str> = table[1].split_whitespace().collect();
     assert_eq!(cells[0], "narrow");
-    assert_eq!(&cells[7..], ["running", "2", "-"], "{out}");
+    assert_eq!(&cells[7..10], ["running", "2", "-"], "{out}");
     let s = stats_of(&url, "narrow").await;
     assert_eq!(s.completed + s.dead, 60, "{s:?}");
 }
@@ -898,6 +1013,7 @@ async fn stats_marks_counts_at_the_cap() {
             "0",
             format!("{cap}+").as_str(),
             "running",
+            "-",
             "-",
             "-"
         ]

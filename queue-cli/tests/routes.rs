@@ -85,6 +85,30 @@ async fn rate_of(q: &dyn Queue, queue: &str) -> anyhow::Result<Option<queue_core
         .and_then(|s| s.rate_limit))
 }
 
+/// The key limit of `queue` and whether it has fair shares, as the library reads them.
+async fn keys_of(q: &dyn Queue, queue: &str) -> anyhow::Result<(Option<u32>, bool)> {
+    let stats = q.stats(Some(queue)).await?;
+    Ok(stats
+        .iter()
+        .find(|s| s.queue == queue)
+        .map_or((None, false), |s| (s.key_limit, s.fair_shares)))
+}
+
+/// The key controls the overview row of `queue` shows under its limit (`2/key`, `fair`), or
+/// `-` when it shows none.
+fn keys_cell(page: &Page, queue: &str) -> anyhow::Result<String> {
+    let row = row(page, queue)?;
+    let Some(note) = row.split("<div class=\"hint keys\"").nth(1) else {
+        return Ok("-".to_owned());
+    };
+    let value = note
+        .split('>')
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .context("keys value")?;
+    Ok(value.to_owned())
+}
+
 async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     completed(q, "emails", "{}").await?;
@@ -1422,6 +1446,193 @@ async fn queue_controls_from_the_overview_and_the_queue_page(
     Ok(())
 }
 
+/// The key limit and fair shares, from the queue's page and the overview: set, shown, removed;
+/// bad input names its field and stores nothing; the hot keys are listed, their text escaped.
+async fn key_controls_from_the_queue_page(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    for key in ["acme", "acme", "acme", SCRIPT, IMG] {
+        q.push(NewJob::from_json("emails", "{}")?.concurrency_key(key))
+            .await?;
+    }
+    push(q, "reports", "{}").await?;
+    let mut c = client(&fx);
+
+    // Nothing set: the page says so, offers both forms, and lists no hot keys.
+    let page = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
+    page.has("<h2 id=\"keys-heading\">Concurrency keys</h2>")?
+        .has("No key limit; fair shares off.")?
+        .has("action=\"/actions/keys\"")?
+        .has("name=\"key_limit\" value=\"\"")?
+        .has("name=\"fair\" value=\"on\"")?
+        .has("Turn fair shares on")?
+        .lacks("clear-key-limit")?
+        .lacks("id=\"hot-keys\"")?;
+    let overview = c.get("/").await?.expect(StatusCode::OK)?;
+    ensure!(keys_cell(&overview, "emails")? == "-");
+
+    // A key limit: the queue's page comes back, saying what is now true.
+    let page = c
+        .post(
+            "/actions/keys",
+            &[("queue", "emails"), ("key_limit", " 2 "), ("back", "queue")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queue emails</h1>")?
+        .has("Queue emails: at most 2 jobs per concurrency key run at once.")?
+        .has("Running; no concurrency limit; at most 2 jobs per concurrency key run at once.")?
+        .has(
+            "At most 2 jobs per concurrency key run at once; fair shares off (the key limit \
+             takes turns across keys).",
+        )?
+        .has("name=\"key_limit\" value=\"2\"")?
+        .has("Remove key limit")?;
+    ensure!(keys_of(q, "emails").await? == (Some(2), false));
+    ensure!(keys_of(q, "reports").await? == (None, false), "untouched");
+
+    // Claims respect it: two of acme's three run, one waits; the page lists the hot keys,
+    // most running first, their markup as text.
+    let leased = q.pop(PopRequest::new("emails").limit(10)).await?;
+    ensure!(leased.len() == 4, "{} claimed", leased.len());
+    let page = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
+    page.lacks("<script>document")?.lacks("<img")?;
+    let rows = table_rows(&page, "hot-keys")?;
+    ensure!(
+        rows.first() == Some(&vec!["acme".to_owned(), "2".to_owned(), "1".to_owned()]),
+        "{rows:?}"
+    );
+    let mut rest: Vec<Vec<String>> = rows[1..].to_vec();
+    rest.sort();
+    let mut expected = vec![
+        vec![esc(SCRIPT), "1".to_owned(), "0".to_owned()],
+        vec![esc(IMG), "1".to_owned(), "0".to_owned()],
+    ];
+    expected.sort();
+    ensure!(rest == expected, "{rows:?}");
+
+    // Bad input: the field's name and rule, and nothing stored (not even the valid field of
+    // the two).
+    for (fields, said) in [
+        (
+            vec![("key_limit", "0")],
+            "invalid key_limit: must be at least 1",
+        ),
+        (
+            vec![("key_limit", "2000000")],
+            "invalid key_limit: must be at most 1000000 (got 2000000)",
+        ),
+        (
+            vec![("key_limit", "abc")],
+            "invalid key_limit: must be a whole number",
+        ),
+        (
+            vec![("key_limit", "-3")],
+            "invalid key_limit: must be a whole number",
+        ),
+        (
+            vec![("key_limit", "")],
+            "invalid key_limit: must be a whole number",
+        ),
+        (
+            vec![("key_limit", "5"), ("fair", "maybe")],
+            "invalid fair: must be `on` or `off` (got `maybe`)",
+        ),
+        (
+            vec![("fair", "on"), ("key_limit", "0")],
+            "invalid key_limit: must be at least 1",
+        ),
+        (vec![], "invalid key_limit: give a key limit"),
+    ] {
+        let mut form = vec![("queue", "emails"), ("back", "queue")];
+        form.extend(fields.iter().copied());
+        c.post("/actions/keys", &form)
+            .await?
+            .expect(StatusCode::BAD_REQUEST)?
+            .has(&format!("Nothing was changed: {said}"))?
+            .has("<h1>Queue emails</h1>")?;
+        ensure!(
+            keys_of(q, "emails").await? == (Some(2), false),
+            "{fields:?} changed nothing"
+        );
+    }
+    c.post(
+        "/actions/keys",
+        &[("queue", "bad name"), ("key_limit", "3"), ("fair", "on")],
+    )
+    .await?
+    .expect(StatusCode::BAD_REQUEST)?
+    .has("Nothing was changed: invalid queue")?;
+
+    // Fair shares on, from the overview: the overview comes back, the row saying so.
+    let page = c
+        .post(
+            "/actions/keys",
+            &[("queue", "emails"), ("fair", "on"), ("back", "overview")],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("<h1>Queues</h1>")?
+        .has("Queue emails: claims take turns across concurrency keys.")?;
+    ensure!(keys_cell(&page, "emails")? == "2/key");
+    ensure!(keys_of(q, "emails").await? == (Some(2), true));
+    c.get("/jobs?queue=emails")
+        .await?
+        .expect(StatusCode::OK)?
+        .has(
+            "At most 2 jobs per concurrency key run at once; fair shares on: claims take turns \
+             across concurrency keys.",
+        )?
+        .has("name=\"fair\" value=\"off\"")?
+        .has("Turn fair shares off")?;
+
+    // Remove the key limit with its button (whatever the field says): fair shares stay.
+    let page = c
+        .post(
+            "/actions/keys",
+            &[
+                ("queue", "emails"),
+                ("key_limit", "2"),
+                ("clear", "1"),
+                ("back", "overview"),
+            ],
+        )
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("Queue emails: no key limit.")?;
+    ensure!(keys_cell(&page, "emails")? == "fair");
+    ensure!(keys_of(q, "emails").await? == (None, true));
+
+    // Both at once, then both off (`none` removes the limit as its button does).
+    c.post(
+        "/actions/keys",
+        &[
+            ("queue", "emails"),
+            ("key_limit", "5"),
+            ("fair", "off"),
+            ("back", "queue"),
+        ],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Queue emails: at most 5 jobs per concurrency key run at once; fair shares off.")?;
+    ensure!(keys_of(q, "emails").await? == (Some(5), false));
+    c.post(
+        "/actions/keys",
+        &[
+            ("queue", "emails"),
+            ("key_limit", "none"),
+            ("back", "queue"),
+        ],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Queue emails: no key limit.")?
+    .has("No key limit; fair shares off.")?;
+    ensure!(keys_of(q, "emails").await? == (None, false));
+    ensure!(q.controls().await?.is_empty(), "{:?}", q.controls().await?);
+    Ok(())
+}
+
 async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
@@ -1429,6 +1640,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     let pending_before = schedule_of(q, pending).await?;
     q.pause("emails").await?;
     q.set_concurrency_limit("emails", Some(3)).await?;
+    q.set_key_limit("emails", Some(2)).await?;
     let mut c = client_with(
         &fx,
         DashboardConfig {
@@ -1452,17 +1664,27 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     let page = c.get("/").await?.expect(StatusCode::OK)?;
     let emails = row(&page, "emails")?;
     ensure!(emails.contains("<span class=\"qstate paused\""), "{emails}");
-    ensure!(emails.contains(">3</td>"), "{emails}");
+    ensure!(
+        emails.contains(">3<div class=\"hint keys\""),
+        "the limit, then the key limit: {emails}"
+    );
     c.get("/fragment/overview")
         .await?
         .expect(StatusCode::OK)?
         .has("qstate paused")?
         .lacks("method=\"post\"")?
         .lacks("<th scope=\"col\">controls</th>")?;
+    ensure!(keys_cell(&page, "emails")? == "2/key");
     c.get("/jobs?queue=emails")
         .await?
         .expect(StatusCode::OK)?
-        .has("Paused: no job is given out until it is resumed; at most 3 jobs run at once.")?;
+        .has(
+            "Paused: no job is given out until it is resumed; at most 3 jobs run at once; at \
+             most 2 jobs per concurrency key run at once.",
+        )?
+        .has("At most 2 jobs per concurrency key run at once;")?
+        .lacks("name=\"key_limit\"")?
+        .lacks("Turn fair shares")?;
     for (path, fields) in [
         (format!("/jobs/{id}/retry"), vec![]),
         (format!("/jobs/{pending}/cancel"), vec![]),
@@ -1489,6 +1711,18 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
             "/actions/limit".to_owned(),
             vec![("queue", "emails"), ("clear", "1")],
         ),
+        (
+            "/actions/keys".to_owned(),
+            vec![("queue", "emails"), ("key_limit", "9")],
+        ),
+        (
+            "/actions/keys".to_owned(),
+            vec![("queue", "emails"), ("clear", "1")],
+        ),
+        (
+            "/actions/keys".to_owned(),
+            vec![("queue", "emails"), ("fair", "on")],
+        ),
     ] {
         c.post(&path, &fields)
             .await?
@@ -1504,6 +1738,7 @@ async fn read_only_shows_no_actions_and_refuses_them(fx: Arc<Fixture>) -> anyhow
     ensure!(state_of(q, id).await? == JobState::Dead);
     ensure!(schedule_of(q, pending).await? == pending_before);
     ensure!(controls_of(q, "emails").await? == (true, Some(3)));
+    ensure!(keys_of(q, "emails").await? == (Some(2), false));
     ensure!(q.controls().await?.len() == 1, "reports was not paused");
     Ok(())
 }
@@ -1625,6 +1860,11 @@ async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Re
     for (path, fields) in [
         ("/actions/pause", vec![("queue", "emails")]),
         ("/actions/limit", vec![("queue", "emails"), ("limit", "2")]),
+        (
+            "/actions/keys",
+            vec![("queue", "emails"), ("key_limit", "2")],
+        ),
+        ("/actions/keys", vec![("queue", "emails"), ("fair", "on")]),
     ] {
         c.post_raw(path, &fields, &same_origin)
             .await?
@@ -1860,6 +2100,7 @@ fn main() {
         case!(bulk_actions_refuse_bad_filters_and_forged_posts),
         case!(prune_deletes_only_what_was_asked),
         case!(queue_controls_from_the_overview_and_the_queue_page),
+        case!(key_controls_from_the_queue_page),
         case!(read_only_shows_no_actions_and_refuses_them),
         case!(a_token_guards_every_page_and_action),
         case!(forged_and_cross_site_posts_are_refused),

@@ -1,6 +1,6 @@
 //! The actions (POST): retry, cancel, reschedule, bulk retry, prune, the queue controls
-//! (pause, resume, concurrency limit), login, logout (the bulk actions by filter are in
-//! [`super::bulk`]). Each needs the form's CSRF token (see
+//! (pause, resume, concurrency limit, rate limit, key limit and fair shares), login, logout
+//! (the bulk actions by filter are in [`super::bulk`]). Each needs the form's CSRF token (see
 //! [`Posted`]), is refused in read-only mode by the guard, and answers with a page that says
 //! what it changed or why it failed.
 
@@ -326,9 +326,9 @@ pub(crate) async fn retry_dead(
     }
 }
 
-/// The form of a queue control: pause, resume, or set (`limit`, `rate`) or remove (`clear`)
-/// the concurrency or rate limit. `back` is the page it was sent from: `queue` (the queue's job
-/// list) or the overview.
+/// The form of a queue control: pause, resume, or set (`limit`, `rate`, `key_limit`) or remove
+/// (`clear`) the concurrency, rate or key limit, or turn fair shares on or off (`fair`). `back`
+/// is the page it was sent from: `queue` (the queue's job list) or the overview.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ControlForm {
     #[serde(default)]
@@ -339,6 +339,10 @@ pub(crate) struct ControlForm {
     limit: String,
     #[serde(default)]
     rate: String,
+    /// The key limit (a number, or `none`); absent: left as it is.
+    key_limit: Option<String>,
+    /// Fair shares, `on` or `off`; absent: left as they are.
+    fair: Option<String>,
     clear: Option<String>,
     #[serde(default)]
     back: String,
@@ -351,6 +355,7 @@ enum Control {
     Resume,
     Limit,
     Rate,
+    Keys,
 }
 
 /// Applies `control` as `form` asks and shows the page the form came from, with what is now
@@ -399,6 +404,7 @@ async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlFor
                 Err(e) => Err(e),
             }
         }
+        Control::Keys => set_keys(app, &name, &form).await,
     };
     let (status, notice) = match outcome {
         Ok(text) => {
@@ -408,6 +414,8 @@ async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlFor
                 action = ?control,
                 limit = %form.limit.trim(),
                 rate = %form.rate.trim(),
+                key_limit = %form.key_limit.as_deref().unwrap_or_default().trim(),
+                fair = %form.fair.as_deref().unwrap_or_default().trim(),
                 "dashboard: queue control changed"
             );
             (StatusCode::OK, Notice::ok(text))
@@ -469,6 +477,56 @@ pub(crate) async fn rate(
     Posted(form): Posted<ControlForm>,
 ) -> Response {
     control(&app, &csrf, Control::Rate, form).await
+}
+
+/// `POST /actions/keys`: sets (`key_limit`) or removes (`clear`, or `key_limit=none`) the
+/// queue's key limit, and turns its fair shares on or off (`fair=on|off`). Either field may be
+/// left out; both are read before anything is stored, so bad text in one stores neither.
+pub(crate) async fn keys(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Posted(form): Posted<ControlForm>,
+) -> Response {
+    control(&app, &csrf, Control::Keys, form).await
+}
+
+/// Applies the key controls of `form` to queue `name`, and says what is now true.
+async fn set_keys(app: &Dashboard, name: &str, form: &ControlForm) -> Result<String, Error> {
+    let key_limit = if form.clear.is_some() {
+        Some(None)
+    } else {
+        form.key_limit
+            .as_deref()
+            .map(|text| {
+                // The concurrency limit's reading, with this field's name in its errors.
+                crate::admin::parse_limit(text).map_err(|e| match e {
+                    Error::InvalidInput { rule, .. } => Error::invalid("key_limit", rule),
+                    other => other,
+                })
+            })
+            .transpose()?
+    };
+    let fair = form
+        .fair
+        .as_deref()
+        .map(|text| crate::admin::on_off(text).map_err(|rule| Error::invalid("fair", rule)))
+        .transpose()?;
+    if key_limit.is_none() && fair.is_none() {
+        return Err(Error::invalid(
+            "key_limit",
+            "give a key limit (a whole number, or none to remove it) or fair=on|off",
+        ));
+    }
+    let mut said = Vec::new();
+    if let Some(limit) = key_limit {
+        app.queue.set_key_limit(name, limit).await?;
+        said.push(crate::admin::key_limit_words(limit));
+    }
+    if let Some(on) = fair {
+        app.queue.set_fair_shares(name, on).await?;
+        said.push(crate::admin::fair_words(on).to_owned());
+    }
+    Ok(format!("Queue {name}: {}.", said.join("; ")))
 }
 
 /// The form of a prune.

@@ -213,6 +213,7 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/actions/resume", post(actions::resume))
         .route("/actions/limit", post(actions::limit))
         .route("/actions/rate", post(actions::rate))
+        .route("/actions/keys", post(actions::keys))
         .route("/search", get(pages::search))
         .route("/schedules", get(pages::schedules))
         .route("/login", get(pages::login).post(actions::login))

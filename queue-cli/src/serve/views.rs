@@ -341,8 +341,8 @@ pub(crate) struct QueueRow {
     pub(crate) control: ControlView,
 }
 
-/// Whether a queue is paused and its concurrency limit, as the overview and the queue's page
-/// show them (and the values of their Pause / Resume and limit forms).
+/// Whether a queue is paused, its limits and its key controls, as the overview and the queue's
+/// page show them (and the values of their Pause / Resume, limit, rate and key forms).
 #[derive(Debug)]
 pub(crate) struct ControlView {
     pub(crate) queue: String,
@@ -355,8 +355,38 @@ pub(crate) struct ControlView {
     pub(crate) limit_input: String,
     /// The rate limit as the form shows it: `N/PERIOD`, or empty.
     pub(crate) rate_input: String,
+    /// The key limit as the form shows it: the number, or empty.
+    pub(crate) key_limit_input: String,
+    /// Whether claims take turns across the queue's concurrency keys.
+    pub(crate) fair_shares: bool,
+    /// The key controls in short, as `queue stats` shows them and the overview under the
+    /// limit (where `-` shows nothing): `3/key`, `fair`, or `-`.
+    pub(crate) keys: String,
+    /// The key controls in words, e.g. `At most 3 jobs per concurrency key run at once; fair
+    /// shares off.`
+    pub(crate) keys_summary: String,
+    /// The keys with the most running jobs (only in a queue with a key limit or fair shares).
+    pub(crate) hot_keys: Vec<HotKeyRow>,
     /// The whole state in words, e.g. `Running; at most 5 jobs run at once.`
     pub(crate) summary: String,
+}
+
+/// One hot key of a queue: its running and waiting jobs. The key is the user's text, printed
+/// escaped like every other.
+#[derive(Debug)]
+pub(crate) struct HotKeyRow {
+    pub(crate) key: String,
+    pub(crate) running: String,
+    pub(crate) waiting: String,
+}
+
+/// `text` with its first letter upper-case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 impl ControlView {
@@ -365,6 +395,24 @@ impl ControlView {
         if s.rate_limit.is_some() {
             limit = format!("{limit}; {}", crate::admin::rate_words(s.rate_limit));
         }
+        if s.key_limit.is_some() {
+            limit = format!("{limit}; {}", crate::admin::key_limit_words(s.key_limit));
+        }
+        if s.fair_shares {
+            limit = format!("{limit}; {}", crate::admin::fair_words(true));
+        }
+        let keys_summary = format!(
+            "{}; {}.",
+            capitalized(&crate::admin::key_limit_words(s.key_limit)),
+            if s.fair_shares {
+                "fair shares on: claims take turns across concurrency keys"
+            } else if s.key_limit.is_some() {
+                // A key limit takes turns across keys by itself.
+                "fair shares off (the key limit takes turns across keys)"
+            } else {
+                "fair shares off"
+            }
+        );
         let summary = if s.paused {
             format!("Paused: no job is given out until it is resumed; {limit}.")
         } else {
@@ -385,6 +433,23 @@ impl ControlView {
                 .rate_limit
                 .map(|r| format!("{}/{}", r.limit, crate::admin::period_words(r.period)))
                 .unwrap_or_default(),
+            key_limit_input: s.key_limit.map(|n| n.to_string()).unwrap_or_default(),
+            fair_shares: s.fair_shares,
+            keys: match (s.key_limit, s.fair_shares) {
+                (Some(n), _) => format!("{n}/key"),
+                (None, true) => "fair".to_owned(),
+                (None, false) => "-".to_owned(),
+            },
+            keys_summary,
+            hot_keys: s
+                .hot_keys
+                .iter()
+                .map(|h| HotKeyRow {
+                    key: h.key.clone(),
+                    running: count(h.running),
+                    waiting: count(h.waiting),
+                })
+                .collect(),
             summary,
         }
     }
