@@ -21,6 +21,7 @@ use clap::{Parser, ValueEnum};
 use crate::backend::{BackendKind, Server};
 use crate::report::{Report, ServerReport};
 use crate::workload::{Settings, Workload};
+use queue_core::RateLimit;
 
 /// Benchmarks the job queue against hand-written SQL on SQLite, PostgreSQL, MySQL/MariaDB or
 /// SQL Server.
@@ -72,6 +73,17 @@ struct Cli {
     /// The concurrency limit of the `drain-limited` workload.
     #[arg(long, default_value_t = 16)]
     limit: u32,
+    /// The `drain-keyed` workload: the jobs are spread round-robin over this many concurrency
+    /// keys.
+    #[arg(long, default_value_t = 100)]
+    keys: u32,
+    /// The `drain-keyed` workload: at most this many jobs of one key hold a live lease at once.
+    #[arg(long, default_value_t = 1)]
+    key_limit: u32,
+    /// The `drain-rate` workload's rate limit: N/PERIOD, at most N starts in each window of
+    /// PERIOD (a number with ms, s, m or h; a bare unit is one of it: `250/s`).
+    #[arg(long, default_value = "250/100ms", value_parser = parse_rate)]
+    rate: RateLimit,
     /// Internal: run as one worker process of the multi-process drain on this namespace.
     #[arg(long, hide = true)]
     child_drain: Option<String>,
@@ -97,6 +109,13 @@ enum WorkloadArg {
     Backlog,
     /// The drain of a queue with `--limit` (and the unlimited drain it is compared with).
     DrainLimited,
+    /// The drain of `--jobs` jobs spread over `--keys` keys, each limited to `--key-limit` (and
+    /// the drain without keys it is compared with).
+    DrainKeyed,
+    /// The drain of a queue with the rate limit `--rate` (and the unlimited drain).
+    DrainRate,
+    /// Key A's `--jobs` jobs and 100 late jobs of key B, drained with and without fair shares.
+    Fairness,
     /// Single pushes with a uniqueness rule, beside plain single pushes.
     EnqueueUnique,
     /// `stats` on a table of `--backlog-rows` finished jobs, capped and exact.
@@ -104,8 +123,102 @@ enum WorkloadArg {
     All,
 }
 
+/// The queue controls of the workloads that set them.
+#[derive(Clone, Copy, Debug)]
+struct Controls {
+    /// `drain-limited`'s concurrency limit.
+    limit: u32,
+    /// `drain-keyed`'s keys.
+    keys: u32,
+    /// `drain-keyed`'s key limit.
+    key_limit: u32,
+    /// `drain-rate`'s rate limit.
+    rate: RateLimit,
+}
+
+impl Controls {
+    fn of(cli: &Cli) -> Self {
+        Controls {
+            limit: cli.limit,
+            keys: cli.keys,
+            key_limit: cli.key_limit,
+            rate: cli.rate,
+        }
+    }
+
+    /// The smoke run's: the command line's, with a rate that 300 jobs feel (3 windows).
+    fn smoke(cli: &Cli) -> Self {
+        Controls {
+            rate: RateLimit {
+                limit: 100,
+                period: Duration::from_millis(50),
+            },
+            ..Controls::of(cli)
+        }
+    }
+
+    /// Checks the controls; the rate only when `rated` (a workload drains under it).
+    fn check(&self, settings: &Settings, rated: bool) -> anyhow::Result<()> {
+        let max = queue_core::MAX_CONCURRENCY_LIMIT;
+        if !(1..=max).contains(&self.limit) {
+            anyhow::bail!("--limit must be between 1 and {max}");
+        }
+        if !(1..=max).contains(&self.key_limit) {
+            anyhow::bail!("--key-limit must be between 1 and {max}");
+        }
+        if self.keys == 0 {
+            anyhow::bail!("--keys must be at least 1");
+        }
+        let least = workload::least_duration(settings.jobs, self.rate);
+        let timeout = Duration::from_secs(settings.workload_timeout_secs());
+        if rated && least > timeout / 2 {
+            anyhow::bail!(
+                "--rate {}/{} ms lets {} jobs start in no less than {:.0} s, beyond half the workload's timeout ({} s)",
+                self.rate.limit,
+                self.rate.period.as_millis(),
+                settings.jobs,
+                least.as_secs_f64(),
+                timeout.as_secs()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Parses `--rate`: `N/PERIOD`, e.g. `250/100ms`, `5000/1s`, `250/s`.
+fn parse_rate(text: &str) -> Result<RateLimit, String> {
+    let (n, period) = text
+        .split_once('/')
+        .ok_or_else(|| format!("expected N/PERIOD such as 250/100ms, got {text:?}"))?;
+    let limit: u32 = n
+        .trim()
+        .parse()
+        .map_err(|e| format!("the number of starts {n:?}: {e}"))?;
+    let period = period.trim();
+    let split = period
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("the period {period:?} needs a unit (ms, s, m or h)"))?;
+    let (amount, unit) = period.split_at(split);
+    let amount: u64 = if amount.is_empty() {
+        1
+    } else {
+        amount
+            .parse()
+            .map_err(|e| format!("the period {period:?}: {e}"))?
+    };
+    let ms = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("the period's unit {unit:?} is not ms, s, m or h")),
+    };
+    let period = Duration::from_millis(amount.saturating_mul(ms));
+    RateLimit::new(limit, period).map_err(|e| e.to_string())
+}
+
 impl WorkloadArg {
-    fn expand(self, batch: usize, processes: usize, limit: u32) -> Vec<Workload> {
+    fn expand(self, batch: usize, processes: usize, c: &Controls) -> Vec<Workload> {
         let mut drains = if batch == 1 {
             vec![Workload::Drain { batch: 1 }]
         } else {
@@ -114,6 +227,19 @@ impl WorkloadArg {
         if processes > 0 {
             drains.push(Workload::DrainProcesses { batch, processes });
         }
+        let limited = Workload::DrainLimited {
+            batch,
+            limit: c.limit,
+        };
+        let keyed = Workload::DrainKeyed {
+            batch,
+            keys: c.keys,
+            key_limit: c.key_limit,
+        };
+        let rated = Workload::DrainRate {
+            batch,
+            rate: c.rate,
+        };
         match self {
             WorkloadArg::Enqueue => vec![Workload::Enqueue],
             WorkloadArg::EnqueueBatch => vec![Workload::EnqueueBatch],
@@ -122,10 +248,10 @@ impl WorkloadArg {
             WorkloadArg::Backlog => vec![Workload::Backlog { batch }],
             WorkloadArg::EnqueueUnique => vec![Workload::EnqueueUnique],
             WorkloadArg::Stats => vec![Workload::Stats],
-            WorkloadArg::DrainLimited => vec![
-                Workload::Drain { batch },
-                Workload::DrainLimited { batch, limit },
-            ],
+            WorkloadArg::DrainLimited => vec![Workload::Drain { batch }, limited],
+            WorkloadArg::DrainKeyed => vec![Workload::Drain { batch }, keyed],
+            WorkloadArg::DrainRate => vec![Workload::Drain { batch }, rated],
+            WorkloadArg::Fairness => vec![Workload::Fairness { batch }],
             WorkloadArg::All => {
                 let mut all = vec![
                     Workload::Enqueue,
@@ -133,7 +259,10 @@ impl WorkloadArg {
                     Workload::EnqueueUnique,
                 ];
                 all.extend(drains);
-                all.push(Workload::DrainLimited { batch, limit });
+                all.push(limited);
+                all.push(keyed);
+                all.push(rated);
+                all.push(Workload::Fairness { batch });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
                 all.push(Workload::Stats);
@@ -190,7 +319,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             baseline: true,
             smoke: true,
         };
-        let workloads = WorkloadArg::All.expand(cli.batch, 0, cli.limit);
+        let workloads = WorkloadArg::All.expand(cli.batch, 0, &Controls::smoke(&cli));
         for kind in [
             BackendKind::Sqlite,
             BackendKind::Postgres,
@@ -237,17 +366,16 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             smoke: false,
         };
         settings.validate()?;
-        if !(1..=queue_core::MAX_CONCURRENCY_LIMIT).contains(&cli.limit) {
-            anyhow::bail!(
-                "--limit must be between 1 and {}",
-                queue_core::MAX_CONCURRENCY_LIMIT
-            );
-        }
-        let url = cli.url.clone().or_else(|| cli.backend.default_url());
-        let server = backend::connect(cli.backend, url.as_deref()).await?;
+        let controls = Controls::of(&cli);
         let workloads = cli
             .workload
-            .expand(cli.batch, cli.worker_processes, cli.limit);
+            .expand(cli.batch, cli.worker_processes, &controls);
+        let rated = workloads
+            .iter()
+            .any(|w| matches!(w, Workload::DrainRate { .. }));
+        controls.check(&settings, rated)?;
+        let url = cli.url.clone().or_else(|| cli.backend.default_url());
+        let server = backend::connect(cli.backend, url.as_deref()).await?;
         let sr = run_server(server.as_ref(), url.as_deref(), &workloads, &settings, true).await;
         report.servers.push(sr);
     }
@@ -317,24 +445,129 @@ async fn run_server(
 mod tests {
     use super::*;
 
+    fn controls() -> Controls {
+        Controls::of(&Cli::parse_from(["queue-bench"]))
+    }
+
     #[test]
     fn drain_runs_both_batch_sizes_unless_batch_is_one() {
+        let c = controls();
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 0, 16),
+            WorkloadArg::Drain.expand(100, 0, &c),
             vec![Workload::Drain { batch: 100 }, Workload::Drain { batch: 1 }]
         );
         assert_eq!(
-            WorkloadArg::Drain.expand(1, 0, 16),
+            WorkloadArg::Drain.expand(1, 0, &c),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0, 16).len(), 9);
+        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 12);
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 4, 16).last(),
+            WorkloadArg::Drain.expand(100, 4, &c).last(),
             Some(&Workload::DrainProcesses {
                 batch: 100,
                 processes: 4
             })
         );
+    }
+
+    #[test]
+    fn controlled_drains_run_beside_the_unlimited_drain() {
+        let c = Controls {
+            limit: 8,
+            keys: 50,
+            key_limit: 2,
+            rate: RateLimit::new(10, Duration::from_millis(20)).unwrap(),
+        };
+        assert_eq!(
+            WorkloadArg::DrainKeyed.expand(100, 0, &c),
+            vec![
+                Workload::Drain { batch: 100 },
+                Workload::DrainKeyed {
+                    batch: 100,
+                    keys: 50,
+                    key_limit: 2
+                }
+            ]
+        );
+        assert_eq!(
+            WorkloadArg::DrainRate.expand(100, 0, &c),
+            vec![
+                Workload::Drain { batch: 100 },
+                Workload::DrainRate {
+                    batch: 100,
+                    rate: c.rate
+                }
+            ]
+        );
+        assert_eq!(
+            WorkloadArg::Fairness.expand(100, 0, &c),
+            vec![Workload::Fairness { batch: 100 }]
+        );
+        let all = WorkloadArg::All.expand(100, 0, &c);
+        for w in [
+            Workload::DrainLimited {
+                batch: 100,
+                limit: 8,
+            },
+            Workload::DrainKeyed {
+                batch: 100,
+                keys: 50,
+                key_limit: 2,
+            },
+            Workload::DrainRate {
+                batch: 100,
+                rate: c.rate,
+            },
+            Workload::Fairness { batch: 100 },
+        ] {
+            assert!(all.contains(&w), "{w:?} not in {all:?}");
+        }
+        // After the unlimited drain, whose rate they are compared with.
+        let drain = all
+            .iter()
+            .position(|w| *w == Workload::Drain { batch: 100 });
+        let keyed = all
+            .iter()
+            .position(|w| matches!(w, Workload::DrainKeyed { .. }));
+        assert!(drain < keyed);
+    }
+
+    #[test]
+    fn rates_parse_as_starts_per_period() {
+        let r = parse_rate("250/100ms").unwrap();
+        assert_eq!((r.limit, r.period), (250, Duration::from_millis(100)));
+        let r = parse_rate("5000/s").unwrap();
+        assert_eq!((r.limit, r.period), (5000, Duration::from_secs(1)));
+        let r = parse_rate("60/2m").unwrap();
+        assert_eq!(r.period, Duration::from_secs(120));
+        for bad in ["250", "0/1s", "10/5ms", "10/1d", "x/1s", "10/ms1", "10/"] {
+            assert!(parse_rate(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_rate_too_slow_for_the_jobs_is_refused() {
+        let cli = Cli::parse_from(["queue-bench", "--jobs", "1000000", "--rate", "1/1s"]);
+        let settings = Settings {
+            jobs: cli.jobs,
+            workers: 1,
+            batch: 1,
+            payload_bytes: 64,
+            producers: 1,
+            push_batch: 1,
+            backlog_rows: 0,
+            latency_rate: 1,
+            latency_jobs: 1,
+            baseline: false,
+            smoke: false,
+        };
+        assert!(Controls::of(&cli).check(&settings, true).is_err());
+        // Unless no workload drains under the rate.
+        assert!(Controls::of(&cli).check(&settings, false).is_ok());
+        assert!(controls().check(&settings, true).is_ok());
+        let mut c = controls();
+        c.key_limit = 0;
+        assert!(c.check(&settings, false).is_err());
     }
 
     #[test]
@@ -345,5 +578,10 @@ mod tests {
         assert_eq!(cli.workers, 16);
         assert_eq!(cli.batch, 100);
         assert_eq!(cli.backlog_rows, 1_000_000);
+        assert_eq!((cli.keys, cli.key_limit), (100, 1));
+        assert_eq!(
+            (cli.rate.limit, cli.rate.period),
+            (250, Duration::from_millis(100))
+        );
     }
 }

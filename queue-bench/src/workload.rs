@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use queue_core::worker::{JobContext, JobError, Worker};
-use queue_core::{JobId, NewJob, Queue};
+use queue_core::{JobId, NewJob, Queue, RateLimit};
 use tokio::task::JoinSet;
 
 use crate::backend::{BaselineNs, OursNs, Server};
@@ -19,6 +19,18 @@ use crate::backend::{BaselineNs, OursNs, Server};
 const QUEUE: &str = "bench";
 /// Jobs per push while seeding a drain (not measured).
 const SEED_BATCH: usize = 500;
+/// The lease of every worker of the drains, so that a job's start is its lease's expiry less
+/// this (both by the database's clock).
+const LEASE: Duration = Duration::from_secs(30);
+/// How often a drain with a limit reads `stats` to check it.
+const SAMPLE_EVERY: Duration = Duration::from_millis(20);
+/// The fairness workload: the key of the deep backlog and the key of the late jobs.
+const KEY_A: &str = "a";
+const KEY_B: &str = "b";
+/// The fairness workload: how many jobs key B pushes once the drain of key A has started, and
+/// their kind (which tells the handler they are B's).
+pub(crate) const LATE_JOBS: u64 = 100;
+const LATE_KIND: &str = "late";
 
 /// What every workload is told.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -85,6 +97,19 @@ pub(crate) enum Workload {
     /// The drain of a queue with a global concurrency limit, compared with the unlimited drain
     /// of the same run.
     DrainLimited { batch: usize, limit: u32 },
+    /// The drain of jobs spread round-robin over `keys` concurrency keys, each key limited to
+    /// `key_limit` live leases, compared with the unlimited drain of the same run.
+    DrainKeyed {
+        batch: usize,
+        keys: u32,
+        key_limit: u32,
+    },
+    /// The drain of a queue with a rate limit, compared with the configured rate (and, in the
+    /// notes, with the unlimited drain of the same run).
+    DrainRate { batch: usize, rate: RateLimit },
+    /// A deep backlog of key A drained with fair shares; [`LATE_JOBS`] jobs of key B pushed once
+    /// the drain started: how long B's jobs wait, beside the same drain without fair shares.
+    Fairness { batch: usize },
     /// Single pushes with a uniqueness rule (every job its own key), compared with plain single
     /// pushes of the same run.
     EnqueueUnique,
@@ -106,6 +131,21 @@ impl Workload {
             }
             Workload::DrainLimited { batch, limit } => {
                 format!("drain of a queue limited to {limit} (batch {batch})")
+            }
+            Workload::DrainKeyed {
+                batch,
+                keys,
+                key_limit,
+            } => {
+                format!("drain of {keys} keys limited to {key_limit} each (batch {batch})")
+            }
+            Workload::DrainRate { batch, rate } => format!(
+                "drain limited to {} starts per {} ms (batch {batch})",
+                rate.limit,
+                rate.period.as_millis()
+            ),
+            Workload::Fairness { batch } => {
+                format!("fairness: {LATE_JOBS} late jobs of key B behind key A (batch {batch})")
             }
             Workload::EnqueueUnique => "enqueue-unique".into(),
             Workload::Stats => "stats".into(),
@@ -157,13 +197,8 @@ pub(crate) struct Latency {
 impl Latency {
     fn of(measured: &str, mut samples: Vec<Duration>) -> Self {
         samples.sort_unstable();
-        let pick = |q: f64| -> f64 {
-            if samples.is_empty() {
-                return 0.0;
-            }
-            let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
-            samples[i].as_secs_f64() * 1e3
-        };
+        let pick =
+            |q: f64| -> f64 { nearest_rank(&samples, q).map_or(0.0, |d| d.as_secs_f64() * 1e3) };
         Latency {
             measured: measured.into(),
             samples: samples.len(),
@@ -172,6 +207,15 @@ impl Latency {
             max_ms: pick(1.0),
         }
     }
+}
+
+/// The `q` quantile of sorted `samples` by the nearest rank; `None` when there are none.
+fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    Some(sorted[i])
 }
 
 /// What one workload produced.
@@ -246,7 +290,7 @@ pub(crate) async fn run(
         }
         Workload::Drain { batch } => {
             let ns = server.ours(s.pool()).await?;
-            let out = drain_ours(ns.as_ref(), s, batch, 0, None, progress).await;
+            let out = drain_ours(ns.as_ref(), s, batch, 0, Controls::NONE, progress).await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
             // Our pool's connections close before the baseline opens its own, so that both
             // together never need more than the server's connection limit.
@@ -264,7 +308,15 @@ pub(crate) async fn run(
         }
         Workload::Backlog { batch } => {
             let ns = server.ours(s.pool()).await?;
-            let out = drain_ours(ns.as_ref(), s, batch, s.backlog_rows, None, progress).await;
+            let out = drain_ours(
+                ns.as_ref(),
+                s,
+                batch,
+                s.backlog_rows,
+                Controls::NONE,
+                progress,
+            )
+            .await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
             if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
                 r.baseline = Some(Measurement {
@@ -278,7 +330,11 @@ pub(crate) async fn run(
         }
         Workload::DrainLimited { batch, limit } => {
             let ns = server.ours(s.pool()).await?;
-            let out = drain_ours(ns.as_ref(), s, batch, 0, Some(limit), progress).await;
+            let controls = Controls {
+                limit: Some(limit),
+                ..Controls::NONE
+            };
+            let out = drain_ours(ns.as_ref(), s, batch, 0, controls, progress).await;
             finish_ours(&mut r, ns.as_ref(), out).await?;
             if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
                 r.baseline = Some(Measurement {
@@ -289,6 +345,72 @@ pub(crate) async fn run(
                 });
                 r.ratio = Some(o.rate() / fresh);
             }
+        }
+        Workload::DrainKeyed {
+            batch,
+            keys,
+            key_limit,
+        } => {
+            let ns = server.ours(s.pool()).await?;
+            let controls = Controls {
+                keys: Some(KeySpread { keys, key_limit }),
+                ..Controls::NONE
+            };
+            let out = drain_ours(ns.as_ref(), s, batch, 0, controls, progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
+                r.baseline = Some(Measurement {
+                    what: format!("the drain of this run without keys (batch {batch})"),
+                    jobs: 0,
+                    seconds: 0.0,
+                    jobs_per_sec: fresh,
+                });
+                r.ratio = Some(o.rate() / fresh);
+            }
+        }
+        Workload::DrainRate { batch, rate } => {
+            let ns = server.ours(s.pool()).await?;
+            let controls = Controls {
+                rate: Some(rate),
+                ..Controls::NONE
+            };
+            let out = drain_ours(ns.as_ref(), s, batch, 0, controls, progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            let allowed = per_second(rate);
+            r.baseline = Some(Measurement {
+                what: format!(
+                    "the configured rate, {} per {} ms",
+                    rate.limit,
+                    rate.period.as_millis()
+                ),
+                jobs: 0,
+                seconds: 0.0,
+                jobs_per_sec: allowed,
+            });
+            if let Some(fresh) = fresh_drain {
+                let ours = r.ours.as_ref().map_or(0.0, Measurement::rate);
+                r.notes.push(format!(
+                    "the unlimited drain of this run (batch {batch}): {fresh:.0} jobs/s; the rate-limited drain ran at {:.2} of it, the configured rate is {:.2} of it",
+                    ours / fresh,
+                    allowed / fresh
+                ));
+            }
+        }
+        Workload::Fairness { batch } => {
+            let mut runs = Vec::with_capacity(2);
+            // The same drain with fair shares, then without; each namespace is dropped before
+            // the next one opens its pool.
+            for fair in [true, false] {
+                let ns = server.ours(s.pool()).await?;
+                let out = fairness_ours(ns.as_ref(), s, batch, fair, progress).await;
+                let cleaned = ns.cleanup().await;
+                let run = out?;
+                cleaned.context("drop the namespace")?;
+                runs.push(run);
+            }
+            let unfair = runs.pop().context("the drain without fair shares")?;
+            let fair = runs.pop().context("the drain with fair shares")?;
+            fairness_result(&mut r, fair, unfair);
         }
         Workload::EnqueueUnique => {
             let ns = server.ours(s.pool()).await?;
@@ -626,13 +748,92 @@ async fn stats_ours(
 
 /// Pushes `n` jobs in batches (not measured).
 pub(crate) async fn seed_ours(q: &dyn Queue, n: u64, payload: &str) -> Result<()> {
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(SEED_BATCH as u64);
-        q.push_batch(new_jobs(k, payload)?).await?;
-        left -= k;
+    seed_with(q, n, |_| Ok(NewJob::from_json(QUEUE, payload)?)).await
+}
+
+/// Pushes `n` jobs made by `job(i)` (i from 0) in batches (not measured).
+async fn seed_with(q: &dyn Queue, n: u64, job: impl Fn(u64) -> Result<NewJob>) -> Result<()> {
+    let mut from = 0;
+    while from < n {
+        let k = (n - from).min(SEED_BATCH as u64);
+        q.push_batch((from..from + k).map(&job).collect::<Result<Vec<_>>>()?)
+            .await?;
+        from += k;
     }
     Ok(())
+}
+
+/// Jobs spread round-robin over `keys` concurrency keys, each limited to `key_limit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeySpread {
+    pub(crate) keys: u32,
+    pub(crate) key_limit: u32,
+}
+
+impl KeySpread {
+    /// The key of the `i`th job.
+    fn key(&self, i: u64) -> String {
+        format!("key-{:06}", i % u64::from(self.keys.max(1)))
+    }
+}
+
+/// What a drain sets on its queue before the jobs are pushed, and checks while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Controls {
+    /// A global concurrency limit (sampled in the database).
+    pub(crate) limit: Option<u32>,
+    /// Concurrency keys and a key limit (sampled in the database through `hot_keys`).
+    pub(crate) keys: Option<KeySpread>,
+    /// A rate limit (every start's window counted from the leases).
+    pub(crate) rate: Option<RateLimit>,
+}
+
+impl Controls {
+    const NONE: Controls = Controls {
+        limit: None,
+        keys: None,
+        rate: None,
+    };
+
+    /// Whether the drain reads `stats` while it runs.
+    fn sampled(&self) -> bool {
+        self.limit.is_some() || self.keys.is_some()
+    }
+}
+
+/// Jobs per second a rate limit allows.
+pub(crate) fn per_second(rate: RateLimit) -> f64 {
+    f64::from(rate.limit) / rate.period.as_secs_f64()
+}
+
+/// The least time `jobs` starts can take under `rate`, by its fixed windows: they need
+/// `ceil(jobs / limit)` windows, and the first and last of them may be cut to an instant.
+pub(crate) fn least_duration(jobs: u64, rate: RateLimit) -> Duration {
+    let windows = jobs.div_ceil(u64::from(rate.limit));
+    rate.period
+        .saturating_mul(u32::try_from(windows.saturating_sub(2)).unwrap_or(u32::MAX))
+}
+
+/// The start of a job the handler runs, in microseconds by the database's clock: the expiry of
+/// the lease it was claimed with, less the lease (an extension before it started does not
+/// move it).
+fn start_us(ctx: &JobContext) -> i64 {
+    let expires = ctx
+        .job
+        .lease_expires_at
+        .unwrap_or_else(|| ctx.lease().expires_at);
+    expires.timestamp_micros() - LEASE.as_micros() as i64
+}
+
+/// The starts in each fixed window of `period` (from the Unix epoch) of the starts `starts_us`:
+/// (the most in one window, the number of windows with a start).
+fn window_counts(starts_us: &[i64], period: Duration) -> (u64, usize) {
+    let period_us = (period.as_micros() as i64).max(1);
+    let mut windows: HashMap<i64, u64> = HashMap::new();
+    for t in starts_us {
+        *windows.entry(t.div_euclid(period_us)).or_default() += 1;
+    }
+    (windows.values().copied().max().unwrap_or(0), windows.len())
 }
 
 async fn drain_ours(
@@ -640,16 +841,26 @@ async fn drain_ours(
     s: &Settings,
     batch: usize,
     backlog: u64,
-    limit: Option<u32>,
+    controls: Controls,
     progress: bool,
 ) -> Outcome {
     let q = ns.queue();
     let payload = s.payload();
     let mut notes = Vec::new();
-    if limit.is_some() {
-        q.set_concurrency_limit(QUEUE, limit)
+    if let Some(n) = controls.limit {
+        q.set_concurrency_limit(QUEUE, Some(n))
             .await
             .context("set the concurrency limit")?;
+    }
+    if let Some(k) = controls.keys {
+        q.set_key_limit(QUEUE, Some(k.key_limit))
+            .await
+            .context("set the key limit")?;
+    }
+    if let Some(rate) = controls.rate {
+        q.set_rate_limit(QUEUE, Some(rate))
+            .await
+            .context("set the rate limit")?;
     }
     if backlog > 0 {
         let t = Instant::now();
@@ -661,12 +872,22 @@ async fn drain_ours(
             t.elapsed().as_secs_f64()
         ));
     }
-    seed_ours(q.as_ref(), s.jobs, &payload)
-        .await
-        .context("seed the jobs")?;
+    match controls.keys {
+        Some(k) => {
+            seed_with(q.as_ref(), s.jobs, |i| {
+                Ok(NewJob::from_json(QUEUE, &payload)?.concurrency_key(k.key(i)))
+            })
+            .await
+        }
+        None => seed_ours(q.as_ref(), s.jobs, &payload).await,
+    }
+    .context("seed the jobs")?;
 
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
+    // A rate-limited drain records every start (database clock) to count them by window.
+    let starts: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    let (record, st) = (controls.rate.is_some(), starts.clone());
     let pb = bar(
         progress,
         s.jobs,
@@ -679,8 +900,13 @@ async fn drain_ours(
         .retention(queue_core::Retention::off())
         .concurrency(s.workers)
         .prefetch(batch)
-        .handler_fn(move |_ctx: JobContext| {
+        .lease(LEASE)
+        .handler_fn(move |ctx: JobContext| {
             h.fetch_add(1, Ordering::Relaxed);
+            if record {
+                let at = start_us(&ctx);
+                st.lock().unwrap_or_else(|e| e.into_inner()).push(at);
+            }
             async { Ok::<(), JobError>(()) }
         })
         .build()?
@@ -688,24 +914,33 @@ async fn drain_ours(
     let counters = handle.counters();
     let deadline = Duration::from_secs(s.workload_timeout_secs());
     let mut timed_out = false;
-    // A limited drain is sampled in the database every 20 ms: never more jobs running than
-    // the limit.
-    let (mut most_running, mut samples, mut sampled) = (0u64, 0u64, Instant::now());
+    // A limited or keyed drain is sampled in the database every 20 ms: never more jobs running
+    // than the limit, never more of one key than the key limit.
+    let (mut most_running, mut samples, mut sampled) = (0u64, 0u64, None::<Instant>);
+    let mut hottest: Option<(u64, String)> = None;
+    // Samples that saw a key with running jobs, and a key at its limit.
+    let (mut hot_samples, mut full_samples) = (0u64, 0u64);
     while counters.completed() < s.jobs {
         if start.elapsed() > deadline {
             timed_out = true;
             break;
         }
         pb.set_position(counters.completed());
-        if limit.is_some() && sampled.elapsed() >= Duration::from_millis(20) {
-            let running = q
-                .stats(Some(QUEUE))
-                .await?
-                .first()
-                .map_or(0, |st| st.running);
-            most_running = most_running.max(running);
+        if controls.sampled() && sampled.is_none_or(|t| t.elapsed() >= SAMPLE_EVERY) {
+            let stats = q.stats(Some(QUEUE)).await?;
+            if let Some(st) = stats.first() {
+                most_running = most_running.max(st.running);
+                hot_samples += u64::from(!st.hot_keys.is_empty());
+                let key_limit = controls.keys.map_or(u64::MAX, |k| u64::from(k.key_limit));
+                full_samples += u64::from(st.hot_keys.iter().any(|h| h.running >= key_limit));
+                for hot in &st.hot_keys {
+                    if hottest.as_ref().is_none_or(|(n, _)| hot.running > *n) {
+                        hottest = Some((hot.running, hot.key.clone()));
+                    }
+                }
+            }
             samples += 1;
-            sampled = Instant::now();
+            sampled = Some(Instant::now());
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -723,7 +958,7 @@ async fn drain_ours(
     }
     let check = ns.check(QUEUE).await?;
     let mut violations = check.violations(s.jobs + backlog);
-    if let Some(n) = limit {
+    if let Some(n) = controls.limit {
         if most_running > u64::from(n) {
             violations.push(format!(
                 "{most_running} jobs were running at once under a limit of {n}"
@@ -732,6 +967,56 @@ async fn drain_ours(
         notes.push(format!(
             "at most {most_running} jobs running in {samples} samples of the database (limit {n})"
         ));
+    }
+    if let Some(k) = controls.keys {
+        let (most, key) = hottest.unwrap_or((0, "-".into()));
+        if most > u64::from(k.key_limit) {
+            violations.push(format!(
+                "{most} jobs of key {key} were running at once under a key limit of {}",
+                k.key_limit
+            ));
+        }
+        notes.push(format!(
+            "most running jobs of one key: {most} (key {key}), and {most_running} in all, in {samples} samples of the database's hot keys: {hot_samples} saw a key with running jobs, {full_samples} a key at its limit ({} keys, key limit {})",
+            k.keys, k.key_limit
+        ));
+    }
+    if let Some(rate) = controls.rate {
+        let starts = std::mem::take(&mut *starts.lock().unwrap_or_else(|e| e.into_inner()));
+        let (most, windows) = window_counts(&starts, rate.period);
+        if most > u64::from(rate.limit) {
+            violations.push(format!(
+                "{most} jobs started in one window of {} ms under a rate limit of {}",
+                rate.period.as_millis(),
+                rate.limit
+            ));
+        }
+        let least = least_duration(s.jobs, rate);
+        let span = match (starts.iter().min(), starts.iter().max()) {
+            (Some(a), Some(b)) => Duration::from_micros(u64::try_from(b - a).unwrap_or(0)),
+            _ => Duration::ZERO,
+        };
+        notes.push(format!(
+            "at most {most} starts in one window of {} ms (limit {}) over {windows} windows, by the database's clock (lease expiry less the lease); first to last start {:.2} s, the least the rate allows {:.2} s; achieved {:.0} jobs/s of {:.0} allowed",
+            rate.period.as_millis(),
+            rate.limit,
+            span.as_secs_f64(),
+            least.as_secs_f64(),
+            s.jobs as f64 / elapsed.as_secs_f64(),
+            per_second(rate),
+        ));
+        if span < least {
+            violations.push(format!(
+                "the starts spanned {span:?}, less than the {least:?} the rate allows"
+            ));
+        }
+        if starts.len() as u64 != s.jobs {
+            violations.push(format!(
+                "{} starts recorded for {} jobs",
+                starts.len(),
+                s.jobs
+            ));
+        }
     }
     let snap = counters.snapshot();
     if snap.completed != s.jobs {
@@ -762,6 +1047,273 @@ async fn drain_ours(
         violations,
         notes,
     ))
+}
+
+/// One drain of the fairness workload.
+struct FairRun {
+    fair: bool,
+    drain: Measurement,
+    /// B's jobs: from the push (its `created_at`) to the claim (its lease's start), both by
+    /// the database's clock.
+    wait_db: Vec<Duration>,
+    /// B's jobs: from the push call to the handler's start, by this process's clock.
+    wait_client: Vec<Duration>,
+    /// B's jobs: the claims of A's jobs that started after the B job was pushed and before it
+    /// was claimed, sorted.
+    rounds: Vec<u64>,
+    /// Claims that gave out A's jobs in the whole drain.
+    claims: u64,
+    violations: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The handler's record of the fairness drain: each A job's (start, claim's `updated_at`), each
+/// B job's (start, created_at, handler start).
+#[derive(Default)]
+struct FairSeen {
+    a: Vec<(i64, i64)>,
+    b: Vec<(i64, i64, Instant)>,
+}
+
+/// The claims that gave out `jobs` (start, claim's `updated_at`): the jobs of one claim share
+/// its `updated_at` (its transaction's time), while their starts may differ by row (PostgreSQL
+/// takes each lease's start from `clock_timestamp()`). Each claim's time is its earliest start;
+/// sorted.
+fn claim_times(jobs: &[(i64, i64)]) -> Vec<i64> {
+    let mut claims: HashMap<i64, i64> = HashMap::new();
+    for &(start, claim) in jobs {
+        let at = claims.entry(claim).or_insert(start);
+        *at = (*at).min(start);
+    }
+    let mut times: Vec<i64> = claims.into_values().collect();
+    times.sort_unstable();
+    times
+}
+
+/// For each late job (start, created_at): how many claims of `claims_us` (sorted, distinct)
+/// started after it was pushed and before it was claimed; sorted.
+fn claims_between(claims_us: &[i64], late: &[(i64, i64)]) -> Vec<u64> {
+    let mut rounds: Vec<u64> = late
+        .iter()
+        .map(|&(start, created)| {
+            let before_claim = claims_us.partition_point(|&t| t < start);
+            let before_push = claims_us.partition_point(|&t| t <= created);
+            before_claim.saturating_sub(before_push) as u64
+        })
+        .collect();
+    rounds.sort_unstable();
+    rounds
+}
+
+/// Key A's `s.jobs` jobs drained by the worker (fair shares on or off); once the drain has
+/// started, key B pushes [`LATE_JOBS`] jobs; the drain ends when every job completed.
+async fn fairness_ours(
+    ns: &dyn OursNs,
+    s: &Settings,
+    batch: usize,
+    fair: bool,
+    progress: bool,
+) -> Result<FairRun> {
+    let q = ns.queue();
+    let payload = s.payload();
+    if fair {
+        q.set_fair_shares(QUEUE, true)
+            .await
+            .context("turn fair shares on")?;
+    }
+    seed_with(q.as_ref(), s.jobs, |_| {
+        Ok(NewJob::from_json(QUEUE, &payload)?.concurrency_key(KEY_A))
+    })
+    .await
+    .context("seed key A's jobs")?;
+    let late: Vec<NewJob> = (0..LATE_JOBS)
+        .map(|n| {
+            Ok(NewJob::from_json(QUEUE, &format!("{{\"late\":{n}}}"))?
+                .kind(LATE_KIND)
+                .concurrency_key(KEY_B))
+        })
+        .collect::<Result<_>>()?;
+    let total = s.jobs + LATE_JOBS;
+
+    let seen = Arc::new(Mutex::new(FairSeen::default()));
+    let sn = seen.clone();
+    let pb = bar(
+        progress,
+        total,
+        format!(
+            "dbqueue {} x{} prefetch {batch}",
+            if fair { "fair" } else { "unfair" },
+            s.workers
+        ),
+    );
+    let start = Instant::now();
+    let handle = Worker::builder(q.clone(), QUEUE)
+        .retention(queue_core::Retention::off())
+        .concurrency(s.workers)
+        .prefetch(batch)
+        .lease(LEASE)
+        .handler_fn(move |ctx: JobContext| {
+            let at = start_us(&ctx);
+            let mut seen = sn.lock().unwrap_or_else(|e| e.into_inner());
+            if ctx.kind() == Some(LATE_KIND) {
+                seen.b
+                    .push((at, ctx.job.created_at.timestamp_micros(), Instant::now()));
+            } else {
+                seen.a.push((at, ctx.job.updated_at.timestamp_micros()));
+            }
+            async { Ok::<(), JobError>(()) }
+        })
+        .build()?
+        .start();
+    let counters = handle.counters();
+    let deadline = Duration::from_secs(s.workload_timeout_secs());
+    let mut timed_out = false;
+    // Once the drain has started (a first job completed), key B pushes its jobs.
+    while counters.completed() == 0 && start.elapsed() <= deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let a_done_at_push = counters.completed();
+    let pushed_at = Instant::now();
+    let pushed = q.push_batch(late).await;
+    if let Err(e) = pushed {
+        handle.shutdown(Duration::from_secs(10)).await;
+        return Err(e).context("push key B's jobs");
+    }
+    while counters.completed() < total {
+        if start.elapsed() > deadline {
+            timed_out = true;
+            break;
+        }
+        pb.set_position(counters.completed());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let elapsed = start.elapsed();
+    pb.finish_and_clear();
+    let report = handle.shutdown(Duration::from_secs(10)).await;
+    if timed_out {
+        bail!(
+            "the worker completed {} of {total} jobs in {elapsed:?}; counters {:?}",
+            counters.completed(),
+            counters.snapshot()
+        );
+    }
+    let check = ns.check(QUEUE).await?;
+    let mut violations = check.violations(total);
+    let snap = counters.snapshot();
+    if snap.completed != total {
+        violations.push(format!(
+            "worker counted {} completed, expected {total}",
+            snap.completed
+        ));
+    }
+    if snap.retried + snap.dead + snap.lease_lost + snap.abandoned + snap.pop_errors != 0 {
+        violations.push(format!("unexpected worker outcomes: {snap:?}"));
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner()));
+    if seen.a.len() as u64 != s.jobs || seen.b.len() as u64 != LATE_JOBS {
+        violations.push(format!(
+            "the handler ran {} of key A's {} jobs and {} of key B's {LATE_JOBS}",
+            seen.a.len(),
+            s.jobs,
+            seen.b.len()
+        ));
+    }
+    let claims = claim_times(&seen.a);
+    let first_push = seen.b.iter().map(|b| b.1).min().unwrap_or(i64::MAX);
+    let a_after_push = seen.a.iter().filter(|a| a.0 > first_push).count() as u64;
+    let late: Vec<(i64, i64)> = seen.b.iter().map(|b| (b.0, b.1)).collect();
+    let rounds = claims_between(&claims, &late);
+    let wait_db = seen
+        .b
+        .iter()
+        .map(|b| Duration::from_micros(u64::try_from(b.0 - b.1).unwrap_or(0)))
+        .collect();
+    let wait_client = seen
+        .b
+        .iter()
+        .map(|b| b.2.saturating_duration_since(pushed_at))
+        .collect();
+    let mut notes = Vec::new();
+    if report.aborted != 0 {
+        notes.push(format!("worker shutdown: {report:?}"));
+    }
+    notes.push(format!(
+        "{}: key B pushed after {a_done_at_push} of A's jobs completed; {a_after_push} of A's {} jobs were claimed after it, in {} claims of A in all",
+        if fair { "fair shares" } else { "without fair shares" },
+        s.jobs,
+        claims.len()
+    ));
+    Ok(FairRun {
+        fair,
+        drain: Measurement::new(
+            format!(
+                "worker runtime, {} slots, prefetch {batch}, {} jobs of key A and {LATE_JOBS} of key B, {}",
+                s.workers,
+                s.jobs,
+                if fair { "fair shares" } else { "no fair shares" }
+            ),
+            total,
+            elapsed,
+        ),
+        wait_db,
+        wait_client,
+        rounds,
+        claims: claims.len() as u64,
+        violations,
+        notes,
+    })
+}
+
+/// The fairness workload's result: the fair drain as ours, the unfair one as the comparison,
+/// B's waits in both.
+fn fairness_result(r: &mut WorkloadResult, fair: FairRun, unfair: FairRun) {
+    let mut p99 = Vec::new();
+    for run in [&fair, &unfair] {
+        let how = if run.fair {
+            "fair shares"
+        } else {
+            "no fair shares"
+        };
+        let db = Latency::of(
+            &format!("key B, push -> claim (database clock), {how}"),
+            run.wait_db.clone(),
+        );
+        p99.push(db.p99_ms);
+        r.latency.push(db);
+        r.latency.push(Latency::of(
+            &format!("key B, push call -> handler start (client clock), {how}"),
+            run.wait_client.clone(),
+        ));
+        r.notes.extend(run.notes.iter().cloned());
+        let pick = |q: f64| nearest_rank(&run.rounds, q).unwrap_or(0);
+        r.notes.push(format!(
+            "{how}: B's jobs were claimed after p50 {} / p99 {} / max {} claims of A's jobs that started after their push ({} claims of A in the drain, {:.1} of A's jobs each)",
+            pick(0.5),
+            pick(0.99),
+            pick(1.0),
+            run.claims,
+            run.drain.jobs.saturating_sub(LATE_JOBS) as f64 / run.claims.max(1) as f64,
+        ));
+    }
+    if let [with, without] = p99[..] {
+        r.notes.push(format!(
+            "key B's p99 wait (push -> claim): {with:.1} ms with fair shares, {without:.1} ms without ({:.1}x)",
+            if with > 0.0 { without / with } else { 0.0 }
+        ));
+    }
+    for run in [fair, unfair] {
+        let tag = if run.fair { "fair" } else { "unfair" };
+        r.violations.extend(
+            run.violations
+                .into_iter()
+                .map(|v| format!("dbqueue ({tag}): {v}")),
+        );
+        if run.fair {
+            r.ours = Some(run.drain);
+        } else {
+            r.baseline = Some(run.drain);
+        }
+    }
 }
 
 async fn drain_baseline(
@@ -960,6 +1512,116 @@ mod tests {
         let p = s.payload();
         assert_eq!(p.len(), 64);
         assert!(serde_json::from_str::<serde_json::Value>(&p).is_ok());
+    }
+
+    fn small(jobs: u64) -> Settings {
+        Settings {
+            jobs,
+            workers: 8,
+            batch: 50,
+            payload_bytes: 64,
+            producers: 2,
+            push_batch: 100,
+            backlog_rows: 0,
+            latency_rate: 100,
+            latency_jobs: 10,
+            baseline: false,
+            smoke: true,
+        }
+    }
+
+    /// Runs `w` on a fresh SQLite directory and fails on any violation.
+    async fn run_on_sqlite(w: Workload, s: &Settings, fresh: Option<f64>) -> WorkloadResult {
+        let server = crate::sqlite::SqliteServer::new(None).unwrap();
+        let r = run(&server, None, w, s, false, fresh).await.unwrap();
+        assert!(r.violations.is_empty(), "{w:?}: {:?}", r.violations);
+        r
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_keyed_drain_holds_the_key_limit_and_says_so() {
+        let s = small(400);
+        let w = Workload::DrainKeyed {
+            batch: 50,
+            keys: 20,
+            key_limit: 2,
+        };
+        let r = run_on_sqlite(w, &s, Some(1000.0)).await;
+        assert_eq!(r.ours.as_ref().map(|m| m.jobs), Some(400));
+        assert!(r.ratio.is_some(), "compared with the unlimited drain");
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.starts_with("most running jobs of one key"))
+            .unwrap_or_else(|| panic!("no hot-key note in {:?}", r.notes));
+        assert!(note.contains("20 keys, key limit 2"), "{note}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_rate_limited_drain_counts_every_window() {
+        let s = small(300);
+        let rate = RateLimit::new(100, Duration::from_millis(50)).unwrap();
+        let r = run_on_sqlite(Workload::DrainRate { batch: 50, rate }, &s, Some(10_000.0)).await;
+        let ours = r.ours.as_ref().unwrap();
+        // 300 starts need 3 windows of 50 ms: at least one whole window between the first and
+        // the last.
+        assert!(ours.seconds >= 0.05, "{ours:?}");
+        assert_eq!(r.baseline.as_ref().map(Measurement::rate), Some(2000.0));
+        assert!(r.notes.iter().any(|n| n.contains("starts in one window")));
+        assert!(r.notes.iter().any(|n| n.contains("the unlimited drain")));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fairness_reports_key_b_with_and_without_fair_shares() {
+        let s = small(600);
+        let r = run_on_sqlite(Workload::Fairness { batch: 50 }, &s, None).await;
+        assert_eq!(r.ours.as_ref().map(|m| m.jobs), Some(600 + LATE_JOBS));
+        assert_eq!(r.baseline.as_ref().map(|m| m.jobs), Some(600 + LATE_JOBS));
+        assert!(r.ratio.is_some());
+        assert_eq!(r.latency.len(), 4, "{:?}", r.latency);
+        for l in &r.latency {
+            assert_eq!(l.samples, LATE_JOBS as usize, "{l:?}");
+        }
+        assert!(r.latency[0].measured.ends_with(", fair shares"));
+        assert!(r.latency[2].measured.ends_with(", no fair shares"));
+        assert!(r.notes.iter().any(|n| n.starts_with("key B's p99 wait")));
+    }
+
+    #[test]
+    fn rate_windows_are_fixed_from_the_epoch() {
+        let period = Duration::from_millis(10);
+        // 10 ms = 10,000 us: windows 0, 0, 1, 1, 1, 3.
+        let starts = [0, 9_999, 10_000, 15_000, 19_999, 30_000];
+        assert_eq!(window_counts(&starts, period), (3, 3));
+        assert_eq!(window_counts(&[], period), (0, 0));
+        let rate = RateLimit::new(100, Duration::from_millis(50)).unwrap();
+        assert_eq!(least_duration(300, rate), Duration::from_millis(50));
+        assert_eq!(least_duration(301, rate), Duration::from_millis(100));
+        assert_eq!(least_duration(100, rate), Duration::ZERO);
+        assert_eq!(per_second(rate), 2000.0);
+    }
+
+    #[test]
+    fn claims_are_counted_between_a_push_and_its_claim() {
+        // Three jobs of one claim (same updated_at, starts a few us apart) and two claims more.
+        let a = [(100, 7), (101, 7), (103, 7), (200, 8), (300, 9)];
+        let claims = claim_times(&a);
+        assert_eq!(claims, vec![100, 200, 300]);
+        // Pushed at 150: claimed at 250 (after one claim of A), at 350 (after two), at 160
+        // (none); pushed at 200 exactly: the claim at 200 does not count.
+        let late = [(250, 150), (350, 150), (160, 150), (250, 200)];
+        assert_eq!(claims_between(&claims, &late), vec![0, 0, 1, 2]);
+    }
+
+    #[test]
+    fn keys_go_round_robin() {
+        let k = KeySpread {
+            keys: 3,
+            key_limit: 1,
+        };
+        assert_eq!(k.key(0), k.key(3));
+        assert_ne!(k.key(0), k.key(1));
+        assert!(queue_core::validate::concurrency_key(&k.key(2)).is_ok());
     }
 
     #[test]
