@@ -134,6 +134,7 @@ pub fn catalogue() -> Vec<Case> {
         keys::keys_limit_3_holds_under_64_claimers,
         keys::keys_expired_lease_frees_its_key,
         keys::keys_fair_shares_serve_a_new_key_within_rounds,
+        keys::keys_rate_limit_holds_per_key,
         keys::keys_bad_input_stores_nothing,
         // Periodic jobs (schedules).
         schedules::schedules_two_schedulers_one_job_per_slot,

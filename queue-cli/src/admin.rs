@@ -290,7 +290,7 @@ pub(crate) struct LimitArgs {
         value_name = "LIMIT",
         value_parser = limit_arg,
         allow_negative_numbers = true,
-        required_unless_present_any = ["rate", "key_limit", "fair"]
+        required_unless_present_any = ["rate", "key_limit", "key_rate", "fair"]
     )]
     limit: Option<LimitArg>,
     /// At most N jobs with the same concurrency key run at once, across every worker and
@@ -298,6 +298,11 @@ pub(crate) struct LimitArgs {
     /// keys' jobs. `none` removes it.
     #[arg(long, value_name = "N", value_parser = key_limit_arg, allow_negative_numbers = true)]
     key_limit: Option<LimitArg>,
+    /// At most N jobs with the same concurrency key start in each window of PERIOD, across
+    /// every worker and process, e.g. `10/1s` (fixed windows, counted per key); `none`
+    /// removes it.
+    #[arg(long, value_name = "N/PERIOD", value_parser = key_rate_arg)]
+    key_rate: Option<RateArg>,
     /// `on`: claims take turns across the queue's concurrency keys, so one key's backlog does
     /// not delay the others; `off` stops it.
     #[arg(long, value_name = "on|off", value_parser = on_off)]
@@ -389,6 +394,14 @@ pub(crate) struct LimitArg(Option<u32>);
 fn key_limit_arg(text: &str) -> Result<LimitArg, String> {
     parse_limit(text).map(LimitArg).map_err(|e| match e {
         Error::InvalidInput { rule, .. } => format!("key_limit {rule}"),
+        other => other.to_string(),
+    })
+}
+
+/// `--key-rate`: as a rate limit, with the key rate limit's name in its errors.
+fn key_rate_arg(text: &str) -> Result<RateArg, String> {
+    parse_rate(text).map(RateArg).map_err(|e| match e {
+        Error::InvalidInput { field, rule } => format!("key_{field} {rule}"),
         other => other.to_string(),
     })
 }
@@ -498,6 +511,9 @@ pub(crate) async fn limit(args: LimitArgs) -> Result<(), CliError> {
     if let Some(LimitArg(n)) = args.key_limit {
         queue.set_key_limit(&args.queue, n).await?;
     }
+    if let Some(RateArg(rate)) = args.key_rate {
+        queue.set_key_rate_limit(&args.queue, rate).await?;
+    }
     if let Some(on) = args.fair {
         queue.set_fair_shares(&args.queue, on).await?;
     }
@@ -513,6 +529,9 @@ pub(crate) async fn limit(args: LimitArgs) -> Result<(), CliError> {
     }
     if let Some(LimitArg(n)) = args.key_limit {
         options.push(key_limit_words(n));
+    }
+    if let Some(RateArg(rate)) = args.key_rate {
+        options.push(key_rate_words(rate));
     }
     if let Some(on) = args.fair {
         options.push(fair_words(on).to_owned());
@@ -755,12 +774,37 @@ pub(crate) fn fair_words(on: bool) -> &'static str {
     }
 }
 
-/// The `keys` cell of `stats`: the key limit (`3/key`), `fair` for fair shares, `-` for neither.
-fn key_words(s: &QueueStats) -> String {
-    match (s.key_limit, s.fair_shares) {
-        (Some(n), _) => format!("{n}/key"),
-        (None, true) => "fair".to_owned(),
-        (None, false) => "-".to_owned(),
+/// A key rate limit in words: `at most 10 jobs per concurrency key start per 1s`, `no key rate
+/// limit`.
+pub(crate) fn key_rate_words(rate: Option<RateLimit>) -> String {
+    match rate {
+        Some(r) => format!(
+            "at most {} {} per concurrency key start per {}",
+            r.limit,
+            if r.limit == 1 { "job" } else { "jobs" },
+            period_words(r.period)
+        ),
+        None => "no key rate limit".to_owned(),
+    }
+}
+
+/// The `keys` cell of `stats`: the key limit (`3/key`), the key rate limit (`10/1s/key`),
+/// `fair` for fair shares without either, `-` for none.
+pub(crate) fn key_words(s: &QueueStats) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = s.key_limit {
+        parts.push(format!("{n}/key"));
+    }
+    if let Some(r) = s.key_rate_limit {
+        parts.push(format!("{}/{}/key", r.limit, period_words(r.period)));
+    }
+    if parts.is_empty() && s.fair_shares {
+        parts.push("fair".to_owned());
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(",")
     }
 }
 
@@ -781,6 +825,10 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
         })),
         "key_limit": s.key_limit,
         "fair_shares": s.fair_shares,
+        "key_rate_limit": s.key_rate_limit.map(|r| serde_json::json!({
+            "limit": r.limit,
+            "period_ms": u64::try_from(r.period.as_millis()).unwrap_or(u64::MAX),
+        })),
         "hot_keys": s.hot_keys.iter().map(|h| serde_json::json!({
             "key": h.key,
             "running": h.running,

@@ -585,7 +585,12 @@ async fn key_limit_and_fair_shares_from_the_queue_page(
     let server = serve(fx, &[], None)?;
     let page = format!("{}/jobs?queue=emails", server.url);
     c.goto(&page).await?;
-    see(c, "#key-controls", "No key limit; fair shares off.").await?;
+    see(
+        c,
+        "#key-controls",
+        "No key limit; no key rate limit; fair shares off.",
+    )
+    .await?;
     see(c, "#keys .fair-state", "off").await?;
     ensure!(
         live_text(c, "#hot-keys").await?.is_none(),
@@ -680,7 +685,7 @@ async fn key_limit_and_fair_shares_from_the_queue_page(
     see(
         c,
         "#key-controls",
-        "No key limit; fair shares on: claims take turns across concurrency keys.",
+        "No key limit; no key rate limit; fair shares on: claims take turns across concurrency keys.",
     )
     .await?;
     ensure!(keys_of(q, "emails").await? == (None, true));

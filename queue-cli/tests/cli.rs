@@ -819,7 +819,30 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
     assert_eq!(json["hot_keys"][0]["key"], "acme", "{json}");
     assert_eq!(json["hot_keys"][0]["waiting"], 2, "{json}");
 
+    let out = ok(&queue_cmd(
+        &["limit", "sync", "--key-rate", "5/1s", "--url", &url],
+        None,
+    ));
+    assert_eq!(
+        out,
+        "queue sync: at most 5 jobs per concurrency key start per 1s\n"
+    );
+    assert_eq!(
+        &stats_row(&url, "sync")[7..],
+        ["running", "-", "-", "1/key,5/1s/key"]
+    );
+    assert_eq!(
+        stats_json(&url, "sync")["key_rate_limit"]["period_ms"],
+        1000
+    );
+    let out = ok(&queue_cmd(
+        &["limit", "sync", "--key-rate", "none", "--url", &url],
+        None,
+    ));
+    assert_eq!(out, "queue sync: no key rate limit\n");
     for (args, says) in [
+        (&["--key-rate", "0/1s"][..], "key_rate_limit.limit"),
+        (&["--key-rate", "5/1ms"][..], "key_rate_limit.period"),
         (&["--key-limit", "0"][..], "key_limit"),
         (&["--key-limit", "abc"][..], "key_limit"),
         (&["--fair", "maybe"][..], "on` or `off"),

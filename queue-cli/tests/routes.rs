@@ -1460,7 +1460,7 @@ async fn key_controls_from_the_queue_page(fx: Arc<Fixture>) -> anyhow::Result<()
     // Nothing set: the page says so, offers both forms, and lists no hot keys.
     let page = c.get("/jobs?queue=emails").await?.expect(StatusCode::OK)?;
     page.has("<h2 id=\"keys-heading\">Concurrency keys</h2>")?
-        .has("No key limit; fair shares off.")?
+        .has("No key limit; no key rate limit; fair shares off.")?
         .has("action=\"/actions/keys\"")?
         .has("name=\"key_limit\" value=\"\"")?
         .has("name=\"fair\" value=\"on\"")?
@@ -1482,8 +1482,8 @@ async fn key_controls_from_the_queue_page(fx: Arc<Fixture>) -> anyhow::Result<()
         .has("Queue emails: at most 2 jobs per concurrency key run at once.")?
         .has("Running; no concurrency limit; at most 2 jobs per concurrency key run at once.")?
         .has(
-            "At most 2 jobs per concurrency key run at once; fair shares off (the key limit \
-             takes turns across keys).",
+            "At most 2 jobs per concurrency key run at once; no key rate limit; fair shares off \
+             (a key limit takes turns across keys).",
         )?
         .has("name=\"key_limit\" value=\"2\"")?
         .has("Remove key limit")?;
@@ -1579,7 +1579,7 @@ async fn key_controls_from_the_queue_page(fx: Arc<Fixture>) -> anyhow::Result<()
         .await?
         .expect(StatusCode::OK)?
         .has(
-            "At most 2 jobs per concurrency key run at once; fair shares on: claims take turns \
+            "At most 2 jobs per concurrency key run at once; no key rate limit; fair shares on: claims take turns \
              across concurrency keys.",
         )?
         .has("name=\"fair\" value=\"off\"")?
@@ -1627,8 +1627,53 @@ async fn key_controls_from_the_queue_page(fx: Arc<Fixture>) -> anyhow::Result<()
     .await?
     .expect(StatusCode::OK)?
     .has("Queue emails: no key limit.")?
-    .has("No key limit; fair shares off.")?;
+    .has("No key limit; no key rate limit; fair shares off.")?;
     ensure!(keys_of(q, "emails").await? == (None, false));
+
+    // A key rate limit from its own form: set, refused when bad (nothing stored), removed.
+    c.post(
+        "/actions/keys",
+        &[("queue", "emails"), ("key_rate", "3/1s"), ("back", "queue")],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Queue emails: at most 3 jobs per concurrency key start per 1s.")?
+    .has("name=\"key_rate\" value=\"3/1s\"")?
+    .has("Remove key rate")?;
+    async fn rate(q: &dyn Queue) -> anyhow::Result<Option<dbqueue::RateLimit>> {
+        Ok(q.stats(Some("emails"))
+            .await?
+            .first()
+            .and_then(|s| s.key_rate_limit))
+    }
+    let three = dbqueue::RateLimit::new(3, Duration::from_secs(1))?;
+    ensure!(rate(q).await? == Some(three));
+    for (text, said) in [
+        ("0/1s", "invalid key_rate_limit.limit: must be at least 1"),
+        ("5/1ms", "invalid key_rate_limit.period"),
+    ] {
+        c.post(
+            "/actions/keys",
+            &[("queue", "emails"), ("key_rate", text), ("back", "queue")],
+        )
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has(&format!("Nothing was changed: {said}"))?;
+        ensure!(rate(q).await? == Some(three), "{text} changed nothing");
+    }
+    c.post(
+        "/actions/keys",
+        &[
+            ("queue", "emails"),
+            ("key_rate", "3/1s"),
+            ("clear_key_rate", "1"),
+            ("back", "queue"),
+        ],
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Queue emails: no key rate limit.")?;
+    ensure!(rate(q).await?.is_none());
     ensure!(q.controls().await?.is_empty(), "{:?}", q.controls().await?);
     Ok(())
 }

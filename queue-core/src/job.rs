@@ -213,7 +213,9 @@ impl NewJob {
     /// was given one of its own ([`NewJob::timeout`]).
     ///
     /// # Errors
-    /// [`Error::Payload`] when `args` cannot be serialized.
+    /// [`Error::Payload`] when `args` cannot be serialized; [`Error::InvalidInput`] naming
+    /// `concurrency_key` when the kind derives its key from a field the args lack
+    /// ([`KindOptions::concurrency_key_from`]).
     pub fn of<A: JobArgs>(args: &A) -> Result<Self> {
         let options = A::options();
         let queue = options.queue.unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
@@ -225,6 +227,9 @@ impl NewJob {
             job.max_attempts = n;
         }
         job.unique = options.unique;
+        if let Some(fields) = &options.concurrency_key_fields {
+            job.concurrency_key = Some(derived_key(A::KIND, job.payload.get(), fields)?);
+        }
         Ok(job)
     }
 
@@ -634,6 +639,9 @@ pub struct KindOptions {
     pub max_snoozes: Option<u32>,
     /// The uniqueness rule of its jobs (none when `None`).
     pub unique: Option<crate::unique::Unique>,
+    /// The top-level fields of its args that make each job's concurrency key (none when
+    /// `None`): see [`KindOptions::concurrency_key_from`].
+    pub concurrency_key_fields: Option<Vec<String>>,
 }
 
 impl KindOptions {
@@ -684,11 +692,25 @@ impl KindOptions {
         self
     }
 
+    /// Derives each job's concurrency key ([`NewJob::concurrency_key`]) from these top-level
+    /// fields of its args: the kind's name, `:`, then the fields' values joined by `/` (a
+    /// string as it is, anything else as JSON), e.g. `sync_account:42` for
+    /// `concurrency_key_from(["account_id"])`. A push whose args lack a field is refused naming
+    /// `concurrency_key`; a key set on the job afterwards replaces the derived one.
+    pub fn concurrency_key_from<I, S>(mut self, fields: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.concurrency_key_fields = Some(fields.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Checks every option that is set.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming the option (`queue`, `max_attempts`, `timeout`,
-    /// `retry_policy.<field>`, `max_snoozes`).
+    /// `retry_policy.<field>`, `max_snoozes`, `concurrency_key_fields`).
     pub fn validate(&self) -> Result<()> {
         if let Some(q) = &self.queue {
             validate::queue_name(q)?;
@@ -708,8 +730,39 @@ impl KindOptions {
         if let Some(rule) = &self.unique {
             rule.validate()?;
         }
+        if let Some(fields) = &self.concurrency_key_fields {
+            if fields.is_empty() || fields.iter().any(String::is_empty) {
+                return Err(Error::invalid(
+                    "concurrency_key_fields",
+                    "must name at least one field, and no empty one",
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+/// The concurrency key a kind derives from the fields `fields` of `args` (JSON text): `kind:`
+/// and the values joined by `/`, a string as it is, anything else as JSON.
+fn derived_key(kind: &str, args: &str, fields: &[String]) -> Result<String> {
+    let value: serde_json::Value = serde_json::from_str(args)?;
+    let mut key = format!("{kind}:");
+    for (i, field) in fields.iter().enumerate() {
+        let v = value.get(field).ok_or_else(|| {
+            Error::invalid(
+                "concurrency_key",
+                format!("the args of kind {kind} have no field `{field}` to make the key from"),
+            )
+        })?;
+        if i > 0 {
+            key.push('/');
+        }
+        match v {
+            serde_json::Value::String(text) => key.push_str(text),
+            other => key.push_str(&other.to_string()),
+        }
+    }
+    Ok(key)
 }
 
 /// Proof of a claim: the holder presents it to ack, fail, extend or release. Every transition
@@ -939,6 +992,55 @@ impl Reschedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct SyncAccount {
+        account_id: u64,
+        region: String,
+    }
+
+    impl JobArgs for SyncAccount {
+        const KIND: &'static str = "sync_account";
+        fn options() -> KindOptions {
+            KindOptions::new().concurrency_key_from(["account_id", "region"])
+        }
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Lacking {
+        other: u8,
+    }
+
+    impl JobArgs for Lacking {
+        const KIND: &'static str = "lacking";
+        fn options() -> KindOptions {
+            KindOptions::new().concurrency_key_from(["account_id"])
+        }
+    }
+
+    #[test]
+    fn a_kind_derives_the_concurrency_key_from_its_fields() {
+        let args = SyncAccount {
+            account_id: 42,
+            region: "eu".into(),
+        };
+        let job = NewJob::of(&args).unwrap();
+        assert_eq!(job.concurrency_key_value(), Some("sync_account:42/eu"));
+        // A key set on the job replaces the derived one.
+        let job = NewJob::of(&args).unwrap().concurrency_key("mine");
+        assert_eq!(job.concurrency_key_value(), Some("mine"));
+        match NewJob::of(&Lacking { other: 1 }) {
+            Err(Error::InvalidInput { field, rule }) => {
+                assert_eq!(field, "concurrency_key");
+                assert!(rule.contains("`account_id`"), "{rule}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = KindOptions::new().concurrency_key_from(Vec::<String>::new());
+        assert!(
+            matches!(bad.validate(), Err(Error::InvalidInput { field, .. }) if field == "concurrency_key_fields")
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -214,6 +214,9 @@ pub struct QueueStats {
     pub key_limit: Option<u32>,
     /// Claims take turns across its concurrency keys ([`Queue::set_fair_shares`]).
     pub fair_shares: bool,
+    /// At most this many of its jobs with one concurrency key start per window
+    /// ([`Queue::set_key_rate_limit`]).
+    pub key_rate_limit: Option<RateLimit>,
     /// In a queue with a key limit or fair shares: the keys with the most live leases, most
     /// first (at most [`HOT_KEYS`]), each with how many of its jobs are due and waiting.
     pub hot_keys: Vec<HotKey>,
@@ -240,6 +243,9 @@ pub struct QueueControl {
     pub key_limit: Option<u32>,
     /// Claims take turns across its concurrency keys.
     pub fair_shares: bool,
+    /// At most this many of its jobs with one concurrency key start per window, across every
+    /// process.
+    pub key_rate_limit: Option<RateLimit>,
     /// Where the turns across keys resume: the key the latest claim served last (`None`: the
     /// jobs without a key, or no claim yet).
     pub key_cursor: Option<String>,
@@ -251,9 +257,10 @@ impl QueueControl {
         self.paused || self.concurrency_limit.is_some() || self.rate_limit.is_some() || self.keyed()
     }
 
-    /// Whether claims of this queue go key by key (a key limit or fair shares).
+    /// Whether claims of this queue go key by key (a key limit, a key rate limit or fair
+    /// shares).
     pub fn keyed(&self) -> bool {
-        self.key_limit.is_some() || self.fair_shares
+        self.key_limit.is_some() || self.key_rate_limit.is_some() || self.fair_shares
     }
 }
 
@@ -932,6 +939,21 @@ pub trait Queue: Send + Sync + 'static {
     /// [`MAX_CONCURRENCY_LIMIT`], or `queue` for a bad name; nothing is stored.
     async fn set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         let _ = (queue, limit);
+        Err(Error::Unsupported("queue controls"))
+    }
+
+    /// Sets (`Some`) or removes (`None`) the key rate limit of `queue`: at most `limit` of its
+    /// jobs with the same concurrency key start in each window of `period`, across every
+    /// process (the windows of [`RateLimit`], counted per key). Jobs of a key that used its
+    /// window wait without holding back other keys' jobs; jobs without a key are not limited
+    /// by it. Like a key limit, it makes claims take turns across keys. The counts start
+    /// afresh.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `key_rate_limit.limit` or `key_rate_limit.period` (the
+    /// rules of [`RateLimit::new`]), or `queue` for a bad name; nothing is stored.
+    async fn set_key_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        let _ = (queue, rate);
         Err(Error::Unsupported("queue controls"))
     }
 

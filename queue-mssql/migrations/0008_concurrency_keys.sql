@@ -1,11 +1,13 @@
 -- Concurrency keys (queue_core::NewJob::concurrency_key, Queue::set_key_limit,
--- Queue::set_fair_shares). A job may carry a key, typically a customer or tenant; a queue may
--- limit how many jobs of one key hold a live lease at once (key_limit) and take turns across
--- its keys (fair_shares, and always with a key limit). key_cursor is the key the latest keyed
--- claim served last, where the next one resumes (NULL: the jobs without a key, or no claim
--- yet); the engine writes it in the claim's transaction, which holds the row's update lock
--- (queue_control_lock). Runs inside the migration transaction, as one batch without bound
--- values; `{schema}` is the validated schema name.
+-- Queue::set_key_rate_limit, Queue::set_fair_shares). A job may carry a key, typically a
+-- customer or tenant; a queue may limit how many jobs of one key hold a live lease at once
+-- (key_limit) or start per window (key_rate_limit per key_rate_period_us microseconds, counted
+-- per key in queue_key_rates) and take turns across its keys (fair_shares, and always with a
+-- key limit). key_cursor is the key the latest keyed claim served last, where the next one
+-- resumes (NULL: the jobs without a key, or no claim yet); the engine writes it in the claim's
+-- transaction, which holds the row's update lock (queue_control_lock). Runs inside the
+-- migration transaction, as one batch without bound values; `{schema}` is the validated schema
+-- name.
 --
 -- Keys are VARBINARY holding the key's UTF-8 bytes (200 characters take at most 800), as
 -- dedup_key is: bytes compare byte for byte whatever the database's collation ("Acme" and
@@ -27,7 +29,7 @@
 -- of the catalogue only on Enterprise Edition (and Developer, and Azure SQL), a write of 0
 -- into each existing row of `queues` elsewhere, which is brief (one row per controlled queue).
 -- Constraints are named, as migrations 2 and 7 name theirs (a generated name differs per
--- database); the check holds for existing rows, whose key_limit is NULL.
+-- database); the checks hold for existing rows, whose key_limit and key rate columns are NULL.
 --
 -- The index is created through EXEC: a statement that names a column added earlier in its own
 -- batch is compiled before the column exists (as in migration 5). Building it reads the table
@@ -35,10 +37,25 @@
 -- ON is an Enterprise Edition feature) keeps writes to jobs out until the migration commits:
 -- on a large table, migrate when a pause of that length is acceptable.
 --
--- Each step is guarded (COL_LENGTH, sys.indexes): a rerun finds it made and goes on, although
--- the migration transaction already commits the columns, the index and the migration's record
--- together or not at all. The three columns of `queues` come in one ALTER (all or none), so
--- one guard covers them.
+-- queue_key_rates: one row per key counted under its queue's key rate limit, the window of the
+-- key's latest claim and how many of its jobs started in it, written by the keyed claim in the
+-- transaction that holds the queue row's update lock (queue_key_rate_put) and dropped for the
+-- queue when its key rate limit is set or removed (queue_set_key_rate). queue is typed and
+-- collated as `queues`.name, the key as the jobs' concurrency_key; the window is a BIGINT and
+-- the count an INT, as migration 7's rate_window and rate_count. Its primary key is
+-- NONCLUSTERED: its key is at most 256 (queue) + 800 = 1,056 bytes, within the 1,700 bytes of
+-- a nonclustered index but beyond the 900 of a clustered one (which SQL Server creates with a
+-- warning, then refuses each row whose key is longer, e.g. a long queue name with 200
+-- four-byte characters). The table is then a heap; its updates never grow a row (two
+-- fixed-size columns), so no row is ever forwarded.
+--
+-- Each step is guarded (COL_LENGTH, sys.indexes, OBJECT_ID): a rerun finds it made and goes
+-- on, although the migration transaction already commits the columns, the index, the table
+-- and the migration's record together or not at all. The five columns of `queues` come in one
+-- ALTER (all or none), so one guard covers them. The CREATE TABLE may share the batch with the
+-- ALTERs: whether the table exists is checked when the statement runs (so the guard skips it on
+-- a rerun, as in migration 6), and nothing else in the batch names the table, or a column added
+-- here outside its own ALTER (which would not compile; hence the index's EXEC).
 IF COL_LENGTH(N'[{schema}].[jobs]', N'concurrency_key') IS NULL
     ALTER TABLE [{schema}].[jobs] ADD
         concurrency_key VARBINARY(800) NULL;
@@ -50,8 +67,21 @@ IF NOT EXISTS (SELECT 1 FROM sys.indexes
 
 IF COL_LENGTH(N'[{schema}].[queues]', N'key_cursor') IS NULL
     ALTER TABLE [{schema}].[queues] ADD
-        key_limit   INT            NULL
+        key_limit          INT            NULL
             CONSTRAINT queues_key_limit_check CHECK (key_limit > 0),
-        fair_shares BIT            NOT NULL
+        fair_shares        BIT            NOT NULL
             CONSTRAINT queues_fair_shares_default DEFAULT 0,
-        key_cursor  VARBINARY(800) NULL;
+        key_cursor         VARBINARY(800) NULL,
+        key_rate_limit     INT            NULL
+            CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0),
+        key_rate_period_us BIGINT         NULL
+            CONSTRAINT queues_key_rate_period_check CHECK (key_rate_period_us > 0);
+
+IF OBJECT_ID(N'[{schema}].[queue_key_rates]', N'U') IS NULL
+    CREATE TABLE [{schema}].[queue_key_rates] (
+        queue           NVARCHAR(128)  COLLATE Latin1_General_100_BIN2 NOT NULL,
+        concurrency_key VARBINARY(800) NOT NULL,
+        rate_window     BIGINT         NOT NULL,
+        rate_count      INT            NOT NULL,
+        CONSTRAINT queue_key_rates_pkey PRIMARY KEY NONCLUSTERED (queue, concurrency_key)
+    );

@@ -8,11 +8,11 @@
 -- token (NEWID() is evaluated per row). @P3 and @P4: the lease as whole seconds plus
 -- microseconds; @P5: the worker. OUTPUT returns the rows as stored, in no particular order.
 -- Nothing is claimed while the queue's row in `queues` says paused or limited (a concurrency,
--- a rate or a key limit, or fair shares: keyed queues are claimed key by key, by job_claim_key),
--- unless @P6 = 1 (the caller holds that row's update lock in this transaction and applied the
--- controls itself). The check reads `queues` plainly (the hints above are the jobs table's):
--- it must not serialize ordinary claims on the row. It does not depend on the job row, so the
--- server may evaluate it once per statement.
+-- a rate, a key or a key rate limit, or fair shares: keyed queues are claimed key by key, by
+-- job_claim_key), unless @P6 = 1 (the caller holds that row's update lock in this transaction
+-- and applied the controls itself). The check reads `queues` plainly (the hints above are the
+-- jobs table's): it must not serialize ordinary claims on the row. It does not depend on the
+-- job row, so the server may evaluate it once per statement.
 WITH c AS (
     SELECT TOP (@P2) id
     FROM [{schema}].[jobs] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK, FORCESEEK)
@@ -20,7 +20,8 @@ WITH c AS (
       AND (@P6 = 1 OR NOT EXISTS (
           SELECT 1 FROM [{schema}].[queues] AS q
           WHERE q.name = @P1 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL
-               OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.fair_shares = 1)))
+               OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL
+               OR q.key_rate_limit IS NOT NULL OR q.fair_shares = 1)))
     ORDER BY priority DESC, run_at, id
 )
 UPDATE j

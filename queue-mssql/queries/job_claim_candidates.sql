@@ -7,9 +7,9 @@
 -- databases with READ_COMMITTED_SNAPSHOT on): it was being taken by someone else anyway, and
 -- two claimers waiting on each other's rows in different orders would deadlock. @P1 and @P2:
 -- the lease as whole seconds plus microseconds; @P3: the worker. Nothing is claimed while the
--- row of queue @P4 in `queues` says paused or limited, by concurrency, rate or key, or takes
--- fair shares (the read took no lock, so the check is made here; a plain read of `queues`, the
--- hints are the jobs table's).
+-- row of queue @P4 in `queues` says paused or limited, by concurrency, rate, key or key rate,
+-- or takes fair shares (the read took no lock, so the check is made here; a plain read of
+-- `queues`, the hints are the jobs table's).
 UPDATE j
 SET state = N'running',
     attempts = j.attempts + 1,
@@ -23,5 +23,6 @@ INNER JOIN (VALUES {candidates}) AS c (id, version) ON j.id = c.id
 WHERE NOT EXISTS (
         SELECT 1 FROM [{schema}].[queues] AS q
         WHERE q.name = @P4 AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL
-             OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.fair_shares = 1))
+             OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL
+             OR q.key_rate_limit IS NOT NULL OR q.fair_shares = 1))
   AND j.version = c.version AND j.state = N'pending'

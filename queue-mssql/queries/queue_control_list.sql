@@ -1,6 +1,6 @@
 -- name: queue_control_list
 -- Every queue's controls, by name (binary order, as the column's collation compares).
 SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares,
-       key_cursor
+       key_cursor, key_rate_limit, key_rate_period_us
 FROM [{schema}].[queues]
 ORDER BY name

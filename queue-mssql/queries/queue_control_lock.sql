@@ -8,6 +8,6 @@
 -- every claim committed before the lock was granted. key_cursor is written back by
 -- queue_key_cursor in the same transaction, under this lock.
 SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares,
-       key_cursor
+       key_cursor, key_rate_limit, key_rate_period_us
 FROM [{schema}].[queues] WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @P1

@@ -230,6 +230,10 @@ fn control(row: &Row) -> Result<QueueControl, MsSqlError> {
             .try_get::<bool, _>("fair_shares")?
             .ok_or_else(|| decode("fair_shares is NULL"))?,
         key_cursor: key_column(row, "key_cursor")?,
+        key_rate_limit: rate_limit_of(
+            row.try_get::<i32, _>("key_rate_limit")?.map(i64::from),
+            row.try_get::<i64, _>("key_rate_period_us")?,
+        ),
     })
 }
 
@@ -288,8 +292,8 @@ fn set_limit_values(queue: &str, limit: Option<u32>) -> Params<'_> {
     params![queue, limit.map(signed)]
 }
 
-/// The values of `queue_set_rate`: the queue, its starts per window (`int`) and the window in
-/// microseconds (`bigint`), both NULL to remove the limit.
+/// The values of `queue_set_rate` and `queue_set_key_rate`: the queue, its starts per window
+/// (`int`) and the window in microseconds (`bigint`), both NULL to remove the limit.
 fn set_rate_values(queue: &str, rate: Option<(u32, i64)>) -> Params<'_> {
     params![queue, rate.map(|(n, _)| signed(n)), rate.map(|(_, us)| us)]
 }
@@ -297,6 +301,20 @@ fn set_rate_values(queue: &str, rate: Option<(u32, i64)>) -> Params<'_> {
 /// The values of `queue_rate_record`: the queue, the window (`bigint`) and its count (`int`).
 fn rate_record_values(queue: &str, window: i64, count: u32) -> Params<'_> {
     params![queue, window, signed(count)]
+}
+
+/// The values of `queue_key_rate_put`: the queue, the key as its UTF-8 bytes (`varbinary`),
+/// the window (`bigint`) and its count (`int`).
+fn key_rate_put_values<'a>(queue: &'a str, key: &'a str, window: i64, count: u32) -> Params<'a> {
+    params![queue, key.as_bytes(), window, signed(count)]
+}
+
+/// The row of `queue_key_rate_get`: the window of a key's count and that count.
+fn key_rate(row: &Row) -> Result<(i64, u32), MsSqlError> {
+    let window = row
+        .try_get::<i64, _>("rate_window")?
+        .ok_or_else(|| decode("rate_window is NULL"))?;
+    Ok((window, unsigned(row, "rate_count")?))
 }
 
 /// The values of `queue_key_cursor`: the queue and the key served last, as its UTF-8 bytes
@@ -1273,6 +1291,58 @@ impl Driver for MsSqlDriver {
         Ok(())
     }
 
+    /// One request (the queue's row, then its keys' counts) in a transaction of the driver's:
+    /// the row's exclusive lock keeps keyed claims out until both are done, and a failure of
+    /// either statement (which does not stop the request: XACT_ABORT is off) undoes both.
+    async fn queue_set_key_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), MsSqlError> {
+        let mut conn = self.conn().await?;
+        conn.begin().await?;
+        let set = conn
+            .execute(&self.sql.queue_set_key_rate, set_rate_values(queue, rate))
+            .await;
+        match set {
+            Ok(_) => conn.commit().await,
+            Err(e) => {
+                let _ = conn.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn queue_key_rate_get(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+        key: &str,
+    ) -> Result<Option<(i64, u32)>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.queue_key_rate_get, key_values(queue, key))
+            .await?;
+        rows.first().map(key_rate).transpose()
+    }
+
+    async fn queue_key_rate_put(
+        &self,
+        tx: &mut MsSqlTransaction,
+        queue: &str,
+        key: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), MsSqlError> {
+        tx.connection()
+            .execute(
+                &self.sql.queue_key_rate_put,
+                key_rate_put_values(queue, key, window, count),
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn queue_key_cursor(
         &self,
         tx: &mut MsSqlTransaction,
@@ -1644,8 +1714,10 @@ mod tests {
                     limit: Option<i32>,
                     rate: Option<i32>,
                     period: Option<i64>,
-                    keys: (Option<i32>, bool, Option<&[u8]>)| {
+                    keys: (Option<i32>, bool, Option<&[u8]>),
+                    key_rate: (Option<i32>, Option<i64>)| {
             let (key_limit, fair, cursor) = keys;
+            let (key_rate_limit, key_rate_period) = key_rate;
             Row::builder()
                 .column("name", ColumnType::NVarchar, "emails".into_sql())
                 .column("paused", ColumnType::Bit, paused.into_sql())
@@ -1659,10 +1731,33 @@ mod tests {
                     ColumnType::BigVarBin,
                     cursor.map(<[u8]>::to_vec).into_sql(),
                 )
+                .column(
+                    "key_rate_limit",
+                    ColumnType::Int4,
+                    key_rate_limit.into_sql(),
+                )
+                .column(
+                    "key_rate_period_us",
+                    ColumnType::Int8,
+                    key_rate_period.into_sql(),
+                )
                 .build()
         };
         let rated = |paused: bool, limit: Option<i32>, rate: Option<i32>, period: Option<i64>| {
-            full(paused, limit, rate, period, (None, false, None))
+            full(
+                paused,
+                limit,
+                rate,
+                period,
+                (None, false, None),
+                (None, None),
+            )
+        };
+        let keyed = |keys: (Option<i32>, bool, Option<&[u8]>)| {
+            full(false, None, None, None, keys, (None, None))
+        };
+        let key_rated = |rate: Option<i32>, period: Option<i64>| {
+            full(false, None, None, None, (None, false, None), (rate, period))
         };
         let row = |paused: bool, limit: Option<i32>| rated(paused, limit, None, None);
         let c = control(&row(true, None)).unwrap();
@@ -1676,6 +1771,7 @@ mod tests {
                 key_limit: None,
                 fair_shares: false,
                 key_cursor: None,
+                key_rate_limit: None,
             }
         );
         let c = control(&row(false, Some(3))).unwrap();
@@ -1700,32 +1796,68 @@ mod tests {
         // A key limit alone, or fair shares alone, makes the queue keyed (and controlled);
         // the cursor is the key's UTF-8 bytes, exactly (case and trailing spaces kept).
         let cursor = "Acmé ".as_bytes();
-        let c = control(&full(
-            false,
-            None,
-            None,
-            None,
-            (Some(2), false, Some(cursor)),
-        ))
-        .unwrap();
+        let c = control(&keyed((Some(2), false, Some(cursor)))).unwrap();
         assert_eq!(
             (c.key_limit, c.fair_shares, c.key_cursor.as_deref()),
             (Some(2), false, Some("Acmé "))
         );
         assert!(c.keyed() && c.restricts());
-        let c = control(&full(false, None, None, None, (None, true, None))).unwrap();
+        let c = control(&keyed((None, true, None))).unwrap();
         assert_eq!(
             (c.key_limit, c.fair_shares, c.key_cursor.as_deref()),
             (None, true, None)
         );
         assert!(c.keyed() && c.restricts());
         // A limit the column's check forbids is none, never a wrapped number.
-        let c = control(&full(false, None, None, None, (Some(-1), false, None))).unwrap();
+        let c = control(&keyed((Some(-1), false, None))).unwrap();
         assert_eq!(c.key_limit, None);
         assert!(!c.keyed());
         // A cursor that is not UTF-8 is a decoding error, never a guessed key.
-        let bad = full(false, None, None, None, (None, true, Some(&[0xff, 0x41])));
+        let bad = keyed((None, true, Some(&[0xff, 0x41])));
         assert!(control(&bad).is_err());
+        // A key rate limit alone makes the queue keyed (and controlled), from its own two
+        // columns, never the queue's rate limit.
+        let c = control(&key_rated(Some(5), Some(60_000_000))).unwrap();
+        assert_eq!(
+            c.key_rate_limit,
+            Some(queue_core::RateLimit {
+                limit: 5,
+                period: Duration::from_secs(60),
+            })
+        );
+        assert_eq!(
+            (c.rate_limit, c.key_limit, c.fair_shares),
+            (None, None, false)
+        );
+        assert!(c.keyed() && c.restricts());
+        let c = control(&full(
+            false,
+            None,
+            Some(10),
+            Some(1_000_000),
+            (None, false, None),
+            (Some(2), Some(3_000_000)),
+        ))
+        .unwrap();
+        assert_eq!(
+            c.rate_limit.map(|r| (r.limit, r.period_us())),
+            Some((10, 1_000_000))
+        );
+        assert_eq!(
+            c.key_rate_limit.map(|r| (r.limit, r.period_us())),
+            Some((2, 3_000_000))
+        );
+        // Half a key rate limit, or one the columns' checks forbid, is none.
+        for (rate, period) in [
+            (Some(5), None),
+            (None, Some(1_000_000)),
+            (Some(-1), Some(1_000_000)),
+            (Some(5), Some(-1)),
+        ] {
+            let c = control(&key_rated(rate, period)).unwrap();
+            assert_eq!(c.key_rate_limit, None, "{rate:?} per {period:?}");
+            assert!(!c.keyed() && !c.restricts());
+        }
         // fair_shares is NOT NULL: a NULL is a malformed row.
         let null_fair = Row::builder()
             .column("name", ColumnType::NVarchar, "emails".into_sql())
@@ -1743,6 +1875,12 @@ mod tests {
                 "key_cursor",
                 ColumnType::BigVarBin,
                 None::<Vec<u8>>.into_sql(),
+            )
+            .column("key_rate_limit", ColumnType::Int4, None::<i32>.into_sql())
+            .column(
+                "key_rate_period_us",
+                ColumnType::Int8,
+                None::<i64>.into_sql(),
             )
             .build();
         assert!(control(&null_fair).is_err());
@@ -1890,6 +2028,103 @@ mod tests {
                 ColumnData::I32(Some(3)),
             ]
         );
+        // queue_set_key_rate binds queue_set_rate's values, in its order: the limit as `int`
+        // (key_rate_limit) and the window as `bigint` (key_rate_period_us), both NULL when the
+        // limit is removed.
+        let v = set_rate_values("q", Some((2, 1_000_000)));
+        assert_eq!(
+            v.values()[1..],
+            [ColumnData::I32(Some(2)), ColumnData::I64(Some(1_000_000))]
+        );
+        // queue_key_rate_put: the queue, the key's bytes exactly (case and trailing spaces
+        // kept), the window as `bigint`, the count as `int` (saturated, never wrapped).
+        let v = key_rate_put_values("q", "Acmé ", 1_800_000, 4);
+        assert_eq!(
+            v.values(),
+            &[
+                ColumnData::String(Some("q".into())),
+                ColumnData::Binary(Some("Acmé ".as_bytes().into())),
+                ColumnData::I64(Some(1_800_000)),
+                ColumnData::I32(Some(4)),
+            ]
+        );
+        assert_eq!(
+            key_rate_put_values("q", "k", 1, u32::MAX).values()[3],
+            ColumnData::I32(Some(i32::MAX))
+        );
+        // queue_key_rate_get: the queue and the key's bytes, as job_key_waiting binds them.
+        assert_eq!(
+            key_values("q", "Acmé ").values(),
+            &[
+                ColumnData::String(Some("q".into())),
+                ColumnData::Binary(Some("Acmé ".as_bytes().into())),
+            ]
+        );
+    }
+
+    /// queue_set_key_rate's two statements go out in one request inside a transaction of the
+    /// driver's, each verb a batch of its own (never inside `sp_executesql`).
+    #[tokio::test]
+    async fn a_key_rate_limit_is_set_in_a_transaction_of_the_drivers() {
+        let (config, server) = crate::wire::server().await;
+        let pool = bb8::Pool::builder()
+            .max_size(1)
+            .build_unchecked(crate::pool::ConnectionManager::new(config));
+        let driver = MsSqlDriver {
+            pool,
+            schema: "s".into(),
+            sql: Statements::new(&[("{schema}", "s")]),
+        };
+        driver
+            .queue_set_key_rate("q", Some((2, 1_000_000)))
+            .await
+            .unwrap();
+        let statement = driver.sql.queue_set_key_rate.to_string();
+        drop(driver);
+        let requests = server.await.unwrap();
+        // From the transaction on (the session's settings and checks come before it).
+        let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
+        let from = requests.iter().position(|r| *r == begin).unwrap();
+        let [crate::wire::Request::Rpc(sent, params), crate::wire::Request::Batch(commit)] =
+            &requests[from + 1..]
+        else {
+            panic!("not one request, then the commit: {requests:?}");
+        };
+        assert_eq!(*sent, statement);
+        assert!(sent.contains("MERGE") && sent.contains("DELETE"), "{sent}");
+        let values: Vec<Option<&[u8]>> = params.iter().map(|p| p.value.as_deref()).collect();
+        assert_eq!(
+            values,
+            [
+                Some(&[b'q', 0][..]),
+                Some(&2i32.to_le_bytes()[..]),
+                Some(&1_000_000i64.to_le_bytes()[..]),
+            ]
+        );
+        assert!(commit.starts_with("COMMIT TRANSACTION"), "{commit}");
+        // Nothing of the transaction's went inside the request.
+        assert!(!requests[..from]
+            .iter()
+            .any(|r| matches!(r, crate::wire::Request::Rpc(..))));
+    }
+
+    #[test]
+    fn key_rate_rows_decode() {
+        let row = |window: Option<i64>, count: Option<i32>| {
+            Row::builder()
+                .column("rate_window", ColumnType::Int8, window.into_sql())
+                .column("rate_count", ColumnType::Int4, count.into_sql())
+                .build()
+        };
+        assert_eq!(
+            key_rate(&row(Some(1_800_000), Some(7))).unwrap(),
+            (1_800_000, 7)
+        );
+        // Windows before the epoch are negative, and kept.
+        assert_eq!(key_rate(&row(Some(-3), Some(1))).unwrap(), (-3, 1));
+        // Both columns are NOT NULL: a NULL is a malformed row, never a window of its own.
+        assert!(key_rate(&row(None, Some(1))).is_err());
+        assert!(key_rate(&row(Some(1), None)).is_err());
     }
 
     #[test]
@@ -2125,6 +2360,24 @@ mod tests {
                 sql.queue_key_cursor.to_string(),
                 key_cursor_values("q", None),
                 &[(2, "varbinary(max)")],
+            ),
+            (
+                "queue_set_key_rate",
+                sql.queue_set_key_rate.to_string(),
+                set_rate_values("q", None),
+                &[(2, "int"), (3, "bigint")],
+            ),
+            (
+                "queue_key_rate_get",
+                sql.queue_key_rate_get.to_string(),
+                key_values("q", "k"),
+                &[],
+            ),
+            (
+                "queue_key_rate_put",
+                sql.queue_key_rate_put.to_string(),
+                key_rate_put_values("q", "k", 1, 1),
+                &[],
             ),
             (
                 "job_key_next",

@@ -247,7 +247,7 @@ mod tests {
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         let steps: Vec<&str> = flat.split("; ").collect();
-        assert_eq!(steps.len(), 3, "{flat}");
+        assert_eq!(steps.len(), 4, "{flat}");
         // The jobs' key: the UTF-8 bytes of up to 200 characters, nullable and without a
         // default (a change of the catalogue only), unless the column exists.
         assert_eq!(
@@ -265,21 +265,52 @@ mod tests {
              (queue, concurrency_key, priority DESC, run_at, id) \
              WHERE state = N''pending'' AND concurrency_key IS NOT NULL')"
         );
-        // The queue's three controls in one ALTER (all or none) under one guard; the limit
-        // checked and the constraints named, as migration 7's are.
+        // The queue's controls in one ALTER (all or none) under one guard; the limits
+        // checked and the constraints named, as migration 7's are. The key rate limit is typed
+        // as migration 7's rate limit: the starts as `int`, the window as `bigint`.
         assert_eq!(
             steps[2],
             "IF COL_LENGTH(N'[s1].[queues]', N'key_cursor') IS NULL \
              ALTER TABLE [s1].[queues] ADD \
              key_limit INT NULL CONSTRAINT queues_key_limit_check CHECK (key_limit > 0), \
              fair_shares BIT NOT NULL CONSTRAINT queues_fair_shares_default DEFAULT 0, \
-             key_cursor VARBINARY(800) NULL;"
+             key_cursor VARBINARY(800) NULL, \
+             key_rate_limit INT NULL \
+             CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0), \
+             key_rate_period_us BIGINT NULL \
+             CONSTRAINT queues_key_rate_period_check CHECK (key_rate_period_us > 0)"
         );
-        // Keys as long as the validator allows fit the columns as UTF-8 (4 bytes a character
-        // at most), and the index's key fits SQL Server 2016's 1,700 bytes: queue (NVARCHAR(128),
-        // 2 bytes a unit), the key, priority, run_at (DATETIME2(6)) and id.
-        const KEY_BYTES: usize = 4 * queue_core::validate::MAX_CONCURRENCY_KEY;
-        const { assert!(KEY_BYTES <= 800 && 2 * 128 + KEY_BYTES + 4 + 8 + 16 <= 1_700) };
+        // Nullable without defaults, all but fair_shares: a change of the catalogue only.
+        let added = steps[2].split_once(" ADD ").unwrap().1;
+        assert_eq!(added.matches("NOT NULL").count(), 1, "{added}");
+        assert_eq!(added.matches("DEFAULT").count(), 1, "{added}");
+        // The counts per key, unless the table exists (a rerun skips it; the check is made
+        // when the statement runs, so it compiles in the ALTERs' batch, as migration 6's
+        // table does): the queue typed and collated as `queues`.name, the key as the jobs'.
+        // Its primary key is nonclustered: up to 256 + 800 bytes, within a nonclustered
+        // index's 1,700 but past a clustered one's 900 (rows with longer keys would fail).
+        assert_eq!(
+            steps[3],
+            "IF OBJECT_ID(N'[s1].[queue_key_rates]', N'U') IS NULL \
+             CREATE TABLE [s1].[queue_key_rates] ( \
+             queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL, \
+             concurrency_key VARBINARY(800) NOT NULL, \
+             rate_window BIGINT NOT NULL, \
+             rate_count INT NOT NULL, \
+             CONSTRAINT queue_key_rates_pkey PRIMARY KEY NONCLUSTERED (queue, concurrency_key) \
+             );"
+        );
+        // The longest queue name (2 bytes a unit) with the longest key (4 bytes a character).
+        const RATE_KEY: usize = 2 * queue_core::validate::MAX_QUEUE_NAME
+            + 4 * queue_core::validate::MAX_CONCURRENCY_KEY;
+        const { assert!(RATE_KEY > 900 && RATE_KEY <= 1_700) };
+        // Nothing outside the ALTER names a column it adds (such a statement would not compile
+        // in this batch): every mention of the key rate columns is in it.
+        assert_eq!(
+            flat.matches("key_rate_").count(),
+            steps[2].matches("key_rate_").count(),
+            "{flat}"
+        );
         assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 

@@ -129,6 +129,9 @@ statements!(
     queue_set_key_limit,
     queue_set_fair,
     queue_key_cursor,
+    queue_set_key_rate,
+    queue_key_rate_get,
+    queue_key_rate_put,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -368,6 +371,9 @@ mod tests {
             ("queue_set_key_limit", 2),
             ("queue_set_fair", 2),
             ("queue_key_cursor", 2),
+            ("queue_set_key_rate", 3),
+            ("queue_key_rate_get", 2),
+            ("queue_key_rate_put", 4),
             ("schedule_get", 1),
             ("schedule_list", 0),
             ("schedule_insert", 17),
@@ -573,13 +579,14 @@ mod tests {
         let s = sql();
         // Whitespace-insensitive: the statements' line breaks and indentation are free.
         let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        // Paused, limited by concurrency, by rate or by key, or taking fair shares: each takes
-        // the controlled path.
+        // Paused, limited by concurrency, by rate, by key or by key rate, or taking fair
+        // shares: each takes the controlled path.
         let want = |queue: &str| {
             format!(
                 "NOT EXISTS ( SELECT 1 FROM [jobs_s].[queues] AS q WHERE q.name = {queue} \
                  AND (q.paused = 1 OR q.concurrency_limit IS NOT NULL \
-                 OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.fair_shares = 1))"
+                 OR q.rate_limit IS NOT NULL OR q.key_limit IS NOT NULL \
+                 OR q.key_rate_limit IS NOT NULL OR q.fair_shares = 1))"
             )
         };
         // The claims are the statements that start jobs (set them running); each ordinary one
@@ -620,6 +627,7 @@ mod tests {
                 "q.concurrency_limit IS NOT NULL",
                 "q.rate_limit IS NOT NULL",
                 "q.key_limit IS NOT NULL",
+                "q.key_rate_limit IS NOT NULL",
                 "q.fair_shares = 1",
             ] {
                 assert!(text.contains(control), "{name} lacks {control}: {text}");
@@ -661,7 +669,8 @@ mod tests {
             assert!(
                 flat(text).starts_with(
                     "SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, \
-                     key_limit, fair_shares, key_cursor FROM [jobs_s].[queues]"
+                     key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us \
+                     FROM [jobs_s].[queues]"
                 ),
                 "{name}: {text}"
             );
@@ -730,6 +739,72 @@ mod tests {
             flat(&s.queue_rate_record),
             "UPDATE [jobs_s].[queues] SET rate_window = @P2, rate_count = @P3 WHERE name = @P1"
         );
+    }
+
+    #[test]
+    fn a_key_rate_limit_is_set_with_its_counts_forgotten_and_counted_per_key() {
+        let s = sql();
+        // Set or removed in the queue's row by queue_set_rate's atomic upsert, then every
+        // count of the queue's keys dropped, in one request (the driver's transaction holds
+        // the row's lock from the MERGE to the commit): the row first, as the claim locks it.
+        let set = flat(&s.queue_set_key_rate);
+        let (merge, delete) = set.split_once("; ").unwrap();
+        assert_eq!(
+            merge,
+            "MERGE [jobs_s].[queues] WITH (HOLDLOCK) AS q USING (VALUES (@P1)) AS s (name) \
+             ON q.name = s.name \
+             WHEN MATCHED THEN UPDATE SET key_rate_limit = @P2, key_rate_period_us = @P3, \
+             updated_at = SYSUTCDATETIME() \
+             WHEN NOT MATCHED THEN INSERT (name, key_rate_limit, key_rate_period_us, updated_at) \
+             VALUES (s.name, @P2, @P3, SYSUTCDATETIME())"
+        );
+        assert_eq!(
+            delete,
+            "DELETE FROM [jobs_s].[queue_key_rates] WHERE queue = @P1;"
+        );
+        // Two statements, each terminated (MERGE requires it); nothing else in the request,
+        // and no transaction verb (the driver sends those as batches of their own).
+        assert_eq!(set.matches(';').count(), 2, "{set}");
+        // Never the queue's own rate limit or count.
+        assert!(
+            !set.contains(" rate_limit") && !set.contains("rate_count"),
+            "{set}"
+        );
+        // The count of one key: a plain read in the claim's transaction (the queue row's update
+        // lock is queue_control_lock's), the key compared as the column's type.
+        assert_eq!(
+            flat(&s.queue_key_rate_get),
+            "SELECT rate_window, rate_count FROM [jobs_s].[queue_key_rates] \
+             WHERE queue = @P1 AND concurrency_key = CAST(@P2 AS VARBINARY(800))"
+        );
+        // The record: one key's row, updated or inserted; no HOLDLOCK (the queue row's update
+        // lock already serializes the queue's writers; range locks would hold back the claims
+        // of the next queue in key order).
+        assert_eq!(
+            flat(&s.queue_key_rate_put),
+            "MERGE [jobs_s].[queue_key_rates] AS r \
+             USING (VALUES (@P1, CAST(@P2 AS VARBINARY(800)))) AS s (queue, concurrency_key) \
+             ON r.queue = s.queue AND r.concurrency_key = s.concurrency_key \
+             WHEN MATCHED THEN UPDATE SET rate_window = @P3, rate_count = @P4 \
+             WHEN NOT MATCHED THEN INSERT (queue, concurrency_key, rate_window, rate_count) \
+             VALUES (s.queue, s.concurrency_key, @P3, @P4);"
+        );
+        // The table's columns, as the statements bind and read them.
+        let m = crate::migrate::MIGRATIONS
+            .iter()
+            .find(|m| m.name == "concurrency_keys")
+            .unwrap();
+        let migration = flat(&load(m.sql, &[("{schema}", "jobs_s")]));
+        for column in [
+            "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,",
+            "concurrency_key VARBINARY(800) NOT NULL,",
+            "rate_window BIGINT NOT NULL,",
+            "rate_count INT NOT NULL,",
+            "key_rate_limit INT NULL",
+            "key_rate_period_us BIGINT NULL",
+        ] {
+            assert!(migration.contains(column), "{column}: {migration}");
+        }
     }
 
     #[test]

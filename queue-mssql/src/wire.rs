@@ -1,8 +1,9 @@
 //! What a statement's values look like on the wire: a TDS server of a few lines on a local port
 //! answers the login and every request with DONE, and keeps each RPC request it receives, whose
 //! parameters are then read back (name, declared type, the TYPE_INFO written before the value,
-//! and the value). The requests are sent by the crate's own session code (`open`,
-//! [`MsSqlConnection::execute`]), so the checks see the bytes a server would.
+//! and the value), and each batch's text. The requests are sent by the crate's own session code
+//! (`open`, [`MsSqlConnection::execute`], the pool and the driver), so the checks see the bytes
+//! a server would.
 
 use tiberius::{AuthMethod, Config, EncryptionLevel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,9 +45,18 @@ pub(crate) fn wire_type(declared: &str) -> Option<(u8, u32)> {
     })
 }
 
-/// Sends each statement with its values through a session of this crate, and returns the
-/// parameters `@P1..@Pn` of each request as the server received them.
-pub(crate) async fn sent(statements: Vec<(String, Params<'_>)>) -> Vec<Vec<Sent>> {
+/// A request a session sent, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// A batch without bound values (session settings, transaction verbs): its text.
+    Batch(String),
+    /// An `sp_executesql` request: the statement and its parameters `@P1..@Pn`.
+    Rpc(String, Vec<Sent>),
+}
+
+/// A server for one client on a local port, and the configuration that reaches it; the task
+/// ends with the requests of that client when it disconnects.
+pub(crate) async fn server() -> (Config, tokio::task::JoinHandle<Vec<Request>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(async move {
@@ -58,6 +68,13 @@ pub(crate) async fn sent(statements: Vec<(String, Params<'_>)>) -> Vec<Vec<Sent>
     config.port(port);
     config.authentication(AuthMethod::sql_server("sa", "secret"));
     config.encryption(EncryptionLevel::NotSupported);
+    (config, server)
+}
+
+/// Sends each statement with its values through a session of this crate, and returns the
+/// parameters `@P1..@Pn` of each request as the server received them.
+pub(crate) async fn sent(statements: Vec<(String, Params<'_>)>) -> Vec<Vec<Sent>> {
+    let (config, server) = server().await;
     let mut conn = MsSqlConnection::new(open(&config).await.unwrap());
     for (sql, params) in statements {
         conn.execute(&sql, params).await.unwrap();
@@ -66,13 +83,16 @@ pub(crate) async fn sent(statements: Vec<(String, Params<'_>)>) -> Vec<Vec<Sent>
     server
         .await
         .unwrap()
-        .iter()
-        .map(|payload| rpc_params(payload))
+        .into_iter()
+        .filter_map(|r| match r {
+            Request::Rpc(_, params) => Some(params),
+            Request::Batch(_) => None,
+        })
         .collect()
 }
 
-/// Answers one client until it disconnects; returns the payload of every RPC request.
-async fn serve(mut stream: TcpStream) -> Vec<Vec<u8>> {
+/// Answers one client until it disconnects; returns every batch and RPC request.
+async fn serve(mut stream: TcpStream) -> Vec<Request> {
     let mut requests = Vec::new();
     while let Some((ty, payload)) = message(&mut stream).await {
         let reply = match ty {
@@ -80,8 +100,13 @@ async fn serve(mut stream: TcpStream) -> Vec<Vec<u8>> {
             0x12 => vec![0x01, 0x00, 0x06, 0x00, 0x01, 0xFF, 0x02],
             // LOGIN7, a batch (the session settings) or an RPC: done, one row.
             0x10 | 0x01 | 0x03 => {
-                if ty == 0x03 {
-                    requests.push(payload);
+                match ty {
+                    0x01 => requests.push(Request::Batch(batch_text(&payload))),
+                    0x03 => {
+                        let (statement, params) = rpc_params(&payload);
+                        requests.push(Request::Rpc(statement, params));
+                    }
+                    _ => {}
                 }
                 let mut done = vec![0xFD, 0x10, 0x00, 0x00, 0x00];
                 done.extend_from_slice(&1u64.to_le_bytes());
@@ -224,8 +249,15 @@ fn utf16(bytes: &[u8]) -> String {
     String::from_utf16(&units).unwrap()
 }
 
-/// The parameters `@P1..@Pn` of an `sp_executesql` RPC request, with their declared types.
-fn rpc_params(payload: &[u8]) -> Vec<Sent> {
+/// The text of a SQL batch: ALL_HEADERS (its length counts itself), then UTF-16.
+fn batch_text(payload: &[u8]) -> String {
+    let headers = u32::from_le_bytes(payload[..4].try_into().unwrap()) as usize;
+    utf16(&payload[headers..])
+}
+
+/// The statement of an `sp_executesql` RPC request and its parameters `@P1..@Pn`, with their
+/// declared types.
+fn rpc_params(payload: &[u8]) -> (String, Vec<Sent>) {
     let mut r = Reader {
         bytes: payload,
         at: 0,
@@ -244,6 +276,11 @@ fn rpc_params(payload: &[u8]) -> Vec<Sent> {
         raw.push((name, ty, size, value));
     }
     // The statement, the declaration (`@P1 nvarchar(4000),@P2 bigint`), then the values.
+    let statement = raw
+        .first()
+        .and_then(|(_, _, _, v)| v.as_deref())
+        .map(utf16)
+        .unwrap_or_default();
     let declaration = raw
         .get(1)
         .and_then(|(_, _, _, v)| v.as_deref())
@@ -254,7 +291,8 @@ fn rpc_params(payload: &[u8]) -> Vec<Sent> {
         .filter(|d| !d.is_empty())
         .map(|d| d.split_once(' ').map_or("", |(_, t)| t).to_owned())
         .collect();
-    raw.into_iter()
+    let params = raw
+        .into_iter()
         .skip(2)
         .zip(declared)
         .map(|((name, ty, size, value), declared)| Sent {
@@ -264,5 +302,6 @@ fn rpc_params(payload: &[u8]) -> Vec<Sent> {
             size,
             value,
         })
-        .collect()
+        .collect();
+    (statement, params)
 }

@@ -26,7 +26,10 @@
 --      the table): INSTANT on both servers.
 --   3. the index, built in place while the table takes writes (2.4 s on 1,000,000 jobs on
 --      MariaDB 10.11).
---   4. the three columns of the queues table (one row per controlled queue): INSTANT.
+--   4. the five columns of the queues table (one row per controlled queue): INSTANT.
+--   5. queue_key_rates: each key's window and count of starts under the queue's key rate
+--      limit, written by the keyed claim in its transaction and dropped when the queue's key
+--      rate limit is set or removed.
 ALTER TABLE {prefix}jobs
     ADD COLUMN concurrency_key VARBINARY(800) NULL;
 ALTER TABLE {prefix}jobs
@@ -36,4 +39,13 @@ ALTER TABLE {prefix}jobs ADD KEY key_claim (queue, pending_key, claim_priority, 
 ALTER TABLE {prefix}queues
     ADD COLUMN key_limit   INT            NULL CHECK (key_limit > 0),
     ADD COLUMN fair_shares BOOLEAN        NOT NULL DEFAULT FALSE,
-    ADD COLUMN key_cursor  VARBINARY(800) NULL
+    ADD COLUMN key_cursor  VARBINARY(800) NULL,
+    ADD COLUMN key_rate_limit     INT    NULL CHECK (key_rate_limit > 0),
+    ADD COLUMN key_rate_period_us BIGINT NULL CHECK (key_rate_period_us > 0);
+CREATE TABLE IF NOT EXISTS {prefix}queue_key_rates (
+    queue           VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    concurrency_key VARBINARY(800) NOT NULL,
+    rate_window     BIGINT NOT NULL,
+    rate_count      INT    NOT NULL,
+    PRIMARY KEY (queue, concurrency_key)
+) ENGINE = InnoDB

@@ -14,7 +14,7 @@ WHERE queue = ? AND state = 'pending' AND run_at <= UTC_TIMESTAMP(6)
   AND (? OR NOT EXISTS (
       SELECT 1 FROM {prefix}queues q
       WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL
-          OR q.key_limit IS NOT NULL OR q.fair_shares)))
+          OR q.key_limit IS NOT NULL OR q.key_rate_limit IS NOT NULL OR q.fair_shares)))
 ORDER BY claim_priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED

@@ -20,4 +20,4 @@ WHERE id IN ({ids})
   AND NOT EXISTS (
       SELECT 1 FROM {prefix}queues q
       WHERE q.name = ? AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL
-          OR q.key_limit IS NOT NULL OR q.fair_shares))
+          OR q.key_limit IS NOT NULL OR q.key_rate_limit IS NOT NULL OR q.fair_shares))

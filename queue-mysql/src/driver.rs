@@ -523,6 +523,11 @@ fn control(row: &MySqlRow) -> Result<QueueControl, sqlx::Error> {
         key_limit: key_limit.and_then(|n| u32::try_from(n).ok()),
         fair_shares: row.try_get("fair_shares")?,
         key_cursor: cursor.map(key_text).transpose()?,
+        key_rate_limit: rate_limit_of(
+            row.try_get::<Option<i32>, _>("key_rate_limit")?
+                .map(i64::from),
+            row.try_get("key_rate_period_us")?,
+        ),
     })
 }
 
@@ -1384,6 +1389,57 @@ impl Driver for MySqlDriver {
         Ok(())
     }
 
+    async fn queue_set_key_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(self.sql.queue_set_key_rate.clone())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| n))
+            .bind(rate.map(|(_, period)| period))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(self.sql.queue_set_key_rate_forget.clone())
+            .bind(queue)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
+    async fn queue_key_rate_get(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+        key: &str,
+    ) -> Result<Option<(i64, u32)>, sqlx::Error> {
+        let row: Option<(i64, i32)> = sqlx::query_as(self.sql.queue_key_rate_get.clone())
+            .bind(queue)
+            .bind(key.as_bytes())
+            .fetch_optional(conn)
+            .await?;
+        Ok(row.map(|(w, n)| (w, u32::try_from(n).unwrap_or(0))))
+    }
+
+    async fn queue_key_rate_put(
+        &self,
+        conn: &mut MySqlConnection,
+        queue: &str,
+        key: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_rate_put.clone())
+            .bind(queue)
+            .bind(key.as_bytes())
+            .bind(window)
+            .bind(count)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
     async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), sqlx::Error> {
         sqlx::query(self.sql.queue_set_fair.clone())
             .bind(queue)
@@ -1429,14 +1485,19 @@ impl Driver for MySqlDriver {
         after: &str,
         n: usize,
     ) -> Result<Vec<String>, sqlx::Error> {
-        let keys: Vec<Vec<u8>> = sqlx::query_scalar(self.sql.job_key_next.clone())
-            .bind(queue)
-            .bind(after.as_bytes())
-            .bind(queue)
-            .bind(n as u64)
-            .fetch_all(conn)
-            .await?;
-        keys.into_iter().map(key_text).collect()
+        let mut keys = Vec::with_capacity(n);
+        let mut after = after.as_bytes().to_vec();
+        while keys.len() < n {
+            let next: Option<Vec<u8>> = sqlx::query_scalar(self.sql.job_key_next.clone())
+                .bind(queue)
+                .bind(&after)
+                .fetch_one(&mut *conn)
+                .await?;
+            let Some(next) = next else { break };
+            keys.push(key_text(next.clone())?);
+            after = next;
+        }
+        Ok(keys)
     }
 
     /// `job_claim_key` (or `job_claim_unkeyed`) locks the key's due jobs, then

@@ -99,10 +99,10 @@ mod tests {
             "ALTER TABLE abc_jobs ADD UNIQUE KEY unique_live (unique_live)"
         );
         // Concurrency keys: the same shape (the plain column, the virtual one alone, the index),
-        // then the queues' columns.
+        // then the queues' columns, then the table of key rate counts.
         let stmts = statements(MIGRATIONS[8].sql, "abc_");
         assert_eq!(MIGRATIONS[8].version, 9);
-        assert_eq!(stmts.len(), 4);
+        assert_eq!(stmts.len(), 5);
         assert!(stmts[0].contains("ADD COLUMN concurrency_key") && !stmts[0].contains("VIRTUAL"));
         assert!(stmts[1].contains("ADD COLUMN pending_key") && stmts[1].ends_with("VIRTUAL"));
         assert_eq!(stmts[1].matches("ADD COLUMN").count(), 1);
@@ -111,7 +111,8 @@ mod tests {
             "ALTER TABLE abc_jobs ADD KEY key_claim (queue, pending_key, claim_priority, run_at, id)"
         );
         assert!(stmts[3].starts_with("ALTER TABLE abc_queues"));
-        assert_eq!(stmts[3].matches("ADD COLUMN").count(), 3);
+        assert_eq!(stmts[3].matches("ADD COLUMN").count(), 5);
+        assert!(stmts[4].starts_with("CREATE TABLE IF NOT EXISTS abc_queue_key_rates"));
         for stmt in &stmts {
             assert!(!stmt.contains("--") && !stmt.contains("{prefix}"));
         }

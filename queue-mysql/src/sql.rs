@@ -79,6 +79,10 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     queue_set_key_limit,
     queue_set_fair,
     queue_key_cursor,
+    queue_set_key_rate,
+    queue_set_key_rate_forget,
+    queue_key_rate_get,
+    queue_key_rate_put,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -278,9 +282,9 @@ mod tests {
             &s.job_claim_candidates_batch,
         ] {
             assert!(
-                claim
-                    .as_str()
-                    .contains("OR q.key_limit IS NOT NULL OR q.fair_shares"),
+                claim.as_str().contains(
+                    "OR q.key_limit IS NOT NULL OR q.key_rate_limit IS NOT NULL OR q.fair_shares"
+                ),
                 "{}",
                 claim.as_str()
             );
@@ -293,7 +297,7 @@ mod tests {
         ] {
             assert!(control
                 .as_str()
-                .contains("key_limit, fair_shares, key_cursor FROM t_queues"));
+                .contains("key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us FROM t_queues"));
         }
         for insert in [s.job_insert_rows(1, true), s.job_insert_unique.clone()] {
             assert!(insert.as_str().contains("concurrency_key, version"));

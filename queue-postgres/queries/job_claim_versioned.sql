@@ -14,7 +14,7 @@ WITH c AS (
       AND ($5 OR NOT EXISTS (
           SELECT 1 FROM {schema}.queues q
           WHERE q.name = $1 AND (q.paused OR q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL
-              OR q.key_limit IS NOT NULL OR q.fair_shares)))
+              OR q.key_limit IS NOT NULL OR q.key_rate_limit IS NOT NULL OR q.fair_shares)))
     ORDER BY priority DESC, run_at, id
     LIMIT $2
 )

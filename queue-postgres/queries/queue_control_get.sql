@@ -1,3 +1,3 @@
 -- name: queue_control_get
 -- The controls of queue $1 (no row: running and unlimited).
-SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares, key_cursor FROM {schema}.queues WHERE name = $1
+SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us FROM {schema}.queues WHERE name = $1

@@ -428,6 +428,11 @@ fn control(row: &PgRow) -> Result<QueueControl, sqlx::Error> {
         key_limit: key_limit.and_then(|n| u32::try_from(n).ok()),
         fair_shares: row.try_get("fair_shares")?,
         key_cursor: row.try_get("key_cursor")?,
+        key_rate_limit: rate_limit_of(
+            row.try_get::<Option<i32>, _>("key_rate_limit")?
+                .map(i64::from),
+            row.try_get("key_rate_period_us")?,
+        ),
     })
 }
 
@@ -1227,6 +1232,54 @@ impl Driver for PgDriver {
             .bind(queue)
             .bind(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
             .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_set_key_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        on_pool!(self, |e| sqlx::query(self.sql.queue_set_key_rate.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| i32::try_from(n).unwrap_or(i32::MAX)))
+            .bind(rate.map(|(_, period)| period))
+            .execute(e))?;
+        Ok(())
+    }
+
+    async fn queue_key_rate_get(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+        key: &str,
+    ) -> Result<Option<(i64, u32)>, sqlx::Error> {
+        let row: Option<(i64, i32)> = sqlx::query_as(self.sql.queue_key_rate_get.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(key)
+            .fetch_optional(conn)
+            .await?;
+        Ok(row.map(|(w, n)| (w, u32::try_from(n).unwrap_or(0))))
+    }
+
+    async fn queue_key_rate_put(
+        &self,
+        conn: &mut PgConnection,
+        queue: &str,
+        key: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_rate_put.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(key)
+            .bind(window)
+            .bind(i32::try_from(count).unwrap_or(i32::MAX))
+            .execute(conn)
+            .await?;
         Ok(())
     }
 

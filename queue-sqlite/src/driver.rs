@@ -371,6 +371,10 @@ fn control(row: &SqliteRow) -> Result<QueueControl, sqlx::Error> {
             .and_then(|n| u32::try_from(n).ok()),
         fair_shares: row.try_get("fair_shares")?,
         key_cursor: row.try_get("key_cursor")?,
+        key_rate_limit: rate_limit_of(
+            row.try_get("key_rate_limit")?,
+            row.try_get("key_rate_period_us")?,
+        ),
     })
 }
 
@@ -1057,6 +1061,58 @@ impl Driver for SqliteDriver {
             .bind(limit.map(i64::from))
             .bind(now_micros())
             .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_set_key_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.begin().await?;
+        sqlx::query(self.sql.queue_set_key_rate.clone())
+            .bind(queue)
+            .bind(rate.map(|(n, _)| i64::from(n)))
+            .bind(rate.map(|(_, period)| period))
+            .bind(now_micros())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(self.sql.queue_set_key_rate_forget.clone())
+            .bind(queue)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
+    async fn queue_key_rate_get(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+        key: &str,
+    ) -> Result<Option<(i64, u32)>, sqlx::Error> {
+        let row: Option<(i64, i64)> = sqlx::query_as(self.sql.queue_key_rate_get.clone())
+            .bind(queue)
+            .bind(key)
+            .fetch_optional(conn)
+            .await?;
+        Ok(row.map(|(w, n)| (w, u32::try_from(n).unwrap_or(0))))
+    }
+
+    async fn queue_key_rate_put(
+        &self,
+        conn: &mut SqliteConnection,
+        queue: &str,
+        key: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.queue_key_rate_put.clone())
+            .bind(queue)
+            .bind(key)
+            .bind(window)
+            .bind(i64::from(count))
+            .execute(conn)
             .await?;
         Ok(())
     }

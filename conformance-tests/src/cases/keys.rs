@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use queue_core::{JobId, JobState, NewJob, Queue, QueueStats, MAX_CONCURRENCY_LIMIT};
+use queue_core::{JobId, JobState, NewJob, Queue, QueueStats, RateLimit, MAX_CONCURRENCY_LIMIT};
 use serde_json::json;
 
 use super::{
@@ -261,6 +261,64 @@ pub async fn keys_fair_shares_serve_a_new_key_within_rounds(ctx: Ctx) -> anyhow:
     Ok(())
 }
 
+/// A key rate limit of 3 starts per 300 ms window per key, under 64 claimers on two queue
+/// values: counted from the starts the database gave out, no key has more than 3 in any
+/// window, both keys progress in the same windows, and every job runs once.
+pub async fn keys_rate_limit_holds_per_key(ctx: Ctx) -> anyhow::Result<()> {
+    const PER_KEY: usize = 12;
+    const LIMIT: u32 = 3;
+    let period = Duration::from_millis(300);
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let q2 = fx.another().await?;
+    q.set_key_rate_limit("krate", Some(RateLimit::new(LIMIT, period)?))
+        .await?;
+    let mut key_of: HashMap<JobId, String> = HashMap::new();
+    for key in ["a", "b"] {
+        for id in push_keyed(&q, "krate", key, PER_KEY).await? {
+            key_of.insert(id, key.to_owned());
+        }
+    }
+    let claimed = run_64_claimers(&q, &q2, "krate", 2 * PER_KEY, Duration::from_secs(60)).await?;
+    let unique: HashSet<JobId> = claimed.iter().map(|c| c.0).collect();
+    ensure!(
+        unique.len() == claimed.len() && claimed.len() == 2 * PER_KEY,
+        "{} deliveries of {} distinct jobs, {} pushed",
+        claimed.len(),
+        unique.len(),
+        2 * PER_KEY
+    );
+    let period_us = i64::try_from(period.as_micros())?;
+    let mut windows: HashMap<(String, i64), u32> = HashMap::new();
+    for (id, start) in &claimed {
+        let w = start.timestamp_micros().div_euclid(period_us);
+        *windows.entry((key_of[id].clone(), w)).or_default() += 1;
+    }
+    for ((key, w), n) in &windows {
+        ensure!(
+            *n <= LIMIT,
+            "{n} jobs of key {key} started in window {w} under a key rate limit of {LIMIT}"
+        );
+    }
+    // Counted per key, not for the queue: some window held more than LIMIT starts in all
+    // (both keys started jobs in it).
+    let mut per_window: HashMap<i64, u32> = HashMap::new();
+    for ((_, w), n) in &windows {
+        *per_window.entry(*w).or_default() += n;
+    }
+    let most = per_window.values().max().copied().unwrap_or(0);
+    ensure!(
+        most > LIMIT,
+        "no window held more than {most} starts of the two keys: the limit held them together"
+    );
+    let s = stats_of(&q, "krate").await?;
+    ensure!(
+        s.key_rate_limit == Some(RateLimit::new(LIMIT, period)?) && s.completed == 24,
+        "stats: {s:?}"
+    );
+    Ok(())
+}
+
 /// Bad key limits and keys: a clear error naming the field, nothing stored.
 pub async fn keys_bad_input_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
@@ -276,6 +334,30 @@ pub async fn keys_bad_input_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {
         ensure!(
             invalid_field(&r) == Ok("key_limit".into()),
             "key limit {what}: {r:?}"
+        );
+    }
+    for (what, rate, field) in [
+        (
+            "0 starts",
+            RateLimit {
+                limit: 0,
+                period: Duration::from_secs(1),
+            },
+            "key_rate_limit.limit",
+        ),
+        (
+            "1 ms",
+            RateLimit {
+                limit: 5,
+                period: Duration::from_millis(1),
+            },
+            "key_rate_limit.period",
+        ),
+    ] {
+        let r = q.set_key_rate_limit("kbad", Some(rate)).await;
+        ensure!(
+            invalid_field(&r) == Ok(field.into()),
+            "key rate {what}: {r:?}"
         );
     }
     let r = q.set_key_limit("bad queue name!", Some(1)).await;

@@ -343,6 +343,10 @@ pub(crate) struct ControlForm {
     key_limit: Option<String>,
     /// Fair shares, `on` or `off`; absent: left as they are.
     fair: Option<String>,
+    /// The key rate limit (`N/PERIOD`, or `none`); absent: left as it is.
+    key_rate: Option<String>,
+    /// Removes the key rate limit.
+    clear_key_rate: Option<String>,
     clear: Option<String>,
     #[serde(default)]
     back: String,
@@ -416,6 +420,7 @@ async fn control(app: &Dashboard, csrf: &str, control: Control, form: ControlFor
                 rate = %form.rate.trim(),
                 key_limit = %form.key_limit.as_deref().unwrap_or_default().trim(),
                 fair = %form.fair.as_deref().unwrap_or_default().trim(),
+                key_rate = %form.key_rate.as_deref().unwrap_or_default().trim(),
                 "dashboard: queue control changed"
             );
             (StatusCode::OK, Notice::ok(text))
@@ -511,16 +516,36 @@ async fn set_keys(app: &Dashboard, name: &str, form: &ControlForm) -> Result<Str
         .as_deref()
         .map(|text| crate::admin::on_off(text).map_err(|rule| Error::invalid("fair", rule)))
         .transpose()?;
-    if key_limit.is_none() && fair.is_none() {
+    let key_rate = if form.clear_key_rate.is_some() {
+        Some(None)
+    } else {
+        form.key_rate
+            .as_deref()
+            .map(|text| {
+                crate::admin::parse_rate(text).map_err(|e| match e {
+                    Error::InvalidInput { field, rule } => {
+                        Error::invalid(format!("key_{field}"), rule)
+                    }
+                    other => other,
+                })
+            })
+            .transpose()?
+    };
+    if key_limit.is_none() && fair.is_none() && key_rate.is_none() {
         return Err(Error::invalid(
             "key_limit",
-            "give a key limit (a whole number, or none to remove it) or fair=on|off",
+            "give a key limit (a whole number, or none to remove it), a key rate (N/PERIOD or \
+             none) or fair=on|off",
         ));
     }
     let mut said = Vec::new();
     if let Some(limit) = key_limit {
         app.queue.set_key_limit(name, limit).await?;
         said.push(crate::admin::key_limit_words(limit));
+    }
+    if let Some(rate) = key_rate {
+        app.queue.set_key_rate_limit(name, rate).await?;
+        said.push(crate::admin::key_rate_words(rate));
     }
     if let Some(on) = fair {
         app.queue.set_fair_shares(name, on).await?;

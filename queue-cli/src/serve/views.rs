@@ -357,6 +357,8 @@ pub(crate) struct ControlView {
     pub(crate) rate_input: String,
     /// The key limit as the form shows it: the number, or empty.
     pub(crate) key_limit_input: String,
+    /// The key rate limit as the form shows it: `N/PERIOD`, or empty.
+    pub(crate) key_rate_input: String,
     /// Whether claims take turns across the queue's concurrency keys.
     pub(crate) fair_shares: bool,
     /// The key controls in short, as `queue stats` shows them and the overview under the
@@ -398,17 +400,24 @@ impl ControlView {
         if s.key_limit.is_some() {
             limit = format!("{limit}; {}", crate::admin::key_limit_words(s.key_limit));
         }
+        if s.key_rate_limit.is_some() {
+            limit = format!(
+                "{limit}; {}",
+                crate::admin::key_rate_words(s.key_rate_limit)
+            );
+        }
         if s.fair_shares {
             limit = format!("{limit}; {}", crate::admin::fair_words(true));
         }
         let keys_summary = format!(
-            "{}; {}.",
+            "{}; {}; {}.",
             capitalized(&crate::admin::key_limit_words(s.key_limit)),
+            crate::admin::key_rate_words(s.key_rate_limit),
             if s.fair_shares {
                 "fair shares on: claims take turns across concurrency keys"
-            } else if s.key_limit.is_some() {
+            } else if s.key_limit.is_some() || s.key_rate_limit.is_some() {
                 // A key limit takes turns across keys by itself.
-                "fair shares off (the key limit takes turns across keys)"
+                "fair shares off (a key limit takes turns across keys)"
             } else {
                 "fair shares off"
             }
@@ -434,12 +443,12 @@ impl ControlView {
                 .map(|r| format!("{}/{}", r.limit, crate::admin::period_words(r.period)))
                 .unwrap_or_default(),
             key_limit_input: s.key_limit.map(|n| n.to_string()).unwrap_or_default(),
+            key_rate_input: s
+                .key_rate_limit
+                .map(|r| format!("{}/{}", r.limit, crate::admin::period_words(r.period)))
+                .unwrap_or_default(),
             fair_shares: s.fair_shares,
-            keys: match (s.key_limit, s.fair_shares) {
-                (Some(n), _) => format!("{n}/key"),
-                (None, true) => "fair".to_owned(),
-                (None, false) => "-".to_owned(),
-            },
+            keys: crate::admin::key_words(s),
             keys_summary,
             hot_keys: s
                 .hot_keys

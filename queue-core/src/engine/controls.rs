@@ -26,13 +26,15 @@ use crate::validate;
 /// The window a claim under `rate` falls in (by the database's clock in `state`) and how many
 /// jobs already started in it.
 fn rate_used(rate: RateLimit, state: RateState) -> (i64, u32) {
-    let window = state.now_us.div_euclid(rate.period_us());
-    let used = if state.window == Some(window) {
-        state.count
-    } else {
-        0
-    };
-    (window, used)
+    rate_used_in(rate, state.window, state.count, state.now_us)
+}
+
+/// The window now (`now_us`, the database's clock) falls in under `rate`, and how many starts
+/// of it a count of `count` in `window` leaves used.
+fn rate_used_in(rate: RateLimit, window: Option<i64>, count: u32, now_us: i64) -> (i64, u32) {
+    let now = now_us.div_euclid(rate.period_us());
+    let used = if window == Some(now) { count } else { 0 };
+    (now, used)
 }
 
 /// The window and count to record after a claim that counted `used` starts in `window` before
@@ -106,7 +108,13 @@ async fn claim_by_keys<D: Driver>(
     c: &QueueControl,
     p: JobClaim<'_>,
     unkeyed: &mut Unkeyed,
-) -> std::result::Result<Vec<Leased>, D::Error> {
+) -> std::result::Result<KeyedClaim, D::Error> {
+    // A key rate limit counts by the database's clock, read once per claim.
+    let key_rate = match c.key_rate_limit {
+        Some(r) => Some((r, d.queue_rate_state(conn, p.queue).await?.now_us)),
+        None => None,
+    };
+    let mut throttled = false;
     let live: std::collections::HashMap<String, u64> = match c.key_limit {
         Some(_) => d
             .job_key_leases(Target::Tx(conn), p.queue)
@@ -140,8 +148,10 @@ async fn claim_by_keys<D: Driver>(
                 Turn::Unkeyed => "",
                 Turn::Key(k) => k.as_str(),
             };
-            let keys = d.job_key_next(conn, p.queue, after, KEY_BATCH).await?;
-            let last = keys.len() < KEY_BATCH;
+            // As many as the room left (most keys take one job or more), at most KEY_BATCH.
+            let n = (p.limit - jobs.len()).clamp(1, KEY_BATCH);
+            let keys = d.job_key_next(conn, p.queue, after, n).await?;
+            let last = keys.len() < n;
             ahead.extend(keys.into_iter().map(Turn::Key));
             if last {
                 ahead.push_back(Turn::Unkeyed);
@@ -172,10 +182,29 @@ async fn claim_by_keys<D: Driver>(
                 )
             }
         };
+        // The key's rate window: its starts so far, read only when it could take a job.
+        let mut room = room;
+        let mut rate_used = None;
+        if let (Some((r, now_us)), Some(k), true) = (key_rate, key, room > 0) {
+            let state = d.queue_key_rate_get(conn, p.queue, k).await?;
+            let (window, count) = state.unzip();
+            let (window, used) = rate_used_in(r, window, count.unwrap_or(0), now_us);
+            let left = r.limit.saturating_sub(used) as usize;
+            if left == 0 {
+                throttled = true;
+            }
+            room = room.min(left);
+            rate_used = Some((r, window, used));
+        }
         if room > 0 {
             let got = d
                 .job_claim_key(conn, JobClaim { limit: room, ..p }, key)
                 .await?;
+            if let (Some((r, window, used)), Some(k), false) = (rate_used, key, got.is_empty()) {
+                let (window, count) = rate_after_claim(r, window, used, &got, p.lease);
+                d.queue_key_rate_put(conn, p.queue, k, window, count)
+                    .await?;
+            }
             if !got.is_empty() {
                 if at == Turn::Unkeyed {
                     *unkeyed = Unkeyed::Looked(true);
@@ -195,7 +224,16 @@ async fn claim_by_keys<D: Driver>(
         };
         d.queue_key_cursor(conn, p.queue, cursor).await?;
     }
-    Ok(jobs)
+    // Nothing given out while some key had used its window: wake at the next one.
+    let wake = key_rate.filter(|_| throttled && jobs.is_empty());
+    Ok(KeyedClaim { jobs, wake })
+}
+
+/// What a keyed claim gave out, and when its waiters should look again when a key rate limit
+/// held every job back (the limit and the database's clock now).
+struct KeyedClaim {
+    jobs: Vec<Leased>,
+    wake: Option<(RateLimit, i64)>,
 }
 
 /// A concurrency or key limit: 1 to [`MAX_CONCURRENCY_LIMIT`], or none.
@@ -327,11 +365,14 @@ impl<D: Driver> Engine<D> {
                 } else {
                     Unkeyed::NotReached
                 };
-                let jobs = claim_by_keys(d, conn, c, p, &mut unkeyed).await?;
+                let keyed = claim_by_keys(d, conn, c, p, &mut unkeyed).await?;
                 if let Unkeyed::Looked(found) = unkeyed {
                     self.note_unkeyed(p.queue, found);
                 }
-                jobs
+                if let Some((r, now_us)) = keyed.wake {
+                    self.wake_at_next_window(p.queue, r, now_us);
+                }
+                keyed.jobs
             } else {
                 d.job_claim_in(conn, p).await?
             };
@@ -519,6 +560,34 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
+    /// Sets or removes the key rate limit of `queue`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::set_key_rate_limit`].
+    pub async fn set_key_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        validate::queue_name(queue)?;
+        if let Some(r) = &rate {
+            r.validate().map_err(|e| match e {
+                Error::InvalidInput { field, rule } => Error::InvalidInput {
+                    field: format!("key_{field}"),
+                    rule,
+                },
+                other => other,
+            })?;
+        }
+        let stored = rate.map(|r| (r.limit, r.period_us()));
+        self.retried("set_key_rate_limit", || {
+            self.driver().queue_set_key_rate(queue, stored)
+        })
+        .await
+        .map_err(|e| self.error(e))?;
+        if rate.is_some() {
+            self.remember_controls(queue, true);
+        }
+        self.wake(queue, usize::MAX).await;
+        Ok(())
+    }
+
     /// Turns fair shares of `queue` on or off.
     ///
     /// # Errors
@@ -605,6 +674,7 @@ impl<D: Driver> Engine<D> {
             s.rate_limit = c.rate_limit;
             s.key_limit = c.key_limit;
             s.fair_shares = c.fair_shares;
+            s.key_rate_limit = c.key_rate_limit;
             s.hot_keys = hot_keys;
         }
         stats.sort_by(|a, b| a.queue.cmp(&b.queue));

@@ -751,6 +751,34 @@ pub trait Driver: Send + Sync + 'static {
     async fn queue_set_key_limit(&self, queue: &str, limit: Option<u32>)
         -> Result<(), Self::Error>;
 
+    /// `queue_set_key_rate`: creates the row of `queue` when missing, sets its key rate limit
+    /// (`Some`: starts per window and the window in microseconds) or removes it, and forgets
+    /// the counts of its keys.
+    async fn queue_set_key_rate(
+        &self,
+        queue: &str,
+        rate: Option<(u32, i64)>,
+    ) -> Result<(), Self::Error>;
+
+    /// `queue_key_rate_get`: inside the keyed claim's transaction: the window the count of
+    /// `key`'s starts belongs to and that count (`None`: none recorded).
+    async fn queue_key_rate_get(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+        key: &str,
+    ) -> Result<Option<(i64, u32)>, Self::Error>;
+
+    /// `queue_key_rate_put`: records `count` starts of `key` in `window` (creating its row).
+    async fn queue_key_rate_put(
+        &self,
+        conn: &mut Self::Conn,
+        queue: &str,
+        key: &str,
+        window: i64,
+        count: u32,
+    ) -> Result<(), Self::Error>;
+
     /// `queue_set_fair`: creates the row of `queue` when missing and turns fair shares on or off.
     async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), Self::Error>;
 

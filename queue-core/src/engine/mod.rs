@@ -468,6 +468,10 @@ impl<B: Backend> Queue for B {
         self.engine().set_key_limit(queue, limit).await
     }
 
+    async fn set_key_rate_limit(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        self.engine().set_key_rate_limit(queue, rate).await
+    }
+
     async fn set_fair_shares(&self, queue: &str, on: bool) -> Result<()> {
         self.engine().set_fair_shares(queue, on).await
     }

@@ -73,6 +73,9 @@ pub const CATALOGUE: &[&str] = &[
     "queue_set_key_limit",
     "queue_set_fair",
     "queue_key_cursor",
+    "queue_set_key_rate",
+    "queue_key_rate_get",
+    "queue_key_rate_put",
     // Periodic jobs (schedules).
     "schedule_get",
     "schedule_list",
