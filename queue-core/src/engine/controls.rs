@@ -108,11 +108,14 @@ async fn claim_by_keys<D: Driver>(
     c: &QueueControl,
     p: JobClaim<'_>,
     unkeyed: &mut Unkeyed,
+    now_us: Option<i64>,
 ) -> std::result::Result<KeyedClaim, D::Error> {
-    // A key rate limit counts by the database's clock, read once per claim.
-    let key_rate = match c.key_rate_limit {
-        Some(r) => Some((r, d.queue_rate_state(conn, p.queue).await?.now_us)),
-        None => None,
+    // A key rate limit counts by the database's clock, read once per claim (the caller's
+    // reading of the queue's rate state, when it made one).
+    let key_rate = match (c.key_rate_limit, now_us) {
+        (Some(r), Some(now)) => Some((r, now)),
+        (Some(r), None) => Some((r, d.queue_rate_state(conn, p.queue).await?.now_us)),
+        (None, _) => None,
     };
     let mut throttled = false;
     let live: std::collections::HashMap<String, u64> = match c.key_limit {
@@ -339,9 +342,11 @@ impl<D: Driver> Engine<D> {
                 let left = u64::from(limit).saturating_sub(live);
                 room = room.min(usize::try_from(left).unwrap_or(usize::MAX));
             }
+            let mut now_us = None;
             let rate = match (c.rate_limit, room) {
                 (Some(r), 1..) => {
                     let state = d.queue_rate_state(conn, p.queue).await?;
+                    now_us = Some(state.now_us);
                     let (window, used) = rate_used(r, state);
                     let left = r.limit.saturating_sub(used);
                     room = room.min(left as usize);
@@ -365,7 +370,7 @@ impl<D: Driver> Engine<D> {
                 } else {
                     Unkeyed::NotReached
                 };
-                let keyed = claim_by_keys(d, conn, c, p, &mut unkeyed).await?;
+                let keyed = claim_by_keys(d, conn, c, p, &mut unkeyed, now_us).await?;
                 if let Unkeyed::Looked(found) = unkeyed {
                     self.note_unkeyed(p.queue, found);
                 }
@@ -506,15 +511,31 @@ impl<D: Driver> Engine<D> {
     pub async fn set_concurrency_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         validate::queue_name(queue)?;
         check_limit("concurrency_limit", limit)?;
-        self.retried("set_concurrency_limit", || {
+        // A higher limit, or none, may leave room for jobs that were waiting.
+        self.set_control("set_concurrency_limit", queue, limit.is_some(), || {
             self.driver().queue_set_limit(queue, limit)
         })
         .await
-        .map_err(|e| self.error(e))?;
-        if limit.is_some() {
+    }
+
+    /// Stores one control of `queue` (`set`, retried on lock conflicts), remembers the queue
+    /// as controlled when the control restricts it (`restricts`), and wakes its workers: a
+    /// control removed or loosened may leave room for jobs that were waiting.
+    async fn set_control<F, Fut>(
+        &self,
+        what: &'static str,
+        queue: &str,
+        restricts: bool,
+        set: F,
+    ) -> Result<()>
+    where
+        F: Fn() -> Fut + Send,
+        Fut: std::future::Future<Output = std::result::Result<(), D::Error>> + Send,
+    {
+        self.retried(what, set).await.map_err(|e| self.error(e))?;
+        if restricts {
             self.remember_controls(queue, true);
         }
-        // A higher limit, or none, may leave room for jobs that were waiting.
         self.wake(queue, usize::MAX).await;
         Ok(())
     }
@@ -529,16 +550,10 @@ impl<D: Driver> Engine<D> {
             r.validate()?;
         }
         let stored = rate.map(|r| (r.limit, r.period_us()));
-        self.retried("set_rate_limit", || {
+        self.set_control("set_rate_limit", queue, rate.is_some(), || {
             self.driver().queue_set_rate(queue, stored)
         })
         .await
-        .map_err(|e| self.error(e))?;
-        if rate.is_some() {
-            self.remember_controls(queue, true);
-        }
-        self.wake(queue, usize::MAX).await;
-        Ok(())
     }
 
     /// Sets or removes the key limit of `queue`.
@@ -548,16 +563,10 @@ impl<D: Driver> Engine<D> {
     pub async fn set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         validate::queue_name(queue)?;
         check_limit("key_limit", limit)?;
-        self.retried("set_key_limit", || {
+        self.set_control("set_key_limit", queue, limit.is_some(), || {
             self.driver().queue_set_key_limit(queue, limit)
         })
         .await
-        .map_err(|e| self.error(e))?;
-        if limit.is_some() {
-            self.remember_controls(queue, true);
-        }
-        self.wake(queue, usize::MAX).await;
-        Ok(())
     }
 
     /// Sets or removes the key rate limit of `queue`.
@@ -576,16 +585,10 @@ impl<D: Driver> Engine<D> {
             })?;
         }
         let stored = rate.map(|r| (r.limit, r.period_us()));
-        self.retried("set_key_rate_limit", || {
+        self.set_control("set_key_rate_limit", queue, rate.is_some(), || {
             self.driver().queue_set_key_rate(queue, stored)
         })
         .await
-        .map_err(|e| self.error(e))?;
-        if rate.is_some() {
-            self.remember_controls(queue, true);
-        }
-        self.wake(queue, usize::MAX).await;
-        Ok(())
     }
 
     /// Turns fair shares of `queue` on or off.
@@ -594,16 +597,10 @@ impl<D: Driver> Engine<D> {
     /// As [`crate::Queue::set_fair_shares`].
     pub async fn set_fair_shares(&self, queue: &str, on: bool) -> Result<()> {
         validate::queue_name(queue)?;
-        self.retried("set_fair_shares", || {
+        self.set_control("set_fair_shares", queue, on, || {
             self.driver().queue_set_fair(queue, on)
         })
         .await
-        .map_err(|e| self.error(e))?;
-        if on {
-            self.remember_controls(queue, true);
-        }
-        self.wake(queue, usize::MAX).await;
-        Ok(())
     }
 
     /// The keys of keyed `queue` with the most live leases, each with its due jobs.
