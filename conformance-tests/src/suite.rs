@@ -135,6 +135,7 @@ pub fn catalogue() -> Vec<Case> {
         keys::keys_expired_lease_frees_its_key,
         keys::keys_fair_shares_serve_a_new_key_within_rounds,
         keys::keys_rate_limit_holds_per_key,
+        keys::keys_retention_prunes_ended_rate_windows,
         keys::keys_bad_input_stores_nothing,
         // Periodic jobs (schedules).
         schedules::schedules_two_schedulers_one_job_per_slot,

@@ -254,6 +254,12 @@ fn report_line(report: &RetentionReport, rules: &str) -> String {
         report.cancelled,
         report.dead
     );
+    if report.key_rate_counts > 0 {
+        line.push_str(&format!(
+            "; and {} key rate count(s) of ended windows",
+            report.key_rate_counts
+        ));
+    }
     if report.unfinished {
         line.push_str(
             "; the round stopped at its time limit with jobs left to delete: the next round \

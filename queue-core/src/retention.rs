@@ -160,6 +160,9 @@ pub struct RetentionReport {
     pub cancelled: u64,
     /// Dead jobs deleted.
     pub dead: u64,
+    /// Counts of key rate limits' windows that had ended, deleted (one row per key of a queue
+    /// with a key rate limit; a key's count is kept only while its window lasts).
+    pub key_rate_counts: u64,
     /// The round stopped at its time limit ([`RETENTION_ROUND`]) with rows left to delete;
     /// the next round goes on.
     pub unfinished: bool,

@@ -309,6 +309,12 @@ fn key_rate_put_values<'a>(queue: &'a str, key: &'a str, window: i64, count: u32
     params![queue, key.as_bytes(), window, signed(count)]
 }
 
+/// The values of `queue_key_rate_prune`: the queue, the first window kept (`bigint`) and the
+/// most rows (`int`).
+fn key_rate_prune_values(queue: &str, before: i64, step: usize) -> Params<'_> {
+    params![queue, before, limit(step)]
+}
+
 /// The row of `queue_key_rate_get`: the window of a key's count and that count.
 fn key_rate(row: &Row) -> Result<(i64, u32), MsSqlError> {
     let window = row
@@ -1404,6 +1410,34 @@ impl Driver for MsSqlDriver {
         leased(&rows)
     }
 
+    /// In statements of at most [`MAX_ROWS_PER_STATEMENT`] rows, as `job_prune`.
+    async fn queue_key_rate_prune(
+        &self,
+        queue: &str,
+        before: i64,
+        n: usize,
+    ) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let mut total = 0u64;
+        let want = u64::try_from(n).unwrap_or(u64::MAX);
+        while total < want {
+            let step = usize::try_from(want - total)
+                .unwrap_or(usize::MAX)
+                .min(MAX_ROWS_PER_STATEMENT);
+            let done = conn
+                .execute(
+                    &self.sql.queue_key_rate_prune,
+                    key_rate_prune_values(queue, before, step),
+                )
+                .await?;
+            total += done;
+            if done < step as u64 {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, MsSqlError> {
         let rows = self
             .fetch(&self.sql.job_key_waiting, key_values(queue, key))
@@ -2377,6 +2411,12 @@ mod tests {
                 "queue_key_rate_put",
                 sql.queue_key_rate_put.to_string(),
                 key_rate_put_values("q", "k", 1, 1),
+                &[],
+            ),
+            (
+                "queue_key_rate_prune",
+                sql.queue_key_rate_prune.to_string(),
+                key_rate_prune_values("q", 7, 10),
                 &[],
             ),
             (

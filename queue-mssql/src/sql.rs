@@ -132,6 +132,7 @@ statements!(
     queue_set_key_rate,
     queue_key_rate_get,
     queue_key_rate_put,
+    queue_key_rate_prune,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -1328,7 +1329,8 @@ mod tests {
         // server_role: the URL names one server; notify: SQL Server has no notifications;
         // migration_unlock: the application lock is owned by the migration transaction and ends
         // with it; job_complete_and_claim: atomic only inside a transaction, which no statement
-        // opens (see README).
+        // opens (see README); job_claim_keys: job_claim_key per key (the engine's default; see
+        // README).
         queue_core::engine::statements::check_directory(
             &dir,
             &[
@@ -1336,6 +1338,7 @@ mod tests {
                 "notify",
                 "migration_unlock",
                 "job_complete_and_claim",
+                "job_claim_keys",
             ],
             &[],
         )

@@ -1519,6 +1519,48 @@ impl Driver for MySqlDriver {
         self.lease_locked(conn, &rows, p).await
     }
 
+    /// Each key's jobs locked by `job_claim_key` in turn, then all of them leased by one
+    /// `job_claim_update` (a claim at a key limit of 1 takes one job of each of many keys).
+    async fn job_claim_keys(
+        &self,
+        conn: &mut MySqlConnection,
+        p: JobClaim<'_>,
+        keys: &[(String, usize)],
+    ) -> Result<Vec<Vec<Leased>>, sqlx::Error> {
+        let mut rows = Vec::new();
+        let mut counts = Vec::with_capacity(keys.len());
+        for (key, n) in keys {
+            let locked = sqlx::query(self.sql.job_claim_key.clone())
+                .bind(p.queue)
+                .bind(key.as_bytes())
+                .bind(*n as u64)
+                .fetch_all(&mut *conn)
+                .await?;
+            counts.push(locked.len());
+            rows.extend(locked);
+        }
+        let mut leased = self.lease_locked(conn, &rows, p).await?.into_iter();
+        Ok(counts
+            .into_iter()
+            .map(|n| leased.by_ref().take(n).collect())
+            .collect())
+    }
+
+    async fn queue_key_rate_prune(
+        &self,
+        queue: &str,
+        before: i64,
+        limit: usize,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.queue_key_rate_prune.clone())
+            .bind(queue)
+            .bind(before)
+            .bind(limit as u64)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
         let n: i64 = sqlx::query_scalar(self.sql.job_key_waiting.clone())
             .bind(queue)

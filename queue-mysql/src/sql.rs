@@ -83,6 +83,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     queue_set_key_rate_forget,
     queue_key_rate_get,
     queue_key_rate_put,
+    queue_key_rate_prune,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -310,10 +311,11 @@ mod tests {
     fn the_query_files_follow_the_catalogue() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
         // notify: MySQL and MariaDB have no notifications; drop_tables serves
-        // MySqlQueue::drop_tables.
+        // MySqlQueue::drop_tables; job_claim_keys locks each key's jobs with job_claim_key and
+        // leases them all with one job_claim_update.
         queue_core::engine::statements::check_directory(
             &dir,
-            &["notify", "job_complete_and_claim"],
+            &["notify", "job_complete_and_claim", "job_claim_keys"],
             &["drop_tables"],
         )
         .unwrap();

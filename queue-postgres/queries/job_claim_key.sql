@@ -4,10 +4,16 @@
 -- transaction holds the queue row's lock, so no other claim of this queue runs meanwhile;
 -- SKIP LOCKED still passes over rows that a cancel or an edit holds. $3: lease in microseconds;
 -- $4: worker. As job_claim, the locked ids are updated as one array.
+-- The key is matched as a range of one value and the jobs ordered by key first: with `= $5`
+-- the planner drops the key from the order (it is constant), and jobs_claim_idx, filtering
+-- on the key, gives the same order; on a table without statistics it can cost the same as
+-- jobs_key_idx and walk every pending job of the queue's other keys. Ordered by key, only
+-- jobs_key_idx needs no sort, and queue_control_lock turned sorts off for this transaction.
 WITH c AS MATERIALIZED (
     SELECT id FROM {schema}.jobs
-    WHERE queue = $1 AND state = 'pending' AND concurrency_key = $5 AND run_at <= now()
-    ORDER BY priority DESC, run_at, id
+    WHERE queue = $1 AND state = 'pending' AND concurrency_key >= $5 AND concurrency_key <= $5
+      AND run_at <= now()
+    ORDER BY concurrency_key, priority DESC, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 )

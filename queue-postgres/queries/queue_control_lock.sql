@@ -2,4 +2,17 @@
 -- The controls of queue $1, locked until the controlled claim's transaction ends: controlled
 -- claims of one queue take turns, and each one's count of live leases (a later statement, so a
 -- later snapshot under READ COMMITTED) sees every claim committed before it got the lock.
-SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us FROM {schema}.queues WHERE name = $1 FOR UPDATE
+-- It also turns off sorts, and JIT compilation, for the rest of this transaction
+-- (set_config(..., true) is SET LOCAL, so a pooler in transaction mode is no matter).
+-- The keyed claim's statements (job_key_next, job_claim_key) must walk jobs_key_idx, the only
+-- index that holds pending jobs in key order; on a table without statistics (never analyzed, as
+-- with autovacuum off or in the first minute of a flood) the planner estimates one row for
+-- `queue = $1` and finds jobs_claim_idx plus a sort of that "one row" as cheap as jobs_key_idx,
+-- and then each step of the skip scan sorts every pending job of the queue (250 ms a claim at
+-- 20,000 jobs). With sorts off, only jobs_key_idx gives the order without one, and the plan
+-- made here is the one kept for the session (force_generic_plan; these statements run only in
+-- this transaction). Of the other statements of a controlled claim only job_key_leases and
+-- the skip scan's last step sort (a few rows); a plan with a sort turned off costs beyond
+-- jit_above_cost, hence JIT off too (session_setup turns it off for a whole session, but not
+-- behind a pooler).
+SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us, set_config('enable_sort', 'off', true) AS sort, set_config('jit', 'off', true) AS jit FROM {schema}.queues WHERE name = $1 FOR UPDATE

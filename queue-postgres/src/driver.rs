@@ -1360,6 +1360,50 @@ impl Driver for PgDriver {
         leased(&q.fetch_all(conn).await?)
     }
 
+    async fn job_claim_keys(
+        &self,
+        conn: &mut PgConnection,
+        p: JobClaim<'_>,
+        keys: &[(String, usize)],
+    ) -> Result<Vec<Vec<Leased>>, sqlx::Error> {
+        let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+        let limits: Vec<i64> = keys.iter().map(|(_, n)| limit(*n)).collect();
+        let rows = sqlx::query(self.sql.job_claim_keys.clone())
+            .persistent(self.named())
+            .bind(p.queue)
+            .bind(micros(p.lease))
+            .bind(p.worker)
+            .bind(&names)
+            .bind(&limits)
+            .fetch_all(conn)
+            .await?;
+        let mut out: Vec<Vec<Leased>> = keys.iter().map(|_| Vec::new()).collect();
+        for row in &rows {
+            let key: String = row.try_get("concurrency_key")?;
+            let at = names
+                .iter()
+                .position(|k| *k == key)
+                .ok_or_else(|| decode(format!("claimed a job of key {key:?}, not asked for")))?;
+            out[at].extend(leased([row])?);
+        }
+        Ok(out)
+    }
+
+    async fn queue_key_rate_prune(
+        &self,
+        queue: &str,
+        before: i64,
+        n: usize,
+    ) -> Result<u64, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.queue_key_rate_prune.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(before)
+            .bind(limit(n))
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
         let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
             self.sql.job_key_waiting.clone()

@@ -1195,6 +1195,21 @@ impl Driver for SqliteDriver {
         rows.iter().map(leased_from_row).collect()
     }
 
+    async fn queue_key_rate_prune(
+        &self,
+        queue: &str,
+        before: i64,
+        limit: usize,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.queue_key_rate_prune.clone())
+            .bind(queue)
+            .bind(before)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, sqlx::Error> {
         let n: i64 = sqlx::query_scalar(self.sql.job_key_waiting.clone())
             .bind(queue)

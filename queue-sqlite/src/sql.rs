@@ -61,6 +61,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     queue_set_key_rate_forget,
     queue_key_rate_get,
     queue_key_rate_put,
+    queue_key_rate_prune,
     schedule_get,
     schedule_list,
     schedule_insert,
@@ -77,7 +78,8 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
         // See the README for why each is lacking: SQLite's clock is the host's (now), it has
         // no notifications (notify), BEGIN IMMEDIATE is the migration lock, and a file has no
-        // primary or standby to tell apart (server_role).
+        // primary or standby to tell apart (server_role), and a statement costs no round trip, so
+        // job_claim_keys runs job_claim_key per key (the engine's default).
         queue_core::engine::statements::check_directory(
             &dir,
             &[
@@ -87,6 +89,7 @@ mod tests {
                 "migration_lock",
                 "migration_unlock",
                 "job_complete_and_claim",
+                "job_claim_keys",
             ],
             &[],
         )

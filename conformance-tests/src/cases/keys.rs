@@ -9,11 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use queue_core::{JobId, JobState, NewJob, Queue, QueueStats, RateLimit, MAX_CONCURRENCY_LIMIT};
+use queue_core::{
+    JobId, JobState, NewJob, Queue, QueueStats, RateLimit, Retention, MAX_CONCURRENCY_LIMIT,
+};
 use serde_json::json;
 
 use super::{
-    expect_state, invalid_field, job, pop, run_64_claimers, sleep_until_db, LONG_LEASE, SHORT_LEASE,
+    eventually, expect_state, invalid_field, job, pop, run_64_claimers, sleep_until_db, LONG_LEASE,
+    SHORT_LEASE,
 };
 use crate::Ctx;
 
@@ -315,6 +318,76 @@ pub async fn keys_rate_limit_holds_per_key(ctx: Ctx) -> anyhow::Result<()> {
     ensure!(
         s.key_rate_limit == Some(RateLimit::new(LIMIT, period)?) && s.completed == 24,
         "stats: {s:?}"
+    );
+    Ok(())
+}
+
+/// Retention deletes the key rate counts of windows that ended a whole window ago, and only
+/// those: a key whose count is in the current window keeps it (its next job waits for the
+/// next window), and the keys whose counts were deleted start again at once.
+pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Result<()> {
+    let period = Duration::from_secs(1);
+    let period_us = i64::try_from(period.as_micros())?;
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    q.set_key_rate_limit("kprune", Some(RateLimit::new(1, period)?))
+        .await?;
+    let mut key_of: HashMap<JobId, &str> = HashMap::new();
+    for key in ["a", "b", "c", "d", "e"] {
+        for id in push_keyed(&q, "kprune", key, 3).await? {
+            key_of.insert(id, key);
+        }
+    }
+    let keys_of = |jobs: &[queue_core::Leased]| -> Vec<&str> {
+        let mut keys: Vec<&str> = jobs.iter().map(|l| key_of[&l.job.id]).collect();
+        keys.sort_unstable();
+        keys
+    };
+    let first = pop(&q, "kprune", 10, LONG_LEASE, "w1").await?;
+    ensure!(
+        keys_of(&first) == ["a", "b", "c", "d", "e"],
+        "one job of each key in the first window, got keys {:?}",
+        keys_of(&first)
+    );
+    let rules = Retention::off().interval(Duration::from_secs(1));
+    let report = q
+        .run_retention(&rules)
+        .await?
+        .context("the first round did not run")?;
+    ensure!(
+        report.key_rate_counts == 0,
+        "counts of the current (or just ended) window deleted: {report:?}"
+    );
+    // Two windows on, the first window's counts have ended a whole window ago.
+    let w = q.now().await?.timestamp_micros().div_euclid(period_us);
+    let at = chrono::DateTime::from_timestamp_micros((w + 2) * period_us)
+        .context("window start out of range")?;
+    sleep_until_db(&q, at).await?;
+    // The rotation goes on after e: key a's next job, counted in this window.
+    let a = pop(&q, "kprune", 1, LONG_LEASE, "w1").await?;
+    ensure!(
+        keys_of(&a) == ["a"],
+        "expected key a next, got {:?}",
+        keys_of(&a)
+    );
+    let window = |t: chrono::DateTime<chrono::Utc>| t.timestamp_micros().div_euclid(period_us);
+    let a_window = window(a[0].lease.expires_at - chrono::Duration::from_std(LONG_LEASE)?);
+    let report = eventually(Duration::from_secs(5), "a second retention round", || {
+        let (q, rules) = (q.clone(), rules.clone());
+        async move { Ok(q.run_retention(&rules).await?) }
+    })
+    .await?;
+    ensure!(
+        report.key_rate_counts == 4,
+        "expected the counts of keys b to e deleted, and a's kept: {report:?}"
+    );
+    let rest = pop(&q, "kprune", 10, LONG_LEASE, "w1").await?;
+    let same_window = window(q.now().await?) == a_window;
+    let keys = keys_of(&rest);
+    ensure!(
+        keys == ["b", "c", "d", "e"] || (!same_window && keys == ["a", "b", "c", "d", "e"]),
+        "after the prune, keys b to e start again and a (its count kept) waits for the next \
+         window: got keys {keys:?} (same window as a's job: {same_window})"
     );
     Ok(())
 }

@@ -132,18 +132,25 @@ async fn claim_by_keys<D: Driver>(
     let mut seen = std::collections::HashSet::new();
     let mut jobs = Vec::new();
     let mut ahead = std::collections::VecDeque::new();
+    // Keys given room but not claimed yet (no key rate limit to read): claimed together, in
+    // one statement where the dialect can, before any other turn is claimed and at the end.
+    let mut group = KeyGroup::default();
     let mut turns = 0;
     loop {
+        if jobs.len() + group.room >= p.limit {
+            group.claim(d, conn, p, &mut jobs, &mut served).await?;
+            if jobs.len() >= p.limit {
+                break;
+            }
+        }
         if turns == MAX_KEY_TURNS {
             // Cut short (many keys at their limit): the next claim goes on from here, so keys
             // further on get their turns too.
+            group.claim(d, conn, p, &mut jobs, &mut served).await?;
             served = Some(at.clone());
             break;
         }
         turns += 1;
-        if jobs.len() >= p.limit {
-            break;
-        }
         if ahead.is_empty() {
             // The next keys after the turn just visited, read together; past the last key
             // comes the turn of the jobs without a key, then the first key again.
@@ -152,7 +159,7 @@ async fn claim_by_keys<D: Driver>(
                 Turn::Key(k) => k.as_str(),
             };
             // As many as the room left (most keys take one job or more), at most KEY_BATCH.
-            let n = (p.limit - jobs.len()).clamp(1, KEY_BATCH);
+            let n = (p.limit - jobs.len() - group.room).clamp(1, KEY_BATCH);
             let keys = d.job_key_next(conn, p.queue, after, n).await?;
             let last = keys.len() < n;
             ahead.extend(keys.into_iter().map(Turn::Key));
@@ -167,59 +174,68 @@ async fn claim_by_keys<D: Driver>(
         if !seen.insert(at.clone()) {
             break; // every turn was visited
         }
-        let room = p.limit - jobs.len();
-        let (key, room) = match &at {
-            Turn::Unkeyed if *unkeyed == Unkeyed::Skip => (None, 0),
+        let room = p.limit - jobs.len() - group.room;
+        match &at {
+            Turn::Unkeyed if *unkeyed == Unkeyed::Skip => {}
             Turn::Unkeyed => {
-                *unkeyed = Unkeyed::Looked(false);
-                (None, room)
+                // Claimed in its place in the rotation: after the keys before it.
+                group.claim(d, conn, p, &mut jobs, &mut served).await?;
+                let room = p.limit - jobs.len();
+                if room > 0 {
+                    *unkeyed = Unkeyed::Looked(false);
+                    let got = d
+                        .job_claim_key(conn, JobClaim { limit: room, ..p }, None)
+                        .await?;
+                    if !got.is_empty() {
+                        *unkeyed = Unkeyed::Looked(true);
+                        served = Some(Turn::Unkeyed);
+                        jobs.extend(got);
+                    }
+                }
             }
             Turn::Key(k) => {
                 let used = live.get(k).copied().unwrap_or(0);
                 let left = c
                     .key_limit
                     .map_or(u64::MAX, |n| u64::from(n).saturating_sub(used));
-                (
-                    Some(k.as_str()),
-                    room.min(usize::try_from(left).unwrap_or(usize::MAX)),
-                )
-            }
-        };
-        // The key's rate window: its starts so far, read only when it could take a job.
-        let mut room = room;
-        let mut rate_used = None;
-        if let (Some((r, now_us)), Some(k), true) = (key_rate, key, room > 0) {
-            let state = d.queue_key_rate_get(conn, p.queue, k).await?;
-            let (window, count) = state.unzip();
-            let (window, used) = rate_used_in(r, window, count.unwrap_or(0), now_us);
-            let left = r.limit.saturating_sub(used) as usize;
-            if left == 0 {
-                throttled = true;
-            }
-            room = room.min(left);
-            rate_used = Some((r, window, used));
-        }
-        if room > 0 {
-            let got = d
-                .job_claim_key(conn, JobClaim { limit: room, ..p }, key)
-                .await?;
-            if let (Some((r, window, used)), Some(k), false) = (rate_used, key, got.is_empty()) {
-                let (window, count) = rate_after_claim(r, window, used, &got, p.lease);
-                d.queue_key_rate_put(conn, p.queue, k, window, count)
-                    .await?;
-            }
-            if !got.is_empty() {
-                if at == Turn::Unkeyed {
-                    *unkeyed = Unkeyed::Looked(true);
+                let room = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+                match key_rate {
+                    _ if room == 0 => {}
+                    None => group.add(k, room),
+                    Some((r, now_us)) => {
+                        // The key's rate window: its starts so far, read only when it could
+                        // take a job, and written in the same transaction as its claim.
+                        group.claim(d, conn, p, &mut jobs, &mut served).await?;
+                        let state = d.queue_key_rate_get(conn, p.queue, k).await?;
+                        let (window, count) = state.unzip();
+                        let (window, used) = rate_used_in(r, window, count.unwrap_or(0), now_us);
+                        let left = r.limit.saturating_sub(used) as usize;
+                        if left == 0 {
+                            throttled = true;
+                        }
+                        let room = room.min(left).min(p.limit - jobs.len());
+                        if room > 0 {
+                            let got = d
+                                .job_claim_key(conn, JobClaim { limit: room, ..p }, Some(k))
+                                .await?;
+                            if !got.is_empty() {
+                                let (window, count) =
+                                    rate_after_claim(r, window, used, &got, p.lease);
+                                d.queue_key_rate_put(conn, p.queue, k, window, count)
+                                    .await?;
+                                served = Some(at.clone());
+                                jobs.extend(got);
+                            }
+                        }
+                    }
                 }
-                served = Some(at.clone());
-                jobs.extend(got);
             }
         }
         if at == start {
             break; // back where this claim began
         }
     }
+    group.claim(d, conn, p, &mut jobs, &mut served).await?;
     if let Some(turn) = served.filter(|t| *t != start) {
         let cursor = match &turn {
             Turn::Unkeyed => None,
@@ -237,6 +253,47 @@ async fn claim_by_keys<D: Driver>(
 struct KeyedClaim {
     jobs: Vec<Leased>,
     wake: Option<(RateLimit, i64)>,
+}
+
+/// Keys of a keyed claim with the room each was given, in rotation order, to be claimed in
+/// one `job_claim_keys`.
+#[derive(Default)]
+struct KeyGroup {
+    keys: Vec<(String, usize)>,
+    /// The room of all of them.
+    room: usize,
+}
+
+impl KeyGroup {
+    fn add(&mut self, key: &str, room: usize) {
+        self.keys.push((key.to_owned(), room));
+        self.room += room;
+    }
+
+    /// Claims the keys' jobs, adds them to `jobs`, and makes the last key that got any the
+    /// turn served last. A key that had fewer due jobs than its room leaves the rest to the
+    /// turns after it.
+    async fn claim<D: Driver>(
+        &mut self,
+        d: &D,
+        conn: &mut D::Conn,
+        p: JobClaim<'_>,
+        jobs: &mut Vec<Leased>,
+        served: &mut Option<Turn>,
+    ) -> std::result::Result<(), D::Error> {
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        let got = d.job_claim_keys(conn, p, &self.keys).await?;
+        for ((key, _), got) in self.keys.drain(..).zip(got) {
+            if !got.is_empty() {
+                *served = Some(Turn::Key(key));
+                jobs.extend(got);
+            }
+        }
+        self.room = 0;
+        Ok(())
+    }
 }
 
 /// A concurrency or key limit: 1 to [`MAX_CONCURRENCY_LIMIT`], or none.

@@ -822,6 +822,35 @@ pub trait Driver: Send + Sync + 'static {
         key: Option<&str>,
     ) -> Result<Vec<Leased>, Self::Error>;
 
+    /// `job_claim_keys`: `job_claim_key` for several keys at once, up to `n` jobs of each
+    /// `(key, n)` of `keys`; the jobs of each key in the place of its key. A dialect with a
+    /// round trip per statement claims them together; the default runs `job_claim_key` for
+    /// each key in turn (SQLite, in-process).
+    async fn job_claim_keys(
+        &self,
+        conn: &mut Self::Conn,
+        p: JobClaim<'_>,
+        keys: &[(String, usize)],
+    ) -> Result<Vec<Vec<Leased>>, Self::Error> {
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, n) in keys {
+            out.push(
+                self.job_claim_key(conn, JobClaim { limit: *n, ..p }, Some(key))
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// `queue_key_rate_prune`: deletes up to `limit` of `queue`'s key rate counts whose window
+    /// is before `before` (for retention), and says how many.
+    async fn queue_key_rate_prune(
+        &self,
+        queue: &str,
+        before: i64,
+        limit: usize,
+    ) -> Result<u64, Self::Error>;
+
     /// `job_key_waiting`: how many pending jobs of `queue` with concurrency key `key` are due.
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64, Self::Error>;
 

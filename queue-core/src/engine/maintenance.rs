@@ -130,12 +130,13 @@ impl<D: Driver> Engine<D> {
             .maintenance_release(RETENTION_TASK, token, rules.every())
             .await
             .map_err(|e| self.error(e));
-        if report.total() > 0 || report.unfinished {
+        if report.total() > 0 || report.key_rate_counts > 0 || report.unfinished {
             tracing::info!(
                 target: LOG_TARGET,
                 completed = report.completed,
                 cancelled = report.cancelled,
                 dead = report.dead,
+                key_rate_counts = report.key_rate_counts,
                 unfinished = report.unfinished,
                 "retention deleted finished jobs"
             );
@@ -169,6 +170,51 @@ impl<D: Driver> Engine<D> {
                     .await
                     .map_err(|e| self.error(e))?;
                 report.add(state, n);
+                if n < PRUNE_CHUNK as u64 {
+                    break;
+                }
+            }
+        }
+        self.prune_key_rate_counts(deadline, report).await
+    }
+
+    /// Deletes the key rate counts of windows that ended a whole window ago or more (one row
+    /// per key that started a job of a queue with a key rate limit; without this the table
+    /// keeps a row for every key ever seen). The window is the database's clock's, as the
+    /// claims count it; the one just ended is kept, so a claim that read the clock just
+    /// before a window turned never finds its count gone.
+    async fn prune_key_rate_counts(
+        &self,
+        deadline: Instant,
+        report: &mut RetentionReport,
+    ) -> Result<()> {
+        let d = self.driver();
+        let controls = self
+            .retried("retention", || d.queue_control_list())
+            .await
+            .map_err(|e| self.error(e))?;
+        let limited: Vec<_> = controls
+            .into_iter()
+            .filter_map(|c| c.key_rate_limit.map(|r| (c.queue, r)))
+            .collect();
+        if limited.is_empty() {
+            return Ok(());
+        }
+        let now_us = self.now().await?.timestamp_micros();
+        for (queue, rate) in limited {
+            let before = now_us.div_euclid(rate.period_us()) - 1;
+            loop {
+                if Instant::now() >= deadline {
+                    report.unfinished = true;
+                    return Ok(());
+                }
+                let n = self
+                    .retried("retention", || {
+                        d.queue_key_rate_prune(&queue, before, PRUNE_CHUNK)
+                    })
+                    .await
+                    .map_err(|e| self.error(e))?;
+                report.key_rate_counts += n;
                 if n < PRUNE_CHUNK as u64 {
                     break;
                 }

@@ -57,6 +57,7 @@ pub const CATALOGUE: &[&str] = &[
     "job_key_leases",
     "job_key_next",
     "job_claim_key",
+    "job_claim_keys",
     "job_claim_unkeyed",
     "job_key_waiting",
     // Maintenance tasks' lease rows (retention).
@@ -76,6 +77,7 @@ pub const CATALOGUE: &[&str] = &[
     "queue_set_key_rate",
     "queue_key_rate_get",
     "queue_key_rate_put",
+    "queue_key_rate_prune",
     // Periodic jobs (schedules).
     "schedule_get",
     "schedule_list",
