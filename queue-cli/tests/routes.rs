@@ -2124,6 +2124,111 @@ async fn the_schedules_page_lists_every_schedule(fx: Arc<Fixture>) -> anyhow::Re
     Ok(())
 }
 
+/// The samples of a Prometheus text exposition: each sample line parsed (`name{labels}` and its
+/// value); a line that is neither a comment nor a sample fails.
+fn prometheus_samples(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
+    let mut out = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (series, value) = line
+            .rsplit_once(' ')
+            .with_context(|| format!("not a sample: {line:?}"))?;
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        ensure!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad metric name in {line:?}"
+        );
+        ensure!(
+            name_end == series.len() || series.ends_with('}'),
+            "bad labels in {line:?}"
+        );
+        let value: f64 = value
+            .parse()
+            .with_context(|| format!("bad value in {line:?}"))?;
+        out.push((series.to_owned(), value));
+    }
+    Ok(out)
+}
+
+async fn metrics_are_served_for_prometheus_behind_the_token(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    // A queue name of this run only: the recorder is the test process's, shared by the cases
+    // of every backend.
+    let queue = format!("metered_{}", uuid::Uuid::new_v4().simple());
+    for _ in 0..3 {
+        push(q, &queue, "{}").await?;
+    }
+    dead(q, &queue, "{}", "boom").await?;
+    let mut c = client(&fx);
+    let page = c.get("/metrics").await?.expect(StatusCode::OK)?;
+    ensure!(
+        page.header("content-type")
+            .is_some_and(|v| v.starts_with("text/plain; version=0.0.4")),
+        "content type {:?}",
+        page.header("content-type")
+    );
+    page.has("# TYPE dbqueue_queue_jobs gauge")?;
+    let samples = prometheus_samples(&page.body)?;
+    let gauge = |state: &str| {
+        let series = format!("dbqueue_queue_jobs{{queue=\"{queue}\",state=\"{state}\"}}");
+        samples
+            .iter()
+            .find(|(s, _)| *s == series)
+            .map(|(_, v)| *v)
+            .with_context(|| format!("no sample {series}"))
+    };
+    ensure!(
+        gauge("available")? == 3.0,
+        "available: {}",
+        gauge("available")?
+    );
+    ensure!(gauge("dead")? == 1.0, "dead: {}", gauge("dead")?);
+    ensure!(gauge("running")? == 0.0);
+    // The scrape reads the database again: a claim shows at the next one.
+    let leased = q.pop(PopRequest::new(&queue)).await?;
+    ensure!(leased.len() == 1);
+    let page = c.get("/metrics").await?.expect(StatusCode::OK)?;
+    let samples = prometheus_samples(&page.body)?;
+    let running = format!("dbqueue_queue_jobs{{queue=\"{queue}\",state=\"running\"}}");
+    ensure!(
+        samples.iter().any(|(s, v)| *s == running && *v == 1.0),
+        "no running job in {samples:?}"
+    );
+    // Behind a token like every page: none or a wrong one is refused, the right one as a
+    // bearer header (what a scraper sends) is served.
+    let cfg = || DashboardConfig {
+        auth_token: Some(TOKEN.to_owned()),
+        ..config()
+    };
+    client_with(&fx, cfg())
+        .get("/metrics")
+        .await?
+        .expect(StatusCode::UNAUTHORIZED)?
+        .lacks("dbqueue_queue_jobs")?;
+    let mut wrong = client_with(&fx, cfg());
+    wrong.bearer = Some("wrong-token-0123456789".to_owned());
+    wrong
+        .get("/metrics")
+        .await?
+        .expect(StatusCode::UNAUTHORIZED)?;
+    let mut scraper = client_with(&fx, cfg());
+    scraper.bearer = Some(TOKEN.to_owned());
+    scraper
+        .get("/metrics")
+        .await?
+        .expect(StatusCode::OK)?
+        .has(&running)?;
+    Ok(())
+}
+
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let cases = [
@@ -2154,6 +2259,7 @@ fn main() {
         case!(bad_requests_name_the_field),
         case!(missing_tables_say_to_migrate),
         case!(the_schedules_page_lists_every_schedule),
+        case!(metrics_are_served_for_prometheus_behind_the_token),
     ];
     libtest_mimic::run(&args, support::backend_trials(&cases)).exit();
 }

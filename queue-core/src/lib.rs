@@ -16,6 +16,7 @@
 pub mod engine;
 pub mod error;
 pub mod job;
+pub mod metrics;
 pub mod periodic;
 pub mod profile;
 pub mod queue;

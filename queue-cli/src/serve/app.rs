@@ -216,6 +216,7 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/actions/keys", post(actions::keys))
         .route("/search", get(pages::search))
         .route("/schedules", get(pages::schedules))
+        .route("/metrics", get(super::prometheus::metrics))
         .route("/login", get(pages::login).post(actions::login))
         .route("/logout", post(actions::logout))
         .route("/static/app.css", get(app_css))

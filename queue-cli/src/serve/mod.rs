@@ -22,6 +22,7 @@ mod bulk;
 mod chart;
 mod jobs;
 mod pages;
+mod prometheus;
 pub mod security;
 mod views;
 
@@ -139,6 +140,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), CliError> {
         database: database.clone(),
         ..DashboardConfig::default()
     };
+    // The recorder goes in before the first queue value registers its metric handles.
+    if let Err(e) = prometheus::recorder() {
+        eprintln!("warning: /metrics is off: {e}");
+    }
     let dashboard = Dashboard::new(queue, config);
     println!("dashboard: http://{local}/");
     let _ = std::io::stdout().flush();

@@ -25,6 +25,30 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// As [`Queue::pop`].
     pub async fn pop_checked(&self, req: &CheckedPop) -> Result<Vec<Leased>> {
+        let started = std::time::Instant::now();
+        let claimed = self.claim_checked(req).await;
+        self.count_claim(&req.request().queue, started, &claimed);
+        claimed
+    }
+
+    /// Records a claim of `queue` that began at `started` in `dbqueue_claim_seconds` and the
+    /// jobs it gave out in `dbqueue_jobs_claimed_total` (a failed claim in neither).
+    pub(super) fn count_claim(
+        &self,
+        queue: &str,
+        started: std::time::Instant,
+        claimed: &Result<Vec<Leased>>,
+    ) {
+        if let Ok(jobs) = claimed {
+            let m = self.inner.metrics.queue(queue);
+            m.claim.record(started.elapsed().as_secs_f64());
+            if !jobs.is_empty() {
+                m.claimed.increment(jobs.len() as u64);
+            }
+        }
+    }
+
+    async fn claim_checked(&self, req: &CheckedPop) -> Result<Vec<Leased>> {
         let req = req.request();
         // The request was checked against some queue's limits; this queue's may be tighter.
         validate::pop_limit(req.limit, self.limits())?;

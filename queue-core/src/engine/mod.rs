@@ -138,6 +138,8 @@ struct Inner<D: Driver> {
     /// Keyed queues whose latest turn of jobs without a key found none, and when
     /// (`controls::UNKEYED_RECHECK`).
     unkeyed_idle: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// The metric handles of the queues and kinds seen so far.
+    metrics: crate::metrics::Handles,
 }
 
 impl<D: Driver> Backend for Engine<D> {
@@ -181,6 +183,7 @@ impl<D: Driver> Engine<D> {
                 controlled: std::sync::Mutex::new(HashSet::new()),
                 throttled: Arc::default(),
                 unkeyed_idle: std::sync::Mutex::default(),
+                metrics: crate::metrics::Handles::default(),
             }),
         }
     }

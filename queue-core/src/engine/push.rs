@@ -32,10 +32,12 @@ impl<D: Driver> Engine<D> {
             let mut outcomes = self
                 .insert_outcomes(None, std::slice::from_ref(&job))
                 .await?;
+            self.count_pushed(std::slice::from_ref(&job), Some(&outcomes));
             return Ok(outcomes.remove(0));
         }
         self.insert(Target::Pool, std::slice::from_ref(&job), PushKind::Single)
             .await?;
+        self.count_pushed(std::slice::from_ref(&job), None);
         Ok(PushOutcome::Inserted(job.id()))
     }
 
@@ -60,9 +62,12 @@ impl<D: Driver> Engine<D> {
         }
         check_batch_dedup(&jobs)?;
         if jobs.iter().any(|j| j.unique_value().is_some()) {
-            return self.insert_outcomes(None, &jobs).await;
+            let outcomes = self.insert_outcomes(None, &jobs).await?;
+            self.count_pushed(&jobs, Some(&outcomes));
+            return Ok(outcomes);
         }
         self.insert(Target::Pool, &jobs, PushKind::Other).await?;
+        self.count_pushed(&jobs, None);
         Ok(jobs.iter().map(|j| PushOutcome::Inserted(j.id())).collect())
     }
 
@@ -84,6 +89,7 @@ impl<D: Driver> Engine<D> {
             let mut outcomes = self
                 .insert_outcomes(Some(conn), std::slice::from_ref(&job))
                 .await?;
+            self.count_pushed(std::slice::from_ref(&job), Some(&outcomes));
             return Ok(outcomes.remove(0));
         }
         self.insert(
@@ -92,6 +98,7 @@ impl<D: Driver> Engine<D> {
             PushKind::Other,
         )
         .await?;
+        self.count_pushed(std::slice::from_ref(&job), None);
         Ok(PushOutcome::Inserted(job.id()))
     }
 
@@ -107,10 +114,12 @@ impl<D: Driver> Engine<D> {
         check_batch_dedup(&jobs)?;
         if jobs.iter().any(|j| j.unique_value().is_some()) {
             let outcomes = self.insert_outcomes(Some(conn), &jobs).await?;
+            self.count_pushed(&jobs, Some(&outcomes));
             return Ok(outcomes.iter().map(PushOutcome::id).collect());
         }
         self.insert(Target::Tx(conn), &jobs, PushKind::Other)
             .await?;
+        self.count_pushed(&jobs, None);
         Ok(jobs.iter().map(NewJob::id).collect())
     }
 
@@ -164,6 +173,30 @@ impl<D: Driver> Engine<D> {
             }
         }
         Ok(())
+    }
+
+    /// Counts the jobs of `jobs` that were stored (`outcomes`: what became of each, when some
+    /// may have met a job holding their unique key) in `dbqueue_jobs_pushed_total`, one
+    /// increment per run of jobs of one queue and kind.
+    fn count_pushed(&self, jobs: &[NewJob], outcomes: Option<&[PushOutcome]>) {
+        let stored = jobs.iter().enumerate().filter(|(i, _)| {
+            outcomes.is_none_or(|o| matches!(o.get(*i), Some(PushOutcome::Inserted(_))))
+        });
+        let mut run: Option<(&str, Option<&str>, u64)> = None;
+        for (_, j) in stored {
+            match &mut run {
+                Some((q, k, n)) if *q == j.queue() && *k == j.kind_value() => *n += 1,
+                _ => {
+                    if let Some((q, k, n)) = run {
+                        self.inner.metrics.job(q, k).pushed.increment(n);
+                    }
+                    run = Some((j.queue(), j.kind_value(), 1));
+                }
+            }
+        }
+        if let Some((q, k, n)) = run {
+            self.inner.metrics.job(q, k).pushed.increment(n);
+        }
     }
 
     /// The error for a failed insert of `jobs`: a unique violation on the live dedup keys

@@ -140,6 +140,7 @@ impl<D: Driver> Engine<D> {
                 worker: &r.worker,
                 controls_checked: false,
             };
+            let started = std::time::Instant::now();
             let combined = self
                 .retried("ack_batch_and_pop", || {
                     self.driver().job_complete_and_claim(leases, p)
@@ -151,10 +152,14 @@ impl<D: Driver> Engine<D> {
                 // several queues sends them along with whichever claim comes next).
                 self.places_freed(leases).await;
                 if jobs.is_empty() {
-                    return Ok((acked, self.claim_if_controlled(p).await));
+                    let claimed = self.claim_if_controlled(p).await;
+                    self.count_claim(&r.queue, started, &claimed);
+                    return Ok((acked, claimed));
                 }
                 sort_claimed(&mut jobs);
-                return Ok((acked, Ok(jobs)));
+                let claimed = Ok(jobs);
+                self.count_claim(&r.queue, started, &claimed);
+                return Ok((acked, claimed));
             }
         }
         let acked = self.ack_batch(leases).await?;

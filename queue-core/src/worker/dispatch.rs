@@ -175,12 +175,12 @@ pub(super) async fn dispatch(
 
 /// Counts the completions a claim took along: `acked` of `sent` were completed, the others'
 /// leases were lost meanwhile.
-fn count_acks(shared: &Shared, sent: usize, acked: u64) {
-    let acked = acked.min(sent as u64);
+fn count_acks(shared: &Shared, sent: &[Lease], acked: u64) {
+    let acked = acked.min(sent.len() as u64);
     shared.counters.add_completed(acked);
-    let lost = sent as u64 - acked;
+    let lost = sent.len() as u64 - acked;
     if lost > 0 {
-        shared.counters.add_lease_lost(lost);
+        shared.lease_lost(super::runtime::one_queue(sent), lost);
         tracing::info!(target: LOG_TARGET, lost, "acks skipped: leases no longer held");
     }
 }
@@ -278,7 +278,7 @@ impl Dispatcher {
         let cfg = &self.shared.config;
         let result = match claimed.outcome {
             Ok((acked, result)) => {
-                count_acks(&self.shared, claimed.acks.len(), acked);
+                count_acks(&self.shared, &claimed.acks, acked);
                 result
             }
             Err(e) => {
@@ -353,7 +353,7 @@ impl Dispatcher {
                 self.asked -= claimed.asked;
                 let result = match claimed.outcome {
                     Ok((acked, result)) => {
-                        count_acks(&self.shared, claimed.acks.len(), acked);
+                        count_acks(&self.shared, &claimed.acks, acked);
                         result
                     }
                     Err(e) => {

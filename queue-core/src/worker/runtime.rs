@@ -19,6 +19,7 @@ use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::job::{FailOutcome, Failure, FailureKind, Lease, Leased, Snooze, SnoozeOutcome};
+use crate::metrics::JobMetrics;
 use crate::queue::Queue;
 
 use super::dispatch::{dispatch, Buffered};
@@ -41,6 +42,27 @@ pub(super) struct Shared {
     pub(super) abort: watch::Receiver<bool>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
+    /// The metric handles of the queues and kinds this worker ran.
+    pub(super) metrics: crate::metrics::Handles,
+}
+
+impl Shared {
+    /// Counts `n` jobs whose lease was lost, in the counters and in `queue`'s metric (`None`:
+    /// a batch of acknowledgements of several queues, whose lost ones are not known apart; the
+    /// metric's queue label is then empty).
+    pub(super) fn lease_lost(&self, queue: Option<&str>, n: u64) {
+        self.counters.add_lease_lost(n);
+        self.metrics
+            .queue(queue.unwrap_or(""))
+            .lease_lost
+            .increment(n);
+    }
+}
+
+/// The one queue of `leases`, if they are all of one.
+pub(super) fn one_queue(leases: &[Lease]) -> Option<&str> {
+    let first = leases.first()?.queue.as_str();
+    leases.iter().all(|l| l.queue == first).then_some(first)
 }
 
 /// One queue of the worker: its settings and its handler slots.
@@ -196,6 +218,7 @@ pub(super) fn start(
         acks: AckQueue::default(),
         abort: abort_rx,
         aborted: AtomicU64::new(0),
+        metrics: crate::metrics::Handles::default(),
     });
     for lane in &lanes {
         tracing::info!(
@@ -430,7 +453,7 @@ async fn release(shared: &Shared, lease: &Lease) {
 fn count_transition_error(shared: &Shared, lease: &Lease, op: &'static str, e: &Error) {
     match e {
         Error::LeaseLost { .. } | Error::Cancelled { .. } => {
-            shared.counters.add_lease_lost(1);
+            shared.lease_lost(Some(&lease.queue), 1);
             tracing::info!(target: LOG_TARGET, job = %lease.job_id, operation = op, error = %e, "lease no longer held");
         }
         _ => {
@@ -537,6 +560,10 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
         return;
     };
     let Leased { job, lease } = leased;
+    let metrics = shared.metrics.job(&lease.queue, job.kind.as_deref());
+    // Due to claimed, both by the database's clock (the claim stamped updated_at).
+    let waited = (job.updated_at - job.run_at).to_std().unwrap_or_default();
+    metrics.wait.record(waited.as_secs_f64());
     let span = tracing::info_span!(
         target: LOG_TARGET,
         "job",
@@ -551,9 +578,11 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
             // A timeout stored with the job overrides its kind's, which overrides the worker's.
             let timeout = job.timeout.or(route.timeout).or(shared.config.job_timeout);
             let ctx = JobContext::new(job, cell.clone(), shared.queue.clone());
+            let started = Instant::now();
             let outcome = execute(&shared, route, timeout, ctx, &cell)
                 .instrument(span.clone())
                 .await;
+            metrics.run.record(started.elapsed().as_secs_f64());
             (outcome, Some(route))
         }
         Err(why) => (Outcome::Unrouted(why), None),
@@ -562,7 +591,7 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
         Outcome::Finished(Ok(())) if cell.completed_by_handler() => Outcome::CompletedByHandler,
         other => other,
     };
-    settle(&shared, route, outcome, &cell)
+    settle(&shared, route, outcome, &cell, &metrics)
         .instrument(span)
         .await;
     drop(permit);
@@ -585,7 +614,7 @@ async fn fresh_lease(shared: &Shared, job: Buffered) -> Option<Leased> {
             Some(Leased { job, lease })
         }
         Err(e @ (Error::LeaseLost { .. } | Error::Cancelled { .. })) => {
-            shared.counters.add_lease_lost(1);
+            shared.lease_lost(Some(&leased.lease.queue), 1);
             tracing::info!(target: LOG_TARGET, job = %leased.lease.job_id, waited_ms = waited.as_millis() as u64, error = %e, "a buffered job's lease was lost; not running it");
             None
         }
@@ -664,7 +693,13 @@ async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
 }
 
 /// Records a handler's outcome.
-async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: &LeaseCell) {
+async fn settle(
+    shared: &Shared,
+    route: Option<&Route>,
+    outcome: Outcome,
+    cell: &LeaseCell,
+    metrics: &JobMetrics,
+) {
     let lease = cell.get();
     let failure = match outcome {
         Outcome::CompletedByHandler => {
@@ -672,9 +707,11 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
                 tracing::warn!(target: LOG_TARGET, "the handler completed the job itself, so the output it recorded was not stored; complete it with the backend's complete_in_tx_with_output to store one");
             }
             shared.counters.add_completed(1);
+            metrics.completed.increment(1);
             return;
         }
         Outcome::Finished(Ok(())) => {
+            metrics.completed.increment(1);
             match cell.take_output() {
                 // Jobs without an output are acknowledged in batches; one with an output is
                 // completed by a statement that stores it.
@@ -685,7 +722,7 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
         }
         Outcome::Finished(Err(e)) => match e.snoozed() {
             Some(delay) => {
-                snooze(shared, route, &lease, delay).await;
+                snooze(shared, route, &lease, delay, metrics).await;
                 return;
             }
             None => e.into_failure(),
@@ -699,7 +736,7 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
         }
         Outcome::Unrouted(why) => Failure::retryable(why),
         Outcome::LeaseGone(e) => {
-            shared.counters.add_lease_lost(1);
+            shared.lease_lost(Some(&lease.queue), 1);
             tracing::warn!(target: LOG_TARGET, error = %e, "lease lost while the handler ran; handler stopped");
             return;
         }
@@ -713,7 +750,7 @@ async fn settle(shared: &Shared, route: Option<&Route>, outcome: Outcome, cell: 
         kind: kind_backoff(route, &lease, failure.kind),
         ..failure
     };
-    record_failure(shared, &lease, failure).await;
+    record_failure(shared, &lease, failure, metrics).await;
 }
 
 /// Completes a job with the output its handler recorded, retried through an outage like a
@@ -751,18 +788,20 @@ fn kind_backoff(route: Option<&Route>, lease: &Lease, kind: FailureKind) -> Fail
 }
 
 /// Records a failure, counting what it did to the job.
-async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure) {
+async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure, metrics: &JobMetrics) {
     let message = failure.message.clone();
     match retry_transient(|| shared.queue.fail(lease, failure.clone())).await {
-        Ok(outcome) => count_failure(shared, outcome, &message),
+        Ok(outcome) => count_failure(shared, outcome, &message, metrics),
         Err(e) => count_transition_error(shared, lease, "fail", &e),
     }
 }
 
-fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str) {
+fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str, metrics: &JobMetrics) {
+    metrics.failed.increment(1);
     match outcome {
         FailOutcome::Retrying { after } => {
             shared.counters.add_retried();
+            metrics.retried.increment(1);
             tracing::warn!(
                 target: LOG_TARGET,
                 error = %message,
@@ -772,6 +811,7 @@ fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str) {
         }
         FailOutcome::Dead => {
             shared.counters.add_dead();
+            metrics.dead.increment(1);
             tracing::error!(target: LOG_TARGET, error = %message, "job failed for good; it is dead");
         }
     }
@@ -780,7 +820,13 @@ fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str) {
 /// Gives the job back to run later, its attempt not spent; past its snooze bound the queue
 /// records a failure instead (with the kind's backoff, where it has one). A delay beyond the
 /// longest one a queue takes is cut to it, as a retry's is.
-async fn snooze(shared: &Shared, route: Option<&Route>, lease: &Lease, delay: Duration) {
+async fn snooze(
+    shared: &Shared,
+    route: Option<&Route>,
+    lease: &Lease,
+    delay: Duration,
+    metrics: &JobMetrics,
+) {
     let delay = delay.min(crate::validate::MAX_DELAY);
     let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
     let request = Snooze::new(delay).max_snoozes(max).past_bound(kind_backoff(
@@ -791,18 +837,20 @@ async fn snooze(shared: &Shared, route: Option<&Route>, lease: &Lease, delay: Du
     match retry_transient(|| shared.queue.snooze(lease, request)).await {
         Ok(SnoozeOutcome::Snoozed) => {
             shared.counters.add_snoozed();
+            metrics.snoozed.increment(1);
             tracing::debug!(target: LOG_TARGET, delay_ms = delay.as_millis() as u64, "job snoozed");
         }
         Ok(SnoozeOutcome::Failed(outcome)) => count_failure(
             shared,
             outcome,
             &format!("snoozed {max} times, the most allowed"),
+            metrics,
         ),
         // A hand-written `Queue` without snoozes: run the job again after the delay, as a
         // failure (its attempt is spent).
         Err(Error::Unsupported(_)) => {
             let failure = Failure::retry_after(format!("snoozed for {delay:?}"), delay);
-            record_failure(shared, lease, failure).await;
+            record_failure(shared, lease, failure, metrics).await;
         }
         Err(e) => count_transition_error(shared, lease, "snooze", &e),
     }
@@ -896,7 +944,7 @@ pub(super) async fn flush(shared: &Shared, batch: &[Lease]) {
             shared.counters.add_completed(acked);
             let lost = batch.len() as u64 - acked;
             if lost > 0 {
-                shared.counters.add_lease_lost(lost);
+                shared.lease_lost(one_queue(batch), lost);
                 tracing::info!(target: LOG_TARGET, lost, "acks skipped: leases no longer held");
             }
         }

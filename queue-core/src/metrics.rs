@@ -1,0 +1,197 @@
+//! Metrics through the [`metrics`] facade: the application installs the recorder (a Prometheus
+//! exporter, OpenTelemetry, StatsD, ...) and the queue reports to it.
+//!
+//! | name | type | labels | what |
+//! |---|---|---|---|
+//! | `dbqueue_jobs_pushed_total` | counter | `queue`, `kind` | jobs stored by a push (a unique job that met the holder of its key is not counted; inside a caller's transaction, counted when the insert ran) |
+//! | `dbqueue_jobs_claimed_total` | counter | `queue` | jobs given out by claims |
+//! | `dbqueue_claim_seconds` | histogram | `queue` | how long a claim took, the round trips to the database included |
+//! | `dbqueue_jobs_completed_total` | counter | `queue`, `kind` | jobs a worker ran to success and handed to the database as completed (acknowledgements are batched: a lease found lost at that point is counted in `dbqueue_jobs_lease_lost_total` too) |
+//! | `dbqueue_jobs_failed_total` | counter | `queue`, `kind` | failed attempts recorded by a worker (each also counted as retried or dead) |
+//! | `dbqueue_jobs_retried_total` | counter | `queue`, `kind` | failed jobs sent back to pending for another attempt |
+//! | `dbqueue_jobs_dead_total` | counter | `queue`, `kind` | failed jobs that went dead (permanent failure, or attempts used up) |
+//! | `dbqueue_jobs_snoozed_total` | counter | `queue`, `kind` | jobs a handler snoozed (back to pending, the attempt not spent) |
+//! | `dbqueue_jobs_lease_lost_total` | counter | `queue` | jobs whose lease was lost or that were cancelled while a worker held them |
+//! | `dbqueue_job_run_seconds` | histogram | `queue`, `kind` | how long the handler ran |
+//! | `dbqueue_job_wait_seconds` | histogram | `queue`, `kind` | from when the job was due to when it was claimed, by the database's clock |
+//! | `dbqueue_queue_jobs` | gauge | `queue`, `state` | jobs per state (`available`, `scheduled`, `running`, `completed`, `dead`, `cancelled`; finished states up to the stats count cap), set by [`record_queue_gauges`] |
+//!
+//! Handles are registered with the recorder installed when a queue value or worker first sees a
+//! queue and kind, and kept: install the recorder before building them. Without a recorder
+//! each event is one lookup of the kept handle and a call that does nothing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Once};
+
+use ::metrics::{Counter, Histogram};
+
+use crate::queue::Queue;
+
+/// Jobs stored by a push.
+pub const JOBS_PUSHED: &str = "dbqueue_jobs_pushed_total";
+/// Jobs given out by claims.
+pub const JOBS_CLAIMED: &str = "dbqueue_jobs_claimed_total";
+/// How long a claim took.
+pub const CLAIM_SECONDS: &str = "dbqueue_claim_seconds";
+/// Jobs run to success and handed to the database as completed.
+pub const JOBS_COMPLETED: &str = "dbqueue_jobs_completed_total";
+/// Failed attempts.
+pub const JOBS_FAILED: &str = "dbqueue_jobs_failed_total";
+/// Failed jobs sent back for another attempt.
+pub const JOBS_RETRIED: &str = "dbqueue_jobs_retried_total";
+/// Failed jobs that went dead.
+pub const JOBS_DEAD: &str = "dbqueue_jobs_dead_total";
+/// Jobs snoozed by their handler.
+pub const JOBS_SNOOZED: &str = "dbqueue_jobs_snoozed_total";
+/// Jobs whose lease was lost while a worker held them.
+pub const JOBS_LEASE_LOST: &str = "dbqueue_jobs_lease_lost_total";
+/// How long handlers ran.
+pub const JOB_RUN_SECONDS: &str = "dbqueue_job_run_seconds";
+/// From due to claimed.
+pub const JOB_WAIT_SECONDS: &str = "dbqueue_job_wait_seconds";
+/// Jobs per queue and state.
+pub const QUEUE_JOBS: &str = "dbqueue_queue_jobs";
+
+/// Describes every metric to the recorder installed now (help texts and units), once per
+/// process. Called when the first handles are registered; an exporter installed later learns
+/// the descriptions when this is called again after it.
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(JOBS_PUSHED, Unit::Count, "Jobs stored by a push");
+    describe_counter!(JOBS_CLAIMED, Unit::Count, "Jobs given out by claims");
+    describe_histogram!(
+        CLAIM_SECONDS,
+        Unit::Seconds,
+        "How long a claim took, its round trips to the database included"
+    );
+    describe_counter!(
+        JOBS_COMPLETED,
+        Unit::Count,
+        "Jobs run to success and handed to the database as completed"
+    );
+    describe_counter!(JOBS_FAILED, Unit::Count, "Failed attempts");
+    describe_counter!(
+        JOBS_RETRIED,
+        Unit::Count,
+        "Failed jobs sent back to pending for another attempt"
+    );
+    describe_counter!(JOBS_DEAD, Unit::Count, "Failed jobs that went dead");
+    describe_counter!(JOBS_SNOOZED, Unit::Count, "Jobs snoozed by their handler");
+    describe_counter!(
+        JOBS_LEASE_LOST,
+        Unit::Count,
+        "Jobs whose lease was lost or that were cancelled while a worker held them"
+    );
+    describe_histogram!(JOB_RUN_SECONDS, Unit::Seconds, "How long the handler ran");
+    describe_histogram!(
+        JOB_WAIT_SECONDS,
+        Unit::Seconds,
+        "From when the job was due to when it was claimed (the database's clock)"
+    );
+    describe_gauge!(QUEUE_JOBS, Unit::Count, "Jobs per queue and state");
+}
+
+static DESCRIBED: Once = Once::new();
+
+/// The label of a job without a kind.
+const NO_KIND: &str = "";
+
+/// The handles of one queue and kind.
+pub(crate) struct JobMetrics {
+    pub(crate) pushed: Counter,
+    pub(crate) completed: Counter,
+    pub(crate) failed: Counter,
+    pub(crate) retried: Counter,
+    pub(crate) dead: Counter,
+    pub(crate) snoozed: Counter,
+    pub(crate) run: Histogram,
+    pub(crate) wait: Histogram,
+}
+
+/// The handles of one queue.
+pub(crate) struct QueueMetrics {
+    pub(crate) claimed: Counter,
+    pub(crate) claim: Histogram,
+    pub(crate) lease_lost: Counter,
+}
+
+/// Handles registered so far, by queue (and kind): each registered once, then only looked up.
+#[derive(Default)]
+pub(crate) struct Handles {
+    jobs: Mutex<HashMap<String, HashMap<String, Arc<JobMetrics>>>>,
+    queues: Mutex<HashMap<String, Arc<QueueMetrics>>>,
+}
+
+impl Handles {
+    /// The handles of `queue` and `kind`.
+    pub(crate) fn job(&self, queue: &str, kind: Option<&str>) -> Arc<JobMetrics> {
+        let kind = kind.unwrap_or(NO_KIND);
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = jobs.get(queue).and_then(|kinds| kind_get(kinds, kind)) {
+            return m;
+        }
+        DESCRIBED.call_once(describe);
+        let labels = [("queue", queue.to_owned()), ("kind", kind.to_owned())];
+        let m = Arc::new(JobMetrics {
+            pushed: ::metrics::counter!(JOBS_PUSHED, &labels),
+            completed: ::metrics::counter!(JOBS_COMPLETED, &labels),
+            failed: ::metrics::counter!(JOBS_FAILED, &labels),
+            retried: ::metrics::counter!(JOBS_RETRIED, &labels),
+            dead: ::metrics::counter!(JOBS_DEAD, &labels),
+            snoozed: ::metrics::counter!(JOBS_SNOOZED, &labels),
+            run: ::metrics::histogram!(JOB_RUN_SECONDS, &labels),
+            wait: ::metrics::histogram!(JOB_WAIT_SECONDS, &labels),
+        });
+        jobs.entry(queue.to_owned())
+            .or_default()
+            .insert(kind.to_owned(), m.clone());
+        m
+    }
+
+    /// The handles of `queue`.
+    pub(crate) fn queue(&self, queue: &str) -> Arc<QueueMetrics> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = queues.get(queue) {
+            return m.clone();
+        }
+        DESCRIBED.call_once(describe);
+        let labels = [("queue", queue.to_owned())];
+        let m = Arc::new(QueueMetrics {
+            claimed: ::metrics::counter!(JOBS_CLAIMED, &labels),
+            claim: ::metrics::histogram!(CLAIM_SECONDS, &labels),
+            lease_lost: ::metrics::counter!(JOBS_LEASE_LOST, &labels),
+        });
+        queues.insert(queue.to_owned(), m.clone());
+        m
+    }
+}
+
+fn kind_get(kinds: &HashMap<String, Arc<JobMetrics>>, kind: &str) -> Option<Arc<JobMetrics>> {
+    kinds.get(kind).cloned()
+}
+
+/// Sets `dbqueue_queue_jobs` for every queue from one [`Queue::stats`] call: how many jobs
+/// each queue has per state, as the database says now. Call it from one process (the one
+/// that serves `/metrics`, or one task of one service): every process that calls it exports
+/// the same numbers, so a sum across processes would count them again. `queue serve` calls it
+/// at each scrape of its `/metrics`.
+///
+/// # Errors
+/// As [`Queue::stats`].
+pub async fn record_queue_gauges(queue: &dyn Queue) -> crate::Result<()> {
+    DESCRIBED.call_once(describe);
+    for s in queue.stats(None).await? {
+        for (state, n) in [
+            ("available", s.available),
+            ("scheduled", s.scheduled),
+            ("running", s.running),
+            ("completed", s.completed),
+            ("dead", s.dead),
+            ("cancelled", s.cancelled),
+        ] {
+            ::metrics::gauge!(QUEUE_JOBS, "queue" => s.queue.clone(), "state" => state)
+                .set(n as f64);
+        }
+    }
+    Ok(())
+}
