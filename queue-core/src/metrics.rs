@@ -3,10 +3,10 @@
 //!
 //! | name | type | labels | what |
 //! |---|---|---|---|
-//! | `dbqueue_jobs_pushed_total` | counter | `queue`, `kind` | jobs stored by a push (a unique job that met the holder of its key is not counted; inside a caller's transaction, counted when the insert ran) |
+//! | `dbqueue_jobs_pushed_total` | counter | `queue`, `kind` | jobs stored by a push or by a schedule (a unique job that met the holder of its key is not counted; inside a caller's transaction, counted when the insert ran) |
 //! | `dbqueue_jobs_claimed_total` | counter | `queue` | jobs given out by claims |
 //! | `dbqueue_claim_seconds` | histogram | `queue` | how long a claim took, the round trips to the database included |
-//! | `dbqueue_jobs_completed_total` | counter | `queue`, `kind` | jobs a worker ran to success and handed to the database as completed (acknowledgements are batched: a lease found lost at that point is counted in `dbqueue_jobs_lease_lost_total` too) |
+//! | `dbqueue_jobs_completed_total` | counter | `queue`, `kind` | jobs a worker ran to success and handed to the database as completed (acknowledgements are batched: a lease found lost at that point is counted in `dbqueue_jobs_lease_lost_total` too; one the database could not take is rescued when its lease expires) |
 //! | `dbqueue_jobs_failed_total` | counter | `queue`, `kind` | failed attempts recorded by a worker (each also counted as retried or dead) |
 //! | `dbqueue_jobs_retried_total` | counter | `queue`, `kind` | failed jobs sent back to pending for another attempt |
 //! | `dbqueue_jobs_dead_total` | counter | `queue`, `kind` | failed jobs that went dead (permanent failure, or attempts used up) |
@@ -108,11 +108,10 @@ pub(crate) struct JobMetrics {
     pub(crate) wait: Histogram,
 }
 
-/// The handles of one queue.
+/// The handles of one queue's claims.
 pub(crate) struct QueueMetrics {
     pub(crate) claimed: Counter,
     pub(crate) claim: Histogram,
-    pub(crate) lease_lost: Counter,
 }
 
 /// Handles registered so far, by queue (and kind): each registered once, then only looked up.
@@ -120,6 +119,7 @@ pub(crate) struct QueueMetrics {
 pub(crate) struct Handles {
     jobs: Mutex<HashMap<String, HashMap<String, Arc<JobMetrics>>>>,
     queues: Mutex<HashMap<String, Arc<QueueMetrics>>>,
+    lost: Mutex<HashMap<String, Counter>>,
 }
 
 impl Handles {
@@ -159,10 +159,21 @@ impl Handles {
         let m = Arc::new(QueueMetrics {
             claimed: ::metrics::counter!(JOBS_CLAIMED, &labels),
             claim: ::metrics::histogram!(CLAIM_SECONDS, &labels),
-            lease_lost: ::metrics::counter!(JOBS_LEASE_LOST, &labels),
         });
         queues.insert(queue.to_owned(), m.clone());
         m
+    }
+
+    /// The lease-lost counter of `queue` (`""`: a batch of acknowledgements of several queues).
+    pub(crate) fn lease_lost(&self, queue: &str) -> Counter {
+        let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = lost.get(queue) {
+            return c.clone();
+        }
+        DESCRIBED.call_once(describe);
+        let c = ::metrics::counter!(JOBS_LEASE_LOST, "queue" => queue.to_owned());
+        lost.insert(queue.to_owned(), c.clone());
+        c
     }
 }
 

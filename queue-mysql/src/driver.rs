@@ -440,7 +440,14 @@ impl MySqlDriver {
             .iter()
             .map(Candidate::from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        let now = candidates[0].db_now;
+        // The latest reading of the database's clock (one per locking statement: a keyed claim
+        // locks several keys' jobs with a statement each), so no claimed job is stamped
+        // before it was read due.
+        let now = candidates
+            .iter()
+            .map(|c| c.db_now)
+            .max()
+            .unwrap_or(candidates[0].db_now);
         let expires_at = now + chrono_micros(p.lease);
         let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
         let mut q = sqlx::query(self.sql.job_claim_update(candidates.len()));

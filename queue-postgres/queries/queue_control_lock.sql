@@ -10,9 +10,12 @@
 -- `queue = $1` and finds jobs_claim_idx plus a sort of that "one row" as cheap as jobs_key_idx,
 -- and then each step of the skip scan sorts every pending job of the queue (250 ms a claim at
 -- 20,000 jobs). With sorts off, only jobs_key_idx gives the order without one, and the plan
--- made here is the one kept for the session (force_generic_plan; these statements run only in
--- this transaction). Of the other statements of a controlled claim only job_key_leases and
--- the skip scan's last step sort (a few rows); a plan with a sort turned off costs beyond
+-- made here is the one kept for the session (force_generic_plan; job_key_next, job_claim_key
+-- and job_claim_keys run only in this transaction). Sorts are off for every controlled claim,
+-- keyed or not: job_claim, job_live_leases and the rate statements read in index order or
+-- count, so none of them needs a sort. Only job_key_leases (also run on the pool for stats; a
+-- connection keeps whichever plan it made first, and both read the running jobs only) and the
+-- skip scan's last step sort (a few rows); a plan with a sort turned off costs beyond
 -- jit_above_cost, hence JIT off too (session_setup turns it off for a whole session, but not
 -- behind a pooler).
 SELECT name, paused, concurrency_limit, rate_limit, rate_period_us, key_limit, fair_shares, key_cursor, key_rate_limit, key_rate_period_us, set_config('enable_sort', 'off', true) AS sort, set_config('jit', 'off', true) AS jit FROM {schema}.queues WHERE name = $1 FOR UPDATE

@@ -323,8 +323,9 @@ pub async fn keys_rate_limit_holds_per_key(ctx: Ctx) -> anyhow::Result<()> {
 }
 
 /// Retention deletes the key rate counts of windows that ended a whole window ago, and only
-/// those: a key whose count is in the current window keeps it (its next job waits for the
-/// next window), and the keys whose counts were deleted start again at once.
+/// those: a key whose count is in the current window keeps it (its next job waits for the next
+/// window); the deleted rows are gone (a later round finds nothing left of a queue whose keys
+/// never ran again).
 pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Result<()> {
     let period = Duration::from_secs(1);
     let period_us = i64::try_from(period.as_micros())?;
@@ -332,11 +333,18 @@ pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Resul
     let q = fx.queue();
     q.set_key_rate_limit("kprune", Some(RateLimit::new(1, period)?))
         .await?;
+    // A second queue whose two keys run once, in the first window, and never again: only the
+    // prune can make their counts go.
+    q.set_key_rate_limit("kprune_idle", Some(RateLimit::new(1, period)?))
+        .await?;
     let mut key_of: HashMap<JobId, &str> = HashMap::new();
     for key in ["a", "b", "c", "d", "e"] {
         for id in push_keyed(&q, "kprune", key, 3).await? {
             key_of.insert(id, key);
         }
+    }
+    for key in ["x", "y"] {
+        push_keyed(&q, "kprune_idle", key, 1).await?;
     }
     let keys_of = |jobs: &[queue_core::Leased]| -> Vec<&str> {
         let mut keys: Vec<&str> = jobs.iter().map(|l| key_of[&l.job.id]).collect();
@@ -349,6 +357,8 @@ pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Resul
         "one job of each key in the first window, got keys {:?}",
         keys_of(&first)
     );
+    let idle = pop(&q, "kprune_idle", 10, LONG_LEASE, "w1").await?;
+    ensure!(idle.len() == 2, "both idle keys start: {}", idle.len());
     let rules = Retention::off().interval(Duration::from_secs(1));
     let report = q
         .run_retention(&rules)
@@ -378,8 +388,8 @@ pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Resul
     })
     .await?;
     ensure!(
-        report.key_rate_counts == 4,
-        "expected the counts of keys b to e deleted, and a's kept: {report:?}"
+        report.key_rate_counts == 4 + 2,
+        "expected the counts of keys b to e and x, y deleted, and a's kept: {report:?}"
     );
     let rest = pop(&q, "kprune", 10, LONG_LEASE, "w1").await?;
     let same_window = window(q.now().await?) == a_window;
@@ -388,6 +398,18 @@ pub async fn keys_retention_prunes_ended_rate_windows(ctx: Ctx) -> anyhow::Resul
         keys == ["b", "c", "d", "e"] || (!same_window && keys == ["a", "b", "c", "d", "e"]),
         "after the prune, keys b to e start again and a (its count kept) waits for the next \
          window: got keys {keys:?} (same window as a's job: {same_window})"
+    );
+    // Removing kprune's limit forgets its counts; what a later round could still find is
+    // kprune_idle's, stale for seconds now, had the prune only said it deleted them.
+    q.set_key_rate_limit("kprune", None).await?;
+    let report = eventually(Duration::from_secs(5), "a third retention round", || {
+        let (q, rules) = (q.clone(), rules.clone());
+        async move { Ok(q.run_retention(&rules).await?) }
+    })
+    .await?;
+    ensure!(
+        report.key_rate_counts == 0,
+        "counts of kprune_idle were still there after the prune: {report:?}"
     );
     Ok(())
 }

@@ -152,6 +152,9 @@ impl<D: Driver> Engine<D> {
         deadline: Instant,
         report: &mut RetentionReport,
     ) -> Result<()> {
+        // The key rate counts first: a few rows, and a backlog of jobs that outlasts every
+        // round would otherwise keep them forever.
+        self.prune_key_rate_counts(deadline, report).await?;
         for (state, after) in rules.rules() {
             let states = [state];
             let p = JobPrune {
@@ -175,7 +178,7 @@ impl<D: Driver> Engine<D> {
                 }
             }
         }
-        self.prune_key_rate_counts(deadline, report).await
+        Ok(())
     }
 
     /// Deletes the key rate counts of windows that ended a whole window ago or more (one row

@@ -354,6 +354,7 @@ impl<D: Driver> Engine<D> {
             }
         }
         d.tx_commit(tx).await.map_err(|e| self.error(e))?;
+        self.count_pushed(&jobs, None);
         self.wake_local(info.job.queue(), jobs.len());
         Ok(Some(jobs.iter().map(NewJob::id).collect()))
     }

@@ -178,7 +178,7 @@ impl<D: Driver> Engine<D> {
     /// Counts the jobs of `jobs` that were stored (`outcomes`: what became of each, when some
     /// may have met a job holding their unique key) in `dbqueue_jobs_pushed_total`, one
     /// increment per run of jobs of one queue and kind.
-    fn count_pushed(&self, jobs: &[NewJob], outcomes: Option<&[PushOutcome]>) {
+    pub(super) fn count_pushed(&self, jobs: &[NewJob], outcomes: Option<&[PushOutcome]>) {
         let stored = jobs.iter().enumerate().filter(|(i, _)| {
             outcomes.is_none_or(|o| matches!(o.get(*i), Some(PushOutcome::Inserted(_))))
         });

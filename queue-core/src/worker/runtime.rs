@@ -52,10 +52,7 @@ impl Shared {
     /// metric's queue label is then empty).
     pub(super) fn lease_lost(&self, queue: Option<&str>, n: u64) {
         self.counters.add_lease_lost(n);
-        self.metrics
-            .queue(queue.unwrap_or(""))
-            .lease_lost
-            .increment(n);
+        self.metrics.lease_lost(queue.unwrap_or("")).increment(n);
     }
 }
 
