@@ -1422,6 +1422,143 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
     drop_schema(&q).await
 }
 
+/// Keyed claims on a table that was never analyzed (autovacuum off, or a new table in its first
+/// minute) keep plans that walk the index of keyed jobs: the generic plans that the keyed
+/// claim's statements keep on the connection read `jobs_key_idx` and never `jobs_claim_idx`,
+/// which on such a table costs the planner as little and sorts every pending job of the queue
+/// at each step from key to key. And the skip scan over 32 keys of a 20,000-job flood reads a
+/// few pages per key, counted by `EXPLAIN (ANALYZE, BUFFERS)` of the very statement.
+async fn keyed_claims_walk_the_key_index_without_statistics(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.max_connections(1)).await?;
+    // No statistics for the whole test, whatever the server's autovacuum does.
+    sqlx::query(in_schema(
+        "ALTER TABLE {schema}.jobs SET (autovacuum_enabled = false)",
+        q.schema(),
+    ))
+    .execute(q.pool())
+    .await?;
+    q.set_key_limit("plans-keyed", Some(1)).await?;
+    q.set_key_rate_limit(
+        "plans-rated",
+        Some(queue_core::RateLimit::new(1000, Duration::from_secs(1))?),
+    )
+    .await?;
+    // 20,000 jobs of 100 keys, interleaved as a flood of many customers' jobs is: enough for
+    // the key index to be a level taller than the claim index, which is what makes the
+    // planner without statistics prefer the claim index.
+    for chunk in 0..20 {
+        q.push_batch(
+            (0..1000)
+                .map(|i| {
+                    let n = chunk * 1000 + i;
+                    job("plans-keyed", n).concurrency_key(format!("key-{:03}", n % 100))
+                })
+                .collect(),
+        )
+        .await?;
+    }
+    q.push_batch(
+        (0..100)
+            .map(|i| job("plans-rated", i).concurrency_key(if i < 50 { "a" } else { "b" }))
+            .collect(),
+    )
+    .await?;
+    let analyzed: Option<i64> = sqlx::query_scalar(in_schema(
+        "SELECT reltuples::bigint FROM pg_class WHERE oid = '{schema}.jobs'::regclass \
+         AND reltuples >= 0",
+        q.schema(),
+    ))
+    .fetch_optional(q.pool())
+    .await?;
+    ensure!(analyzed.is_none(), "the table has statistics: {analyzed:?}");
+    // Claims of both queues prepare the keyed statements on the one connection, inside the
+    // keyed claim's transaction: the plans they keep are made there.
+    for queue in ["plans-keyed", "plans-rated"] {
+        let got = q
+            .pop(
+                queue_core::PopRequest::new(queue)
+                    .limit(10)
+                    .lease(Duration::from_secs(60)),
+            )
+            .await?;
+        // At a key limit of 1, one job of each of ten keys; under the key rate, the first
+        // key's room.
+        let want = 10;
+        ensure!(got.len() == want, "{queue}: {} claimed", got.len());
+    }
+    macro_rules! statement {
+        ($name:literal) => {
+            (
+                $name,
+                queue_core::engine::statements::load(
+                    include_str!(concat!("../../queue-postgres/queries/", $name, ".sql")),
+                    &[("{schema}", q.schema())],
+                ),
+            )
+        };
+    }
+    let prepared: Vec<(String, String, i32)> = sqlx::query_as(
+        "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements",
+    )
+    .fetch_all(q.pool())
+    .await?;
+    for (file, text) in [
+        statement!("job_key_next"),
+        statement!("job_claim_keys"),
+        statement!("job_claim_key"),
+    ] {
+        let Some((name, _, params)) = prepared.iter().find(|(_, s, _)| *s == text) else {
+            anyhow::bail!("{file} was not prepared on the test's connection");
+        };
+        ensure!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{name}"
+        );
+        let args = vec!["NULL"; *params as usize].join(", ");
+        let plan: Vec<String> =
+            sqlx::query_scalar(AssertSqlSafe(format!("EXPLAIN EXECUTE {name}({args})")))
+                .fetch_all(q.pool())
+                .await?;
+        let plan = plan.join("\n");
+        ensure!(
+            plan.contains("jobs_key_idx") && !plan.contains("jobs_claim_idx"),
+            "{file}\n{plan}"
+        );
+    }
+    // What the skip scan reads when it runs: the 32 keys after key-050, 200 jobs each, one
+    // descent per key, in the plan the connection keeps (run in a transaction with the keyed
+    // claim's settings, rolled back).
+    let (name, _, _) = prepared
+        .iter()
+        .find(|(_, s, _)| *s == statement!("job_key_next").1)
+        .context("job_key_next")?;
+    let mut tx = q.pool().begin().await?;
+    sqlx::query("SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true)")
+        .execute(&mut *tx)
+        .await?;
+    let plan: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "EXPLAIN (ANALYZE, BUFFERS) EXECUTE {name}('plans-keyed', 'key-050', 32)"
+    )))
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.rollback().await?;
+    let plan = plan.join("\n");
+    // The pages touched in all (the top node's count): a walk of the claim index fetches each
+    // of the queue's 20,000 pending jobs at every step.
+    ensure!(plan.contains("jobs_key_idx"), "{plan}");
+    let hits: u64 = plan
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Buffers: shared hit="))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    ensure!(
+        hits < 500,
+        "the skip scan read {hits} pages for 32 keys\n{plan}"
+    );
+    drop_schema(&q).await
+}
+
 /// Whether the suite's URL goes through a pooler in transaction mode (`pooler=transaction`).
 /// The catalogue then runs through it; the dialect tests, which look at PostgreSQL's own
 /// sessions (backend pids, LISTEN, roles), need a direct connection and show as ignored.
@@ -1448,6 +1585,7 @@ fn main() -> std::process::ExitCode {
         a_listen_connection_that_hears_nothing_is_reported,
         statements_are_planned_once_per_connection,
         a_prune_spares_a_job_retried_while_it_waited,
+        keyed_claims_walk_the_key_index_without_statistics,
     ];
     if behind_transaction_pooler() {
         dialect.extend(conformance_tests::dialect_tests![
