@@ -24,10 +24,20 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::pop`].
+    #[tracing::instrument(
+        name = "claim",
+        target = "queue::engine",
+        level = "debug",
+        skip_all,
+        fields(queue = %req.request().queue, limit = req.request().limit, claimed)
+    )]
     pub async fn pop_checked(&self, req: &CheckedPop) -> Result<Vec<Leased>> {
         let started = std::time::Instant::now();
         let claimed = self.claim_checked(req).await;
         self.count_claim(&req.request().queue, started, &claimed);
+        if let Ok(jobs) = &claimed {
+            tracing::Span::current().record("claimed", jobs.len());
+        }
         claimed
     }
 

@@ -26,6 +26,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
+    #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
         job.validate(self.limits())?;
         if job.unique_value().is_some() {
@@ -55,6 +56,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::push_batch_outcomes`](crate::Queue::push_batch_outcomes).
+    #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
         validate_batch(&jobs, self.limits())?;
         if jobs.is_empty() {
@@ -83,6 +85,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
+    #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<PushOutcome> {
         job.validate(self.limits())?;
         if job.unique_value().is_some() {
@@ -106,6 +109,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::push_batch`].
+    #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_in(&self, conn: &mut D::Conn, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         validate_batch(&jobs, self.limits())?;
         if jobs.is_empty() {

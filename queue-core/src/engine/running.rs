@@ -48,6 +48,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::ack`].
+    #[tracing::instrument(name = "ack", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         self.complete(lease, None).await
     }
@@ -56,6 +57,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::ack_with_output`](crate::Queue::ack_with_output).
+    #[tracing::instrument(name = "ack", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn ack_with_output(&self, lease: &Lease, output: &RawValue) -> Result<()> {
         validate::output(output.get(), self.limits())?;
         self.complete(lease, Some(output.get())).await
@@ -105,6 +107,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::ack_batch`].
+    #[tracing::instrument(name = "ack_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = leases.len()))]
     pub async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
         validate_ack_batch(leases, self.limits())?;
         if leases.is_empty() {
@@ -170,6 +173,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::fail`].
+    #[tracing::instrument(name = "fail", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
         let error = validate::error_text(&failure.message);
         let d = self.driver();
@@ -215,6 +219,7 @@ impl<D: Driver> Engine<D> {
     ///
     /// # Errors
     /// As [`Queue::snooze`](crate::Queue::snooze).
+    #[tracing::instrument(name = "snooze", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn snooze(&self, lease: &Lease, snooze: Snooze) -> Result<SnoozeOutcome> {
         validate::delay(snooze.delay)?;
         validate::max_snoozes(snooze.max_snoozes)?;
