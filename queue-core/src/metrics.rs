@@ -127,7 +127,7 @@ impl Handles {
     pub(crate) fn job(&self, queue: &str, kind: Option<&str>) -> Arc<JobMetrics> {
         let kind = kind.unwrap_or(NO_KIND);
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = jobs.get(queue).and_then(|kinds| kind_get(kinds, kind)) {
+        if let Some(m) = jobs.get(queue).and_then(|kinds| kinds.get(kind).cloned()) {
             return m;
         }
         DESCRIBED.call_once(describe);
@@ -175,10 +175,6 @@ impl Handles {
         lost.insert(queue.to_owned(), c.clone());
         c
     }
-}
-
-fn kind_get(kinds: &HashMap<String, Arc<JobMetrics>>, kind: &str) -> Option<Arc<JobMetrics>> {
-    kinds.get(kind).cloned()
 }
 
 /// Sets `dbqueue_queue_jobs` for every queue from one [`Queue::stats`] call: how many jobs
