@@ -17,6 +17,8 @@ pub mod engine;
 pub mod error;
 pub mod job;
 pub mod metrics;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 pub mod periodic;
 pub mod profile;
 pub mod queue;

@@ -29,6 +29,7 @@ impl<D: Driver> Engine<D> {
     #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
         job.validate(self.limits())?;
+        let job = traced(job);
         if job.unique_value().is_some() {
             let mut outcomes = self
                 .insert_outcomes(None, std::slice::from_ref(&job))
@@ -59,6 +60,7 @@ impl<D: Driver> Engine<D> {
     #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
         validate_batch(&jobs, self.limits())?;
+        let jobs = traced_all(jobs);
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -88,6 +90,7 @@ impl<D: Driver> Engine<D> {
     #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<PushOutcome> {
         job.validate(self.limits())?;
+        let job = traced(job);
         if job.unique_value().is_some() {
             let mut outcomes = self
                 .insert_outcomes(Some(conn), std::slice::from_ref(&job))
@@ -112,6 +115,7 @@ impl<D: Driver> Engine<D> {
     #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_in(&self, conn: &mut D::Conn, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         validate_batch(&jobs, self.limits())?;
+        let jobs = traced_all(jobs);
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -264,6 +268,21 @@ impl<D: Driver> Engine<D> {
             live.iter().map(|(q, k)| (q.as_str(), k.as_str())).collect();
         keyed.iter().copied().find(|pair| live.contains(pair))
     }
+}
+
+/// `job` as it is stored: with its producer's trace context in its meta when the
+/// `opentelemetry` feature is on (see [`crate::otel`]).
+fn traced(job: NewJob) -> NewJob {
+    #[cfg(feature = "opentelemetry")]
+    let job = crate::otel::carry(job);
+    job
+}
+
+/// [`traced`] for each of `jobs`, the context read once.
+fn traced_all(jobs: Vec<NewJob>) -> Vec<NewJob> {
+    #[cfg(feature = "opentelemetry")]
+    let jobs = crate::otel::carry_all(jobs);
+    jobs
 }
 
 /// Two jobs of one batch with the same queue and dedup key: the batch would clash with itself.

@@ -569,6 +569,8 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
         kind = job.kind.as_deref().unwrap_or(""),
         attempt = lease.attempt,
     );
+    #[cfg(feature = "opentelemetry")]
+    crate::otel::continue_trace(&span, job.meta.as_deref());
     let cell = Arc::new(LeaseCell::new(lease));
     let (outcome, route) = match shared.registry.route(job.kind.as_deref()) {
         Ok(route) => {
