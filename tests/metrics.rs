@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use dbqueue::metrics::{
     CLAIM_SECONDS, JOBS_CLAIMED, JOBS_COMPLETED, JOBS_DEAD, JOBS_FAILED, JOBS_PUSHED, JOBS_RETRIED,
-    JOBS_SNOOZED, JOB_RUN_SECONDS, JOB_WAIT_SECONDS, QUEUE_JOBS,
+    JOBS_SNOOZED, JOB_RUN_SECONDS, JOB_WAIT_SECONDS, QUEUE_JOBS, QUEUE_OLDEST_DUE_SECONDS,
 };
 use dbqueue::{JobError, NewJob, Worker};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
@@ -168,4 +168,75 @@ async fn a_drain_is_counted_by_queue_and_kind() {
     assert_eq!(gauge("scheduled"), 2.0);
     assert_eq!(gauge("available"), 0.0);
     assert_eq!(gauge("running"), 0.0);
+}
+
+// One thread: the recorder is this thread's, and every task of the queue and the worker runs on it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_worker_with_queue_gauges_samples_them_from_the_database() {
+    let recorder = DebuggingRecorder::new();
+    let snap = recorder.snapshotter();
+    let _guard = metrics::set_default_local_recorder(&recorder);
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gauges.db").display());
+    let queue = dbqueue::connect_and_migrate(&url).await.unwrap();
+    // A queue no worker serves: three jobs due, one for later.
+    let jobs = (0..3)
+        .map(|i| NewJob::new("backlog", &i).unwrap())
+        .collect();
+    queue.push_batch(jobs).await.unwrap();
+    queue
+        .push(
+            NewJob::new("backlog", &9)
+                .unwrap()
+                .delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let pushed_at = queue.now().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let handle = Worker::builder(queue.clone(), "mail")
+        .handler_fn(|_ctx| async move { Ok(()) })
+        .queue_gauges(Duration::from_secs(1))
+        .build()
+        .unwrap()
+        .start();
+    let gauge = |all: &Taken, name: &str, labels: &[(&str, &str)]| {
+        all.iter().any(|(k, _)| k.key().name() == name).then(|| {
+            match value(all, MetricKind::Gauge, name, labels) {
+                DebugValue::Gauge(v) => v.into_inner(),
+                other => panic!("{other:?}"),
+            }
+        })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (available, oldest) = loop {
+        let all = take(&snap);
+        if let Some(available) = gauge(
+            &all,
+            QUEUE_JOBS,
+            &[("queue", "backlog"), ("state", "available")],
+        ) {
+            let oldest = gauge(&all, QUEUE_OLDEST_DUE_SECONDS, &[("queue", "backlog")]).unwrap();
+            let scheduled = gauge(
+                &all,
+                QUEUE_JOBS,
+                &[("queue", "backlog"), ("state", "scheduled")],
+            );
+            assert_eq!(scheduled, Some(1.0));
+            break (available, oldest);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no gauges sampled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let sampled_by = (queue.now().await.unwrap() - pushed_at).to_std().unwrap();
+    handle.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(available, 3.0);
+    // Due when pushed, waited at least the 300 ms before the worker started, and no longer
+    // than until now.
+    assert!(
+        (0.3..=sampled_by.as_secs_f64() + 0.01).contains(&oldest),
+        "oldest due {oldest} s, sampled within {sampled_by:?} of the push"
+    );
 }

@@ -15,12 +15,17 @@
 //! | `dbqueue_job_run_seconds` | histogram | `queue`, `kind` | how long the handler ran |
 //! | `dbqueue_job_wait_seconds` | histogram | `queue`, `kind` | from when the job was due to when it was claimed, by the database's clock |
 //! | `dbqueue_queue_jobs` | gauge | `queue`, `state` | jobs per state (`available`, `scheduled`, `running`, `completed`, `dead`, `cancelled`; finished states up to the stats count cap), set by [`record_queue_gauges`] |
+//! | `dbqueue_queue_oldest_due_seconds` | gauge | `queue` | how long the longest-waiting available job has been due (0 when none is), by the database's clock, set by [`record_queue_gauges`] |
+//!
+//! The two gauges are the database's numbers, not a process's: one process sets them, either
+//! `queue serve` at each scrape of its `/metrics`, or the one worker that holds the sampler's
+//! lease ([`crate::WorkerBuilder::queue_gauges`]).
 //!
 //! Handles are registered with the recorder installed when a queue value or worker first sees a
 //! queue and kind, and kept: install the recorder before building them. Without a recorder
 //! each event is one lookup of the kept handle and a call that does nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Once};
 
 use ::metrics::{Counter, Histogram};
@@ -51,6 +56,8 @@ pub const JOB_RUN_SECONDS: &str = "dbqueue_job_run_seconds";
 pub const JOB_WAIT_SECONDS: &str = "dbqueue_job_wait_seconds";
 /// Jobs per queue and state.
 pub const QUEUE_JOBS: &str = "dbqueue_queue_jobs";
+/// How long the longest-waiting available job of a queue has been due.
+pub const QUEUE_OLDEST_DUE_SECONDS: &str = "dbqueue_queue_oldest_due_seconds";
 
 /// Describes every metric to the recorder installed now (help texts and units), once per
 /// process. Called when the first handles are registered; an exporter installed later learns
@@ -89,9 +96,17 @@ pub fn describe() {
         "From when the job was due to when it was claimed (the database's clock)"
     );
     describe_gauge!(QUEUE_JOBS, Unit::Count, "Jobs per queue and state");
+    describe_gauge!(
+        QUEUE_OLDEST_DUE_SECONDS,
+        Unit::Seconds,
+        "How long the longest-waiting available job has been due (0: none is)"
+    );
 }
 
 static DESCRIBED: Once = Once::new();
+
+/// The queues whose gauges [`record_queue_gauges`] set last time.
+static GAUGED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// The label of a job without a kind.
 const NO_KIND: &str = "";
@@ -177,17 +192,45 @@ impl Handles {
     }
 }
 
-/// Sets `dbqueue_queue_jobs` for every queue from one [`Queue::stats`] call: how many jobs
-/// each queue has per state, as the database says now. Call it from one process (the one
-/// that serves `/metrics`, or one task of one service): every process that calls it exports
-/// the same numbers, so a sum across processes would count them again. `queue serve` calls it
-/// at each scrape of its `/metrics`.
+/// Sets `dbqueue_queue_jobs` and `dbqueue_queue_oldest_due_seconds` for every queue from one
+/// [`Queue::stats`] call and one read of the database's clock: how many jobs each queue has per
+/// state, and how long its oldest available job has waited, as the database says now. Call it
+/// from one process (the one that serves `/metrics`, or the worker that holds the sampler's
+/// lease, [`crate::WorkerBuilder::queue_gauges`]): every process that calls it exports the
+/// same numbers, so a sum across processes would count them again. `queue serve` calls it at
+/// each scrape of its `/metrics`.
 ///
 /// # Errors
-/// As [`Queue::stats`].
+/// As [`Queue::stats`] and [`Queue::now`].
 pub async fn record_queue_gauges(queue: &dyn Queue) -> crate::Result<()> {
     DESCRIBED.call_once(describe);
-    for s in queue.stats(None).await? {
+    let stats = queue.stats(None).await?;
+    let now = queue.now().await?;
+    // A queue set before and gone from the stats now (its last jobs deleted) reads 0, not the
+    // numbers it had then.
+    let gone: Vec<String> = {
+        let mut seen = GAUGED.lock().unwrap_or_else(|e| e.into_inner());
+        let now_seen: HashSet<String> = stats.iter().map(|s| s.queue.clone()).collect();
+        let before = seen.replace(now_seen).unwrap_or_default();
+        before
+            .into_iter()
+            .filter(|q| !stats.iter().any(|s| &s.queue == q))
+            .collect()
+    };
+    for queue in gone {
+        for state in [
+            "available",
+            "scheduled",
+            "running",
+            "completed",
+            "dead",
+            "cancelled",
+        ] {
+            ::metrics::gauge!(QUEUE_JOBS, "queue" => queue.clone(), "state" => state).set(0.0);
+        }
+        ::metrics::gauge!(QUEUE_OLDEST_DUE_SECONDS, "queue" => queue).set(0.0);
+    }
+    for s in stats {
         for (state, n) in [
             ("available", s.available),
             ("scheduled", s.scheduled),
@@ -199,6 +242,12 @@ pub async fn record_queue_gauges(queue: &dyn Queue) -> crate::Result<()> {
             ::metrics::gauge!(QUEUE_JOBS, "queue" => s.queue.clone(), "state" => state)
                 .set(n as f64);
         }
+        let waited = s
+            .oldest_due
+            .and_then(|due| (now - due).to_std().ok())
+            .unwrap_or_default();
+        ::metrics::gauge!(QUEUE_OLDEST_DUE_SECONDS, "queue" => s.queue.clone())
+            .set(waited.as_secs_f64());
     }
     Ok(())
 }

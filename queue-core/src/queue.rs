@@ -196,6 +196,10 @@ pub struct QueueStats {
     pub scheduled: u64,
     /// Running.
     pub running: u64,
+    /// When the longest-waiting available job became due (`None`: no job is available). Its age
+    /// is how far the queue's workers are behind, or how long a paused or limited queue has
+    /// held its jobs back.
+    pub oldest_due: Option<DateTime<Utc>>,
     /// Completed.
     pub completed: u64,
     /// Dead.
@@ -857,6 +861,20 @@ pub trait Queue: Send + Sync + 'static {
     async fn run_retention(&self, rules: &Retention) -> Result<Option<RetentionReport>> {
         let _ = rules;
         Err(Error::Unsupported("retention"))
+    }
+
+    /// Takes the lease of the queue gauge sampler for `holder` until `lease` from now, or renews
+    /// it when `holder` holds it already; `false` while another holder's lease runs. One process
+    /// at a time across every worker of the database sets the gauges of
+    /// [`crate::metrics::record_queue_gauges`] (see [`crate::WorkerBuilder::queue_gauges`]), so
+    /// that they are exported once, not once per process. `Unsupported` where the backend
+    /// keeps no lease.
+    ///
+    /// # Errors
+    /// A database error.
+    async fn gauge_lease(&self, holder: uuid::Uuid, lease: Duration) -> Result<bool> {
+        let _ = (holder, lease);
+        Err(Error::Unsupported("gauge sampling"))
     }
 
     /// Waits until work may have arrived on `queue` (a push through this value, or a database

@@ -26,7 +26,8 @@
 -- carries the literal filter of the index it is meant for (`state = N'pending'`, `state =
 -- N'running'`, `state IN (N'completed', N'dead', N'cancelled')`): SQL Server matches a
 -- filtered index only to a literal predicate. A queue whose counts are all zero (@P1 without
--- jobs, or a queue emptied meanwhile) is left out.
+-- jobs, or a queue emptied meanwhile) is left out. oldest_due: the run_at of the queue's
+-- longest-waiting available job (NULL: none), in the same pass as the pending counts.
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @after NVARCHAR(128) = N'', @next NVARCHAR(128);
 DECLARE @queues TABLE (
@@ -57,14 +58,15 @@ BEGIN
         INSERT INTO @queues (queue, running) VALUES (@next, 0);
     SET @after = @next;
 END;
-SELECT q.queue, p.available, p.scheduled, q.running, c.n AS completed, d.n AS dead,
-       x.n AS cancelled
+SELECT q.queue, p.available, p.scheduled, q.running, p.oldest_due, c.n AS completed,
+       d.n AS dead, x.n AS cancelled
 FROM @queues AS q
 CROSS APPLY (
     SELECT COALESCE(SUM(CASE WHEN j.run_at <= @now THEN CAST(1 AS BIGINT) ELSE 0 END), 0)
                AS available,
            COALESCE(SUM(CASE WHEN j.run_at > @now THEN CAST(1 AS BIGINT) ELSE 0 END), 0)
-               AS scheduled
+               AS scheduled,
+           MIN(CASE WHEN j.run_at <= @now THEN j.run_at END) AS oldest_due
     FROM [{schema}].[jobs] AS j
     WHERE j.queue = q.queue AND j.state = N'pending') AS p
 CROSS APPLY (

@@ -539,6 +539,7 @@ fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
         available: count(r, "available")?,
         scheduled: count(r, "scheduled")?,
         running: count(r, "running")?,
+        oldest_due: opt_time(r, "oldest_due")?,
         completed: count(r, "completed")?,
         dead: count(r, "dead")?,
         cancelled: count(r, "cancelled")?,
@@ -2666,12 +2667,14 @@ mod tests {
             .column("available", ColumnType::Int8, 4i64.into_sql())
             .column("scheduled", ColumnType::Int8, 1i64.into_sql())
             .column("running", ColumnType::Int8, 2i64.into_sql())
+            .column("oldest_due", ColumnType::Datetime2, at(0).into_sql())
             .column("completed", ColumnType::Int8, 3i64.into_sql())
             .column("dead", ColumnType::Int8, 0i64.into_sql())
             .column("cancelled", ColumnType::Int8, 7i64.into_sql())
             .build();
         let s = stats_from_row(&row).unwrap();
         assert_eq!(s.queue, "emails");
+        assert_eq!(s.oldest_due, Some(at(0)));
         assert_eq!(
             (
                 s.available,

@@ -47,6 +47,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "concurrency_keys",
         sql: include_str!("../migrations/0008_concurrency_keys.sql"),
     },
+    Migration {
+        version: 9,
+        name: "gauges",
+        sql: include_str!("../migrations/0009_gauges.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -242,7 +247,6 @@ mod tests {
             .find(|m| m.name == "concurrency_keys")
             .unwrap();
         assert_eq!(m.version, 8);
-        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(8));
         let sql = load(m.sql, &[("{schema}", "s1")]);
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -319,5 +323,20 @@ mod tests {
         assert_eq!(lock_name("queue"), "queue-migrate:queue");
         // sp_getapplock takes up to 255 characters; schema names are at most 63.
         assert!(lock_name(&"s".repeat(63)).len() <= 255);
+    }
+
+    #[test]
+    fn the_gauge_samplers_lease_row_is_inserted_once() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "gauges").unwrap();
+        assert_eq!(m.version, 9);
+        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(9));
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            flat,
+            "IF NOT EXISTS (SELECT 1 FROM [s1].[maintenance] WHERE task = N'gauges') \
+             INSERT INTO [s1].[maintenance] (task, next_at) \
+             VALUES (N'gauges', CAST('0001-01-01T00:00:00' AS DATETIME2(6)));"
+        );
     }
 }

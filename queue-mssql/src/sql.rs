@@ -507,6 +507,11 @@ mod tests {
         // Pending counted along the claim index; each finished state up to the cap, along its
         // own range of jobs_finished_queue_idx.
         assert!(text.contains("WHERE j.queue = q.queue AND j.state = N'pending') AS p"));
+        // The oldest due job's run_at, in the same pass as the pending counts.
+        assert!(text.contains(
+            "MIN(CASE WHEN j.run_at <= @now THEN j.run_at END) AS oldest_due FROM [jobs_s].[jobs] AS j"
+        ));
+        assert!(text.contains("SELECT q.queue, p.available, p.scheduled, q.running, p.oldest_due,"));
         for state in ["completed", "dead", "cancelled"] {
             let want = format!(
                 "SELECT COUNT_BIG(*) AS n FROM (SELECT TOP (@P2) j.id FROM [jobs_s].[jobs] AS j \
@@ -536,7 +541,10 @@ mod tests {
             "UPDATE [jobs_s].[maintenance] SET token = @P2, next_at = \
              DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME()))"
         ));
-        assert!(claim.ends_with("WHERE task = @P1 AND next_at <= SYSUTCDATETIME()"));
+        // Due, or already held by the same token (which renews it).
+        assert!(
+            claim.ends_with("WHERE task = @P1 AND (next_at <= SYSUTCDATETIME() OR token = @P2)")
+        );
         let release = flat(&s.maintenance_release);
         assert!(release.starts_with(
             "UPDATE [jobs_s].[maintenance] SET token = NULL, next_at = \

@@ -1170,7 +1170,7 @@ impl Driver for MySqlDriver {
         for chunk in queues.chunks(STATS_QUEUES) {
             let mut q = sqlx::query(self.sql.job_stats(chunk.len()));
             for name in chunk {
-                q = q.bind(name).bind(name).bind(name).bind(name);
+                q = q.bind(name).bind(name).bind(name).bind(name).bind(name);
                 for _ in 0..3 {
                     q = q.bind(name).bind(cap);
                 }
@@ -1181,6 +1181,7 @@ impl Driver for MySqlDriver {
                     available: count(&r, "available")?,
                     scheduled: count(&r, "scheduled")?,
                     running: count(&r, "running")?,
+                    oldest_due: r.try_get("oldest_due")?,
                     completed: count(&r, "completed")?,
                     dead: count(&r, "dead")?,
                     cancelled: count(&r, "cancelled")?,
@@ -1266,6 +1267,7 @@ impl Driver for MySqlDriver {
             .bind(token)
             .bind(micros(lease))
             .bind(task)
+            .bind(token)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() == 1)

@@ -59,6 +59,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "concurrency_keys",
         sql: include_str!("../migrations/0009_concurrency_keys.sql"),
     },
+    Migration {
+        version: 10,
+        name: "gauges",
+        sql: include_str!("../migrations/0010_gauges.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`

@@ -261,7 +261,7 @@ mod tests {
             .contains("queue IN (?) AND dedup_live IN (?, ?)"));
         let stats = s.job_stats(2);
         assert_eq!(stats.as_str().matches("UNION ALL").count(), 1);
-        assert_eq!(stats.as_str().matches('?').count(), 20);
+        assert_eq!(stats.as_str().matches('?').count(), 22);
         assert!(s
             .job_delete_many(3, 2)
             .as_str()

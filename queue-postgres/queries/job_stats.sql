@@ -5,7 +5,8 @@
 -- statement reads a bounded range per queue and state rather than every finished row. The
 -- queues that have finished jobs are found by a skip scan of that index (one descent per
 -- queue). The literal states repeat the partial indexes' predicates, so that a generic plan
--- can prove they apply.
+-- can prove they apply. oldest_due: the run_at of the queue's longest-waiting available job
+-- (NULL: none), read in the same pass as the pending counts.
 WITH RECURSIVE finished_queues (queue) AS (
     (SELECT queue FROM {schema}.jobs
      WHERE state IN ('completed', 'dead', 'cancelled') AND ($1::text IS NULL OR queue = $1)
@@ -18,13 +19,14 @@ WITH RECURSIVE finished_queues (queue) AS (
     FROM finished_queues f
     WHERE f.queue IS NOT NULL
 ),
-live (queue, available, scheduled, running) AS (
-    SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0
+live (queue, available, scheduled, running, oldest_due) AS (
+    SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0,
+           min(run_at) FILTER (WHERE run_at <= now())
     FROM {schema}.jobs
     WHERE state = 'pending' AND ($1::text IS NULL OR queue = $1)
     GROUP BY queue
     UNION ALL
-    SELECT queue, 0, 0, count(*)
+    SELECT queue, 0, 0, count(*), NULL::timestamptz
     FROM {schema}.jobs
     WHERE state = 'running' AND ($1::text IS NULL OR queue = $1)
     GROUP BY queue
@@ -38,6 +40,7 @@ SELECT q.queue,
        coalesce((SELECT sum(available) FROM live l WHERE l.queue = q.queue), 0)::bigint AS available,
        coalesce((SELECT sum(scheduled) FROM live l WHERE l.queue = q.queue), 0)::bigint AS scheduled,
        coalesce((SELECT sum(running) FROM live l WHERE l.queue = q.queue), 0)::bigint AS running,
+       (SELECT min(oldest_due) FROM live l WHERE l.queue = q.queue) AS oldest_due,
        (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
         WHERE queue = q.queue AND state = 'completed'
           AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS completed,

@@ -969,24 +969,27 @@ impl Driver for PgDriver {
         cap: Option<u64>,
     ) -> Result<Vec<QueueStats>, sqlx::Error> {
         let cap = cap.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
-        let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
-            on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
-                .persistent(self.named())
-                .bind(queue)
-                .bind(cap)
-                .fetch_all(e))?;
+        type Row = (String, i64, i64, i64, Option<DateTime<Utc>>, i64, i64, i64);
+        let rows: Vec<Row> = on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
+            .persistent(self.named())
+            .bind(queue)
+            .bind(cap)
+            .fetch_all(e))?;
         Ok(rows
             .into_iter()
             .map(
-                |(queue, available, scheduled, running, completed, dead, cancelled)| QueueStats {
-                    queue,
-                    available: count(available),
-                    scheduled: count(scheduled),
-                    running: count(running),
-                    completed: count(completed),
-                    dead: count(dead),
-                    cancelled: count(cancelled),
-                    ..QueueStats::default()
+                |(queue, available, scheduled, running, oldest_due, completed, dead, cancelled)| {
+                    QueueStats {
+                        queue,
+                        available: count(available),
+                        scheduled: count(scheduled),
+                        running: count(running),
+                        oldest_due,
+                        completed: count(completed),
+                        dead: count(dead),
+                        cancelled: count(cancelled),
+                        ..QueueStats::default()
+                    }
                 },
             )
             .collect())

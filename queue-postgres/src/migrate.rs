@@ -56,4 +56,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "concurrency_keys",
         sql: include_str!("../migrations/0010_concurrency_keys.sql"),
     },
+    Migration {
+        version: 11,
+        name: "gauges",
+        sql: include_str!("../migrations/0011_gauges.sql"),
+    },
 ];

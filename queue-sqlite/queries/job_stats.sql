@@ -8,7 +8,8 @@
 -- counts name the index (INDEXED BY): SQLite 3.46 otherwise scans the whole index for each
 -- of them, with the queue as a filter (40 ms per state on 1,000,000 finished rows, against
 -- 0.2 ms for a seek), and a statement that cannot use it fails rather than read every row.
--- Binds: ?1 now, ?2 queue or NULL, ?3 cap.
+-- oldest_due: the run_at of the queue's longest-waiting available job (NULL: none), read in
+-- the same pass as the pending counts. Binds: ?1 now, ?2 queue or NULL, ?3 cap.
 WITH RECURSIVE finished_queues (queue) AS (
     SELECT (SELECT queue FROM queue_jobs
             WHERE state IN ('completed', 'dead', 'cancelled') AND (?2 IS NULL OR queue = ?2)
@@ -21,13 +22,13 @@ WITH RECURSIVE finished_queues (queue) AS (
     FROM finished_queues f
     WHERE f.queue IS NOT NULL
 ),
-live (queue, available, scheduled, running) AS (
-    SELECT queue, SUM(run_at <= ?1), SUM(run_at > ?1), 0
+live (queue, available, scheduled, running, oldest_due) AS (
+    SELECT queue, SUM(run_at <= ?1), SUM(run_at > ?1), 0, MIN(CASE WHEN run_at <= ?1 THEN run_at END)
     FROM queue_jobs
     WHERE state = 'pending' AND (?2 IS NULL OR queue = ?2)
     GROUP BY queue
     UNION ALL
-    SELECT queue, 0, 0, COUNT(*)
+    SELECT queue, 0, 0, COUNT(*), NULL
     FROM queue_jobs
     WHERE state = 'running' AND (?2 IS NULL OR queue = ?2)
     GROUP BY queue
@@ -41,6 +42,7 @@ SELECT q.queue,
        COALESCE((SELECT SUM(available) FROM live l WHERE l.queue = q.queue), 0) AS available,
        COALESCE((SELECT SUM(scheduled) FROM live l WHERE l.queue = q.queue), 0) AS scheduled,
        COALESCE((SELECT SUM(running) FROM live l WHERE l.queue = q.queue), 0) AS running,
+       (SELECT MIN(oldest_due) FROM live l WHERE l.queue = q.queue) AS oldest_due,
        (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
         WHERE queue = q.queue AND state = 'completed'
           AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS completed,

@@ -844,6 +844,7 @@ impl Driver for SqliteDriver {
                     available: count(row, "available")?,
                     scheduled: count(row, "scheduled")?,
                     running: count(row, "running")?,
+                    oldest_due: to_time_opt(row.try_get("oldest_due")?)?,
                     completed: count(row, "completed")?,
                     dead: count(row, "dead")?,
                     cancelled: count(row, "cancelled")?,

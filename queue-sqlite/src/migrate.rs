@@ -46,4 +46,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "concurrency_keys",
         sql: include_str!("../migrations/0008_concurrency_keys.sql"),
     },
+    Migration {
+        version: 9,
+        name: "gauges",
+        sql: include_str!("../migrations/0009_gauges.sql"),
+    },
 ];

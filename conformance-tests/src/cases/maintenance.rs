@@ -183,6 +183,66 @@ pub async fn retention_runs_once_across_processes(ctx: Ctx) -> anyhow::Result<()
     Ok(())
 }
 
+/// The gauge sampler's lease: of holders on two pools (as two processes) trying at once, one
+/// takes it; the holder renews it while the others are refused; once the holder stops renewing,
+/// another takes it when it runs out, and the old holder is then refused.
+pub async fn gauge_lease_has_one_holder_at_a_time(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let q2 = fx.another().await?;
+    let lease = Duration::from_secs(1);
+    let holders: Vec<uuid::Uuid> = (0..4).map(|_| uuid::Uuid::new_v4()).collect();
+    let tries: Vec<_> = holders
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let (qv, h) = (if i % 2 == 0 { q.clone() } else { q2.clone() }, *h);
+            tokio::spawn(async move { qv.gauge_lease(h, lease).await })
+        })
+        .collect();
+    let mut took = Vec::new();
+    for (i, t) in tries.into_iter().enumerate() {
+        if t.await?? {
+            took.push(holders[i]);
+        }
+    }
+    ensure!(
+        took.len() == 1,
+        "{} holders took the lease at once",
+        took.len()
+    );
+    let (holder, other) = (took[0], *holders.iter().find(|h| **h != took[0]).unwrap());
+    // Renewed by its holder, refused to the others, across more than one lease's length.
+    let start = q.now().await?;
+    for step in 1..=3 {
+        sleep_until_db(&q, start + chrono::Duration::milliseconds(500 * step)).await?;
+        ensure!(
+            q2.gauge_lease(holder, lease).await?,
+            "the holder could not renew"
+        );
+        ensure!(
+            !q.gauge_lease(other, lease).await?,
+            "another holder took a held lease"
+        );
+    }
+    // The holder stops: once its lease has run out, another takes it, and it is refused.
+    let stopped = q.now().await?;
+    ensure!(
+        !q.gauge_lease(other, lease).await?,
+        "taken before the lease ran out"
+    );
+    sleep_until_db(&q, stopped + chrono::Duration::milliseconds(1100)).await?;
+    ensure!(
+        q.gauge_lease(other, lease).await?,
+        "the lease was not taken over"
+    );
+    ensure!(
+        !q2.gauge_lease(holder, lease).await?,
+        "the old holder kept a lease taken over"
+    );
+    Ok(())
+}
+
 /// A worker runs retention by itself: the jobs it completes are deleted by its rules.
 pub async fn retention_by_the_worker(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;

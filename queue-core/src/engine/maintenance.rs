@@ -12,6 +12,9 @@ use crate::job::{JobId, JobState};
 use crate::queue::{BulkAction, BulkOutcome, JobFilter};
 use crate::retention::{Retention, RetentionReport, RETENTION_ROUND, RETENTION_TASK};
 
+/// The maintenance task of the queue gauge sampler (its lease row is made by a migration).
+pub(crate) const GAUGES_TASK: &str = "gauges";
+
 /// Jobs per batch of a bulk operation: each batch is one read of ids and one statement over
 /// them.
 pub(crate) const BULK_CHUNK: usize = 1_000;
@@ -101,6 +104,19 @@ impl<D: Driver> Engine<D> {
             }
         }
         Ok(changed)
+    }
+
+    /// Takes or renews the gauge sampler's lease for `holder`.
+    ///
+    /// # Errors
+    /// As [`crate::Queue::gauge_lease`].
+    pub async fn gauge_lease(&self, holder: Uuid, lease: Duration) -> Result<bool> {
+        let d = self.driver();
+        self.retried("gauge lease", || {
+            d.maintenance_claim(GAUGES_TASK, holder, lease)
+        })
+        .await
+        .map_err(|e| self.error(e))
     }
 
     /// One retention round, unless another process holds the round's lease or the last round

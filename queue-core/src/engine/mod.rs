@@ -441,6 +441,10 @@ impl<B: Backend> Queue for B {
         self.engine().run_retention(rules).await
     }
 
+    async fn gauge_lease(&self, holder: uuid::Uuid, lease: Duration) -> Result<bool> {
+        self.engine().gauge_lease(holder, lease).await
+    }
+
     async fn wait_for_work(&self, queue: &str, timeout: Duration) {
         self.engine().wait_for_work(queue, timeout).await
     }

@@ -46,6 +46,7 @@ pub struct WorkerBuilder {
     poll_max: Duration,
     rescue_interval: Option<Duration>,
     retention: crate::retention::Retention,
+    queue_gauges: Option<Duration>,
     ack_batch: Option<usize>,
     shutdown_timeout: Duration,
     job_timeout: Option<Duration>,
@@ -71,6 +72,7 @@ impl WorkerBuilder {
             poll_max: Duration::from_secs(2),
             rescue_interval: Some(Duration::from_secs(30)),
             retention: crate::retention::Retention::default(),
+            queue_gauges: None,
             ack_batch: None,
             shutdown_timeout: Duration::from_secs(30),
             job_timeout: None,
@@ -208,6 +210,19 @@ impl WorkerBuilder {
     /// [`Retention::off`]: crate::Retention::off
     pub fn retention(mut self, rules: crate::retention::Retention) -> Self {
         self.retention = rules;
+        self
+    }
+
+    /// Sets the queue gauges of [`crate::metrics`] (`dbqueue_queue_jobs`,
+    /// `dbqueue_queue_oldest_due_seconds`, for every queue of the database) from the database
+    /// every `every` (1 s to 1 hour; default: never), in one process at a time: the worker that
+    /// holds the sampler's lease in the database samples, and keeps the lease while it runs;
+    /// when it stops or dies, another worker with this option takes over after three intervals.
+    /// Each sample is one [`Queue::stats`] and one read of the database's clock. Give it to the
+    /// workers of the services whose metrics are scraped; `queue serve` samples at each scrape
+    /// of `/metrics` without it.
+    pub fn queue_gauges(mut self, every: Duration) -> Self {
+        self.queue_gauges = Some(every);
         self
     }
 
@@ -375,6 +390,14 @@ impl WorkerBuilder {
             }
         }
         self.retention.validate()?;
+        if let Some(every) = self.queue_gauges {
+            if !(Duration::from_secs(1)..=MAX_INTERVAL).contains(&every) {
+                return Err(Error::invalid(
+                    "queue_gauges",
+                    "must be between 1 s and 1 hour",
+                ));
+            }
+        }
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
         validate::worker_id(&worker_id)?;
         let ack_batch = match self.ack_batch {
@@ -455,6 +478,7 @@ impl WorkerBuilder {
                 poll_max: self.poll_max,
                 rescue_interval: self.rescue_interval,
                 retention: (!self.retention.is_off()).then_some(self.retention),
+                queue_gauges: self.queue_gauges,
                 ack_batch,
                 shutdown_timeout: self.shutdown_timeout,
                 job_timeout: self.job_timeout,

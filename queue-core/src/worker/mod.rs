@@ -133,6 +133,8 @@ pub(crate) struct Config {
     pub(crate) rescue_interval: Option<Duration>,
     /// The retention rules the worker runs rounds of (`None`: no retention task).
     pub(crate) retention: Option<crate::retention::Retention>,
+    /// How often to sample the queue gauges while holding the sampler's lease (`None`: never).
+    pub(crate) queue_gauges: Option<Duration>,
     pub(crate) ack_batch: usize,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) job_timeout: Option<Duration>,

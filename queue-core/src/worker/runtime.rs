@@ -252,6 +252,14 @@ pub(super) fn start(
             retain(s.clone(), rules.clone(), stop.clone())
         })
     });
+    let sampler = shared.config.queue_gauges.map(|every| {
+        let (s, stop) = (shared.clone(), stop_rx.clone());
+        // One holder id for the worker's life, so that it keeps the lease it holds.
+        let holder = uuid::Uuid::new_v4();
+        spawn_restarting(&shared, "gauge sampler", move || {
+            sample_gauges(s.clone(), every, holder, stop.clone())
+        })
+    });
     let supervisor = tokio::spawn(supervise(
         shared,
         shutdown_rx,
@@ -263,6 +271,7 @@ pub(super) fn start(
             acker,
             rescuer,
             retainer,
+            sampler,
         },
     ));
     WorkerHandle {
@@ -326,6 +335,7 @@ struct Tasks {
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
     retainer: Option<JoinHandle<()>>,
+    sampler: Option<JoinHandle<()>>,
 }
 
 /// Waits for the shutdown request (or the handle's drop), then stops everything in order.
@@ -356,6 +366,9 @@ async fn supervise(
     }
     if let Some(retainer) = tasks.retainer {
         join_by(retainer, deadline, "retention").await;
+    }
+    if let Some(sampler) = tasks.sampler {
+        join_by(sampler, deadline, "gauge sampler").await;
     }
     // Every slot of every queue back: no handler runs any more.
     let all_slots = || {
@@ -991,6 +1004,44 @@ async fn retain(
             biased;
             _ = stop.wait_for(|s| *s) => break,
             _ = tokio::time::sleep(jitter(rules.every())) => {}
+        }
+    }
+}
+
+/// Sets the queue gauges every `every` while this worker holds the sampler's lease (taken or
+/// renewed for three intervals at each turn, so that a holder that stops is replaced after
+/// them), until the worker stops.
+async fn sample_gauges(
+    shared: Arc<Shared>,
+    every: Duration,
+    holder: uuid::Uuid,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let turn = async {
+            match shared.queue.gauge_lease(holder, every * 3).await {
+                Ok(true) => crate::metrics::record_queue_gauges(&*shared.queue).await,
+                other => other.map(|_| ()),
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            sampled = turn => match sampled {
+                Ok(()) => {}
+                Err(Error::Unsupported(what)) => {
+                    tracing::debug!(target: LOG_TARGET, what, "this queue keeps no gauge lease; the sampler stops");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(target: LOG_TARGET, error = %e, "queue gauges not sampled")
+                }
+            },
+        }
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = tokio::time::sleep(every) => {}
         }
     }
 }
