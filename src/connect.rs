@@ -12,8 +12,8 @@ const LOG_TARGET: &str = "queue::connect";
 /// The schemes [`connect`] understands, for error messages.
 const KNOWN_SCHEMES: &str =
     "sqlite:, sqlite://, postgres://, postgresql://, mysql://, mariadb://, \
-                             mssql://, sqlserver:// (or a file path ending in .db, .sqlite or \
-                             .sqlite3, or an ADO.NET connection string Server=...;...)";
+                             mssql://, sqlserver://, memory:// (or a file path ending in .db, \
+                             .sqlite or .sqlite3, or an ADO.NET connection string Server=...;...)";
 
 /// A database a URL can name. Which of them this build can open depends on its cargo features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +29,9 @@ pub enum Backend {
     /// SQL Server: `mssql://`, `sqlserver://`, or an ADO.NET connection string
     /// (`Server=tcp:host,1433;Database=...`). Feature `mssql`.
     MsSql,
+    /// The in-memory store, for tests: `memory://` (a private store) or `memory://NAME` (the
+    /// process-wide store `NAME`). Feature `memory`.
+    Memory,
 }
 
 impl Backend {
@@ -54,6 +57,7 @@ impl Backend {
                 "postgres" | "postgresql" => Ok(Backend::Postgres),
                 "mysql" | "mariadb" => Ok(Backend::MySql),
                 "mssql" | "sqlserver" => Ok(Backend::MsSql),
+                "memory" => Ok(Backend::Memory),
                 other => Err(Error::invalid(
                     "url",
                     format!(
@@ -82,6 +86,7 @@ impl Backend {
             Backend::Postgres => Some("postgres"),
             Backend::MySql => Some("mysql"),
             Backend::MsSql => Some("mssql"),
+            Backend::Memory => Some("memory"),
         }
     }
 
@@ -92,16 +97,19 @@ impl Backend {
             Backend::Postgres => cfg!(feature = "postgres"),
             Backend::MySql => cfg!(feature = "mysql"),
             Backend::MsSql => cfg!(feature = "mssql"),
+            Backend::Memory => cfg!(feature = "memory"),
         }
     }
 
-    /// A human name: `SQLite`, `PostgreSQL`, `MySQL/MariaDB`, `SQL Server`.
+    /// A human name: `SQLite`, `PostgreSQL`, `MySQL/MariaDB`, `SQL Server`, `the in-memory
+    /// store`.
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Sqlite => "SQLite",
             Backend::Postgres => "PostgreSQL",
             Backend::MySql => "MySQL/MariaDB",
             Backend::MsSql => "SQL Server",
+            Backend::Memory => "the in-memory store",
         }
     }
 
@@ -191,9 +199,9 @@ pub struct Options {
     pub retry_policy: RetryPolicy,
     /// Size limits (payload bytes, batch size, pop size).
     pub limits: Limits,
-    /// How `pop` claims; `None` keeps the backend's native strategy (write lock on SQLite,
-    /// `SKIP LOCKED` on PostgreSQL and on MySQL 8 / MariaDB 10.6+, optimistic on older MySQL
-    /// and MariaDB servers).
+    /// How `pop` claims; `None` keeps the backend's native strategy (write lock on SQLite and
+    /// the in-memory store, `SKIP LOCKED` on PostgreSQL and on MySQL 8 / MariaDB 10.6+,
+    /// optimistic on older MySQL and MariaDB servers).
     pub claim_strategy: Option<ClaimStrategy>,
     /// Most pooled connections (on SQLite: read connections; writes use one connection).
     pub max_connections: Option<u32>,
@@ -261,7 +269,8 @@ impl Options {
 /// Recognised URLs: `sqlite://path`, `sqlite:path`, `sqlite::memory:` or a path ending in `.db`,
 /// `.sqlite` or `.sqlite3` (feature `sqlite`, on by default); `postgres://` and
 /// `postgresql://` (feature `postgres`); `mysql://` and `mariadb://` (feature `mysql`);
-/// `mssql://`, `sqlserver://` and ADO.NET connection strings (feature `mssql`).
+/// `mssql://`, `sqlserver://` and ADO.NET connection strings (feature `mssql`); `memory://`
+/// and `memory://NAME` (feature `memory`: jobs in this process's memory, for tests).
 ///
 /// # Errors
 /// [`Error::InvalidInput`] naming `url` for an unknown scheme and for a backend whose feature is
@@ -309,6 +318,8 @@ pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn Queue>>
         Backend::MySql => connect_mysql(url, options).await,
         #[cfg(feature = "mssql")]
         Backend::MsSql => connect_mssql(url, options).await,
+        #[cfg(feature = "memory")]
+        Backend::Memory => connect_memory(url, options).await,
         #[allow(unreachable_patterns)]
         other => Err(other.unavailable_error()),
     }
@@ -351,6 +362,16 @@ async fn connect_mssql(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
     Ok(Arc::new(builder.connect().await?))
 }
 
+#[cfg(feature = "memory")]
+async fn connect_memory(url: &str, options: Options) -> Result<Arc<dyn Queue>> {
+    let queue = queue_memory::MemoryQueue::builder()
+        .url(url)
+        .common_options(options.common())
+        .connect()
+        .await?;
+    Ok(Arc::new(queue))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +406,9 @@ mod tests {
                 Backend::MsSql,
             ),
             ("data source=h;initial catalog=d", Backend::MsSql),
+            ("memory://", Backend::Memory),
+            ("memory://jobs", Backend::Memory),
+            ("MEMORY://Jobs", Backend::Memory),
         ] {
             assert_eq!(Backend::from_url(url).unwrap(), backend, "{url}");
         }
@@ -396,7 +420,7 @@ mod tests {
         assert_eq!(field, "url");
         assert!(rule.contains("\"redis\""), "{rule}");
         assert!(
-            rule.contains("postgres://") && rule.contains("mysql://"),
+            rule.contains("postgres://") && rule.contains("mysql://") && rule.contains("memory://"),
             "{rule}"
         );
         assert!(!rule.contains("hunter2"), "{rule}");
@@ -483,6 +507,78 @@ mod tests {
         assert_eq!(field, "url");
         assert!(rule.contains("`postgres` feature"), "{rule}");
         assert!(!rule.contains("topsecret"), "{rule}");
+    }
+
+    #[cfg(not(feature = "memory"))]
+    #[tokio::test]
+    async fn a_disabled_memory_backend_names_its_feature() {
+        let err = connect("memory://jobs")
+            .await
+            .err()
+            .expect("memory is not compiled in");
+        let (field, rule) = parts(err);
+        assert_eq!(field, "url");
+        assert!(rule.contains("in-memory store"), "{rule}");
+        assert!(rule.contains("`memory` feature"), "{rule}");
+    }
+
+    #[cfg(feature = "memory")]
+    #[tokio::test]
+    async fn memory_urls_open_named_and_private_stores() {
+        use queue_core::{Dialect, JobState, NewJob};
+
+        let name = format!("memory://connect-{}", std::process::id());
+        let first = connect_and_migrate(&name).await.unwrap();
+        assert_eq!(first.capabilities().dialect, Dialect::Memory);
+        let id = first
+            .push(NewJob::from_json("q", r#"{"a":1}"#).unwrap())
+            .await
+            .unwrap();
+        // The same name is the same store, as the same database URL is the same database.
+        let second = connect(&name).await.unwrap();
+        let job = second.get(id).await.unwrap().expect("the pushed job");
+        assert_eq!(job.state, JobState::Pending);
+        // `memory://` alone is a store of its own.
+        let private = connect_and_migrate("memory://").await.unwrap();
+        assert!(private.get(id).await.unwrap().is_none());
+
+        let opts = Options {
+            claim_strategy: Some(ClaimStrategy::Optimistic),
+            ..Options::default()
+        };
+        let q = connect_with("memory://", opts).await.unwrap();
+        assert_eq!(q.capabilities().claim, ClaimStrategy::Optimistic);
+        for (opts, field) in [
+            (
+                Options {
+                    max_connections: Some(4),
+                    ..Options::default()
+                },
+                "max_connections",
+            ),
+            (
+                Options {
+                    schema: Some("jobs".into()),
+                    ..Options::default()
+                },
+                "schema",
+            ),
+            (
+                Options {
+                    claim_strategy: Some(ClaimStrategy::SkipLocked),
+                    ..Options::default()
+                },
+                "claim_strategy",
+            ),
+        ] {
+            let err = connect_with("memory://", opts)
+                .await
+                .err()
+                .expect("refused");
+            assert_eq!(parts(err).0, field);
+        }
+        let err = connect("memory://a b").await.err().expect("a bad name");
+        assert_eq!(parts(err).0, "url");
     }
 
     #[cfg(not(feature = "mysql"))]

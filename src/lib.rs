@@ -30,3 +30,9 @@ pub use queue_mysql::MySqlQueue;
 pub use queue_mssql as mssql;
 #[cfg(feature = "mssql")]
 pub use queue_mssql::MsSqlQueue;
+
+/// The in-memory backend (feature `memory`): jobs in this process's memory, for tests.
+#[cfg(feature = "memory")]
+pub use queue_memory as memory;
+#[cfg(feature = "memory")]
+pub use queue_memory::MemoryQueue;

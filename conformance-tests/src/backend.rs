@@ -171,8 +171,8 @@ impl<B: SqlBackend> Harness for SqlHarness<B> {
         }))
     }
 
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
-        Ok(Arc::new(B::unreachable(config).await?))
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Option<Arc<dyn Queue>>> {
+        Ok(Some(Arc::new(B::unreachable(config).await?)))
     }
 }
 

@@ -103,8 +103,10 @@ pub trait Harness: Send + Sync + 'static {
     ) -> anyhow::Result<Box<dyn Fixture>>;
 
     /// Connects a queue to a database that cannot be reached. Either this returns
-    /// `Err(Unavailable)` or every later call on the returned queue does.
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>>;
+    /// `Err(Unavailable)` or every later call on the returned queue does. `Ok(None)` where the
+    /// backend has no database that could be out of reach (its jobs live in the test's own
+    /// process): the case that needs one does not apply there.
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Option<Arc<dyn Queue>>>;
 }
 
 /// One isolated, migrated namespace (file, schema, table prefix) and a queue on it.

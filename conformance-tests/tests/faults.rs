@@ -194,8 +194,10 @@ impl Harness for FaultyHarness {
             _dir: dir,
         }))
     }
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
-        Ok(Arc::new(connect("/nonexistent-dir/q.db", config).await?))
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Option<Arc<dyn Queue>>> {
+        Ok(Some(Arc::new(
+            connect("/nonexistent-dir/q.db", config).await?,
+        )))
     }
 }
 

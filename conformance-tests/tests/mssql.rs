@@ -345,13 +345,13 @@ impl Harness for MsSqlHarness {
         }))
     }
 
-    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Arc<dyn Queue>> {
+    async fn unreachable(&self, config: &TestConfig) -> queue_core::Result<Option<Arc<dyn Queue>>> {
         let q = MsSqlQueue::builder("mssql://sa:secret@127.0.0.1:1/queue_test")
             .claim_strategy(config.claim)
             .connect_timeout(Duration::from_secs(2))
             .connect()
             .await?;
-        Ok(Arc::new(q))
+        Ok(Some(Arc::new(q)))
     }
 }
 

@@ -31,6 +31,8 @@ pub enum ServerKind {
     Vitess,
     /// Microsoft SQL Server.
     MsSql,
+    /// The in-memory store (`queue-memory`): no server, no SQL.
+    Memory,
 }
 
 impl ServerKind {
@@ -47,10 +49,11 @@ impl ServerKind {
             ServerKind::TiDb => "tidb",
             ServerKind::Vitess => "vitess",
             ServerKind::MsSql => "mssql",
+            ServerKind::Memory => "memory",
         }
     }
 
-    const ALL: [ServerKind; 10] = [
+    const ALL: [ServerKind; 11] = [
         ServerKind::Sqlite,
         ServerKind::Postgres,
         ServerKind::CockroachDb,
@@ -61,6 +64,7 @@ impl ServerKind {
         ServerKind::TiDb,
         ServerKind::Vitess,
         ServerKind::MsSql,
+        ServerKind::Memory,
     ];
 
     /// The engine a PostgreSQL-protocol server is, from `version()` and whether the `citus`
@@ -170,6 +174,13 @@ impl EngineProfile {
             },
             ServerKind::MsSql => EngineProfile {
                 listen_notify: false,
+                ..all
+            },
+            // Every statement holds the store's one lock (no row locks to skip, no named
+            // locks); the store delivers notifications to every queue value on it.
+            ServerKind::Memory => EngineProfile {
+                skip_locked: false,
+                advisory_locks: false,
                 ..all
             },
         }

@@ -31,6 +31,9 @@ pub enum Dialect {
     MariaDb,
     /// Microsoft SQL Server.
     MsSql,
+    /// No SQL: jobs kept in this process's memory (`queue-memory`), for tests and as the
+    /// reference driver.
+    Memory,
 }
 
 /// How `pop` makes its claim atomic.

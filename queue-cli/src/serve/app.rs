@@ -145,6 +145,7 @@ fn label(dialect: Dialect, version: Option<&str>) -> String {
         Dialect::MySql => "MySQL",
         Dialect::MariaDb => "MariaDB",
         Dialect::MsSql => "SQL Server",
+        Dialect::Memory => "in-memory store",
         _ => "database",
     };
     let version = version
@@ -269,5 +270,6 @@ mod tests {
         }
         assert_eq!(label(Dialect::Sqlite, None), "SQLite");
         assert_eq!(label(Dialect::MsSql, Some("")), "SQL Server");
+        assert_eq!(label(Dialect::Memory, None), "in-memory store");
     }
 }

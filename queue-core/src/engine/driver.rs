@@ -466,6 +466,14 @@ pub trait Driver: Send + Sync + 'static {
     /// `now`: the database's clock.
     async fn now(&self) -> Result<DateTime<Utc>, Self::Error>;
 
+    /// The clock of the host the engine runs on, against which instants the caller gives (a
+    /// job's `run_at`, a unique job's period) are turned into delays that the database adds to
+    /// its own clock. The system clock; a driver whose `now` is a clock the caller moves (the
+    /// in-memory driver's manual clock) returns that clock here too.
+    fn host_now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
     /// `job_insert`: stores every job of `p` or none (a call that needs several statements
     /// wraps them in a transaction, or a savepoint inside the caller's).
     async fn job_insert(

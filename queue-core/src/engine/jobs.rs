@@ -74,7 +74,7 @@ impl<D: Driver> Engine<D> {
         change.validate()?;
         let p = JobReschedule {
             id,
-            delay: change.delay_from(Utc::now()),
+            delay: change.delay_from(self.driver().host_now()),
             priority: change.priority,
         };
         match self

@@ -3,8 +3,6 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use chrono::Utc;
-
 use super::{
     distinct, queue_counts, Driver, DriverFault, Engine, JobInsert, PushKind, Target, UniqueIndex,
 };
@@ -137,7 +135,7 @@ impl<D: Driver> Engine<D> {
         jobs: &[NewJob],
         kind: PushKind,
     ) -> Result<()> {
-        let now = Utc::now();
+        let now = self.driver().host_now();
         let delays: Vec<Duration> = jobs.iter().map(|j| j.delay_from(now)).collect();
         let counts = queue_counts(jobs);
         // Notifications to other processes: in the insert itself, except for a single push

@@ -73,7 +73,7 @@ impl<D: Driver> Engine<D> {
         tx: Option<&mut D::Conn>,
         jobs: &[NewJob],
     ) -> Result<Vec<PushOutcome>> {
-        let now = Utc::now();
+        let now = self.driver().host_now();
         let keys = unique_keys(jobs, now)?;
         let delays: Vec<Duration> = jobs.iter().map(|j| j.delay_from(now)).collect();
         let outcomes = match tx {

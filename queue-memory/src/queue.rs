@@ -1,0 +1,47 @@
+//! [`MemoryQueue`]: the engine over the in-memory driver.
+
+use std::fmt;
+
+use queue_core::{Backend, Engine};
+
+use crate::builder::MemoryQueueBuilder;
+use crate::driver::MemoryDriver;
+
+/// A job queue whose jobs live in this process's memory. Cheap to clone; clones share the
+/// store and the engine.
+///
+/// Build one with [`MemoryQueue::builder`]; use it through the [`queue_core::Queue`] trait.
+#[derive(Clone)]
+pub struct MemoryQueue {
+    pub(crate) engine: Engine<MemoryDriver>,
+}
+
+impl Backend for MemoryQueue {
+    type Driver = MemoryDriver;
+
+    fn engine(&self) -> &Engine<MemoryDriver> {
+        &self.engine
+    }
+}
+
+impl fmt::Debug for MemoryQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryQueue")
+            .field("store", &self.store_name().unwrap_or("(private)"))
+            .field("claim", &self.engine.capabilities().claim)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryQueue {
+    /// Starts configuring a queue on a new private store; see
+    /// [`MemoryQueueBuilder::name`] and [`MemoryQueueBuilder::url`] for a shared one.
+    pub fn builder() -> MemoryQueueBuilder {
+        MemoryQueueBuilder::new()
+    }
+
+    /// The name of the store, `None` for a private one.
+    pub fn store_name(&self) -> Option<&str> {
+        self.engine.driver().store_name()
+    }
+}
