@@ -814,6 +814,7 @@ fn stats_json(s: &QueueStats) -> serde_json::Value {
         "available": s.available,
         "scheduled": s.scheduled,
         "running": s.running,
+        "oldest_due": s.oldest_due.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
         "completed": s.completed,
         "dead": s.dead,
         "cancelled": s.cancelled,

@@ -588,6 +588,12 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], true, "{json}");
     assert!(json["concurrency_limit"].is_null(), "{json}");
+    // The paused queue's oldest job has been due since it was pushed.
+    let oldest: chrono::DateTime<chrono::Utc> = json["oldest_due"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no oldest_due in {json}"));
+    assert!(oldest <= chrono::Utc::now(), "{json}");
     // Pausing again is not an error.
     ok(&queue_cmd(&["pause", "emails", "--url", &url], None));
 

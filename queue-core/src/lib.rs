@@ -24,6 +24,8 @@ pub mod profile;
 pub mod queue;
 pub mod retention;
 pub mod retry;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod unique;
 pub mod validate;
 pub mod wake;
@@ -50,7 +52,8 @@ pub use unique::{PushOutcome, Unique, DEFAULT_UNIQUE_STATES};
 pub use validate::Limits;
 pub use wake::WakeHub;
 pub use worker::{
-    Counters, Handler, JobContext, JobError, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
+    Counters, Drained, DrainedJob, Handler, JobContext, JobError, RunOutcome, ShutdownReport,
+    Worker, WorkerBuilder, WorkerHandle,
 };
 
 /// The target of every log line the core writes, for filtering.

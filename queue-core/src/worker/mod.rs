@@ -92,6 +92,7 @@ mod builder;
 mod counters;
 mod dispatch;
 mod handler;
+mod inline;
 mod registry;
 mod runtime;
 #[cfg(test)]
@@ -102,7 +103,11 @@ pub use builder::{
 };
 pub use counters::{Counters, CountersSnapshot, ShutdownReport};
 pub use handler::{Handler, JobContext, JobError};
+pub use inline::{Drained, DrainedJob, RunOutcome};
 pub use runtime::WorkerHandle;
+
+/// The most runs of one [`Worker::drain`].
+pub const DRAIN_LIMIT: usize = 10_000;
 
 /// How many times a job may snooze unless its kind or the worker says otherwise.
 pub const DEFAULT_MAX_SNOOZES: u32 = 1_000;
@@ -211,6 +216,39 @@ impl Worker {
         let mut handle = runtime::start(self.queue, self.registry, self.config);
         handle.scheduler = self.scheduler.map(crate::periodic::Scheduler::start);
         handle
+    }
+
+    /// Runs every due job of the worker's queues through its handlers, one at a time in this
+    /// task, until none is due, and says what became of each: for tests of handlers (with the
+    /// in-memory backend's manual clock, delays and retries become due when the test moves
+    /// time), and for one-shot runs. Jobs the handlers push that are due at once run too; a
+    /// job retried or snoozed into the future waits for a later drain. The jobs run as in a
+    /// started worker (routing by kind, timeouts, caught panics, retry policies, snoozes,
+    /// outputs), are claimed through the queue's controls (a paused queue gives nothing), and
+    /// are claimed from the queues in turn, in each queue's claim order. Stops after 10,000
+    /// runs ([`Drained::stopped_at_limit`]); see [`Worker::drain_at_most`].
+    ///
+    /// The worker is not started: no dispatcher, rescuer, retention or scheduler runs.
+    ///
+    /// # Errors
+    /// A claim or a read of a job failed (what ran until then is lost to the caller; the jobs
+    /// themselves are recorded as they ended).
+    pub async fn drain(&self) -> crate::Result<Drained> {
+        self.drain_at_most(DRAIN_LIMIT).await
+    }
+
+    /// [`Worker::drain`], stopping after `limit` runs.
+    ///
+    /// # Errors
+    /// As [`Worker::drain`].
+    pub async fn drain_at_most(&self, limit: usize) -> crate::Result<Drained> {
+        inline::drain(
+            self.queue.clone(),
+            self.registry.clone(),
+            self.config.clone(),
+            limit,
+        )
+        .await
     }
 
     /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then shuts down
