@@ -650,8 +650,10 @@ pub trait Driver: Send + Sync + 'static {
         -> Result<u64, Self::Error>;
 
     /// `maintenance_claim`: takes the lease row of maintenance task `task` for `lease` under
-    /// `token`, when no process holds it and its next run is due (the row's `next_at` has
-    /// passed); whether it was taken. The migration creates the rows.
+    /// `token` when its next run is due (the row's `next_at` has passed, so no lease runs), or
+    /// renews it when `token` holds it already; whether it was taken. Retention takes a new
+    /// token each round; the gauge sampler keeps one. The migrations create the rows
+    /// (`retention`, `gauges`).
     async fn maintenance_claim(
         &self,
         task: &str,
