@@ -181,6 +181,7 @@ async fn a_worker_with_queue_gauges_samples_them_from_the_database() {
     let url = format!("sqlite://{}", dir.path().join("gauges.db").display());
     let queue = dbqueue::connect_and_migrate(&url).await.unwrap();
     // A queue no worker serves: three jobs due, one for later.
+    let pushed_at = queue.now().await.unwrap();
     let jobs = (0..3)
         .map(|i| NewJob::new("backlog", &i).unwrap())
         .collect();
@@ -193,12 +194,11 @@ async fn a_worker_with_queue_gauges_samples_them_from_the_database() {
         )
         .await
         .unwrap();
-    let pushed_at = queue.now().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let handle = Worker::builder(queue.clone(), "mail")
         .handler_fn(|_ctx| async move { Ok(()) })
-        .queue_gauges(Duration::from_secs(1))
+        .queue_gauges(Duration::from_secs(5))
         .build()
         .unwrap()
         .start();
@@ -231,8 +231,33 @@ async fn a_worker_with_queue_gauges_samples_them_from_the_database() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let sampled_by = (queue.now().await.unwrap() - pushed_at).to_std().unwrap();
+    // The worker holds the sampler's lease: another holder is refused while it runs.
+    let other = uuid::Uuid::new_v4();
+    assert!(!queue
+        .gauge_lease(other, Duration::from_secs(15))
+        .await
+        .unwrap());
     handle.shutdown(Duration::from_secs(5)).await;
     assert_eq!(available, 3.0);
+    // Stopped, it exports 0 (the next holder's numbers are the ones that count) and has given
+    // the lease up: another holder takes it at once.
+    let all = take(&snap);
+    assert_eq!(
+        gauge(
+            &all,
+            QUEUE_JOBS,
+            &[("queue", "backlog"), ("state", "available")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        gauge(&all, QUEUE_OLDEST_DUE_SECONDS, &[("queue", "backlog")]),
+        Some(0.0)
+    );
+    assert!(queue
+        .gauge_lease(other, Duration::from_secs(15))
+        .await
+        .unwrap());
     // Due when pushed, waited at least the 300 ms before the worker started, and no longer
     // than until now.
     assert!(

@@ -384,18 +384,27 @@ impl NewJob {
         }
     }
 
-    /// Checks every rule for a job against `limits`.
+    /// Checks every rule for a job against `limits` (a `run_at` against the system clock).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming the first field that breaks a rule.
     pub fn validate(&self, limits: &validate::Limits) -> Result<()> {
+        self.validate_at(limits, Utc::now())
+    }
+
+    /// [`NewJob::validate`] with `now` as the time a `run_at` is checked against (the engine
+    /// passes its driver's host clock, a manual one in tests).
+    ///
+    /// # Errors
+    /// As [`NewJob::validate`].
+    pub fn validate_at(&self, limits: &validate::Limits, now: DateTime<Utc>) -> Result<()> {
         validate::queue_name(&self.queue)?;
         validate::payload(self.payload.get(), limits)?;
         validate::max_attempts(self.max_attempts)?;
         match self.schedule {
             Schedule::Now => {}
             Schedule::After(d) => validate::delay(d)?,
-            Schedule::At(at) => validate::run_at(at, Utc::now())?,
+            Schedule::At(at) => validate::run_at(at, now)?,
         }
         if let Some(key) = &self.dedup_key {
             validate::dedup_key(key)?;
@@ -960,11 +969,19 @@ impl Reschedule {
         self
     }
 
-    /// Checks the change: it changes something, and its time is in range.
+    /// Checks the change: it changes something, and its time is in range (by the system clock).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming `run_at` (or `delay`), or `reschedule` for an empty change.
     pub fn validate(&self) -> Result<()> {
+        self.validate_at(Utc::now())
+    }
+
+    /// [`Reschedule::validate`] with `now` as the time a `run_at` is checked against.
+    ///
+    /// # Errors
+    /// As [`Reschedule::validate`].
+    pub fn validate_at(&self, now: DateTime<Utc>) -> Result<()> {
         match self.run_at {
             None if self.priority.is_none() => {
                 return Err(Error::invalid(
@@ -973,7 +990,7 @@ impl Reschedule {
                 ))
             }
             Some(Schedule::After(d)) => validate::delay(d)?,
-            Some(Schedule::At(at)) => validate::run_at(at, Utc::now())?,
+            Some(Schedule::At(at)) => validate::run_at(at, now)?,
             _ => {}
         }
         Ok(())

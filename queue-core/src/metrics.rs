@@ -105,7 +105,8 @@ pub fn describe() {
 
 static DESCRIBED: Once = Once::new();
 
-/// The queues whose gauges [`record_queue_gauges`] set last time.
+/// The queues whose gauges [`record_queue_gauges`] set last time. One set per process: the
+/// gauges are named by queue, so one process exports the queues of one database.
 static GAUGED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// The label of a job without a kind.
@@ -192,6 +193,38 @@ impl Handles {
     }
 }
 
+/// Sets every queue gauge that [`record_queue_gauges`] set in this process to 0: called by a
+/// sampler that stops sampling (it lost the lease, or its worker stops), so that its exporter
+/// does not keep numbers that the process that samples now exports too.
+pub fn clear_queue_gauges() {
+    let queues = GAUGED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default();
+    for queue in queues {
+        zero(queue);
+    }
+}
+
+/// Sets the gauges of `queue` to 0.
+fn zero(queue: String) {
+    for state in STATES {
+        ::metrics::gauge!(QUEUE_JOBS, "queue" => queue.clone(), "state" => state).set(0.0);
+    }
+    ::metrics::gauge!(QUEUE_OLDEST_DUE_SECONDS, "queue" => queue).set(0.0);
+}
+
+/// The `state` labels of `dbqueue_queue_jobs`.
+const STATES: [&str; 6] = [
+    "available",
+    "scheduled",
+    "running",
+    "completed",
+    "dead",
+    "cancelled",
+];
+
 /// Sets `dbqueue_queue_jobs` and `dbqueue_queue_oldest_due_seconds` for every queue from one
 /// [`Queue::stats`] call and one read of the database's clock: how many jobs each queue has per
 /// state, and how long its oldest available job has waited, as the database says now. Call it
@@ -218,17 +251,7 @@ pub async fn record_queue_gauges(queue: &dyn Queue) -> crate::Result<()> {
             .collect()
     };
     for queue in gone {
-        for state in [
-            "available",
-            "scheduled",
-            "running",
-            "completed",
-            "dead",
-            "cancelled",
-        ] {
-            ::metrics::gauge!(QUEUE_JOBS, "queue" => queue.clone(), "state" => state).set(0.0);
-        }
-        ::metrics::gauge!(QUEUE_OLDEST_DUE_SECONDS, "queue" => queue).set(0.0);
+        zero(queue);
     }
     for s in stats {
         for (state, n) in [

@@ -96,42 +96,69 @@ pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContext>
 }
 
 /// `job` with the current span's context in its meta (see the module's documentation); the
-/// job unchanged when no span is recorded or its meta has a `traceparent` already.
-pub(crate) fn carry(job: NewJob) -> NewJob {
+/// job unchanged when no span is recorded, its meta has a `traceparent` already, or the keys
+/// would take the meta past `max_meta_bytes`.
+pub(crate) fn carry(job: NewJob, max_meta_bytes: usize) -> NewJob {
     let Some(sc) = current() else {
         return job;
     };
-    carry_context(job, &sc)
+    carry_context(job, &sc, max_meta_bytes)
 }
 
 /// [`carry`] for each of `jobs`, the current span read once.
-pub(crate) fn carry_all(jobs: Vec<NewJob>) -> Vec<NewJob> {
+pub(crate) fn carry_all(jobs: Vec<NewJob>, max_meta_bytes: usize) -> Vec<NewJob> {
     let Some(sc) = current() else {
         return jobs;
     };
-    jobs.into_iter().map(|j| carry_context(j, &sc)).collect()
+    jobs.into_iter()
+        .map(|j| carry_context(j, &sc, max_meta_bytes))
+        .collect()
 }
 
-fn carry_context(mut job: NewJob, sc: &SpanContext) -> NewJob {
-    let mut meta = match job.meta.as_deref() {
-        Some(raw) => {
-            match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw.get()) {
-                Ok(m) => m,
-                // Validated as an object at push; anything else is left as it is.
-                Err(_) => return job,
-            }
-        }
-        None => serde_json::Map::new(),
-    };
-    if meta.contains_key(TRACEPARENT) {
-        return job;
-    }
-    meta.insert(TRACEPARENT.to_owned(), traceparent(sc).into());
+/// The keys of a meta object, each value left unread.
+type Keys = std::collections::HashMap<String, serde::de::IgnoredAny>;
+
+fn carry_context(mut job: NewJob, sc: &SpanContext, max_meta_bytes: usize) -> NewJob {
+    let mut keys = format!(
+        "{}:{}",
+        serde_json::Value::from(TRACEPARENT),
+        serde_json::Value::from(traceparent(sc))
+    );
     let state = sc.trace_state().header();
     if !state.is_empty() {
-        meta.insert(TRACESTATE.to_owned(), state.into());
+        keys.push_str(&format!(
+            ",{}:{}",
+            serde_json::Value::from(TRACESTATE),
+            serde_json::Value::from(state)
+        ));
     }
-    if let Ok(raw) = serde_json::value::to_raw_value(&meta) {
+    // The keys go in front of the application's, whose text is kept byte for byte (no
+    // reordering, no reformatted numbers).
+    let text = match job.meta.as_deref() {
+        None => format!("{{{keys}}}"),
+        Some(raw) => {
+            let Ok(present) = serde_json::from_str::<Keys>(raw.get()) else {
+                // Validated as an object at push; anything else is left as it is.
+                return job;
+            };
+            if present.contains_key(TRACEPARENT) {
+                return job;
+            }
+            let body = raw.get().trim_start();
+            let Some(rest) = body.strip_prefix('{') else {
+                return job;
+            };
+            if present.is_empty() {
+                format!("{{{keys}}}")
+            } else {
+                format!("{{{keys},{rest}")
+            }
+        }
+    };
+    if text.len() > max_meta_bytes {
+        return job;
+    }
+    if let Ok(raw) = RawValue::from_string(text) {
         job.meta = Some(raw);
     }
     job
@@ -222,7 +249,7 @@ mod tests {
             .unwrap()
             .meta(&serde_json::json!({"tenant": "acme"}))
             .unwrap();
-        let job = carry_context(job, &context("congo=t61rcWkgMzE"));
+        let job = carry_context(job, &context("congo=t61rcWkgMzE"), 1024);
         let meta: serde_json::Value = serde_json::from_str(job.meta_json().unwrap()).unwrap();
         assert_eq!(meta["tenant"], "acme");
         assert_eq!(
@@ -241,7 +268,7 @@ mod tests {
             .unwrap()
             .meta(&serde_json::json!({ "traceparent": own }))
             .unwrap();
-        let job = carry_context(job, &context(""));
+        let job = carry_context(job, &context(""), 1024);
         let meta: serde_json::Value = serde_json::from_str(job.meta_json().unwrap()).unwrap();
         assert_eq!(meta[TRACEPARENT], own);
         assert!(meta.get(TRACESTATE).is_none());
@@ -249,7 +276,42 @@ mod tests {
 
     #[test]
     fn no_recorded_span_leaves_the_job_alone() {
-        let job = carry(NewJob::new("q", &1).unwrap());
+        let job = carry(NewJob::new("q", &1).unwrap(), 1024);
         assert!(job.meta_json().is_none());
+    }
+
+    #[test]
+    fn the_applications_meta_is_kept_byte_for_byte() {
+        let text = r#"{ "z": 1e3, "big": 123456789012345678901234567890, "a": [1, 2] }"#;
+        let job = NewJob::new("q", &1)
+            .unwrap()
+            .meta(&serde_json::value::RawValue::from_string(text.to_owned()).unwrap())
+            .unwrap();
+        let job = carry_context(job, &context(""), 1024);
+        assert_eq!(
+            job.meta_json().unwrap(),
+            r#"{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "z": 1e3, "big": 123456789012345678901234567890, "a": [1, 2] }"#
+        );
+        // An empty object gets the key alone.
+        let job = NewJob::new("q", &1)
+            .unwrap()
+            .meta(&serde_json::json!({}))
+            .unwrap();
+        let job = carry_context(job, &context(""), 1024);
+        assert_eq!(
+            job.meta_json().unwrap(),
+            r#"{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#
+        );
+    }
+
+    #[test]
+    fn a_meta_that_would_pass_its_limit_carries_no_context() {
+        let job = NewJob::new("q", &1)
+            .unwrap()
+            .meta(&serde_json::json!({"note": "x".repeat(40)}))
+            .unwrap();
+        let before = job.meta_json().unwrap().to_owned();
+        let job = carry_context(job, &context(""), before.len() + 20);
+        assert_eq!(job.meta_json().unwrap(), before);
     }
 }

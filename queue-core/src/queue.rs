@@ -880,6 +880,16 @@ pub trait Queue: Send + Sync + 'static {
         Err(Error::Unsupported("gauge sampling"))
     }
 
+    /// Gives up the gauge sampler's lease if `holder` holds it, so that another process takes
+    /// it at its next turn instead of after the lease runs out.
+    ///
+    /// # Errors
+    /// A database error.
+    async fn gauge_release(&self, holder: uuid::Uuid) -> Result<()> {
+        let _ = holder;
+        Ok(())
+    }
+
     /// Waits until work may have arrived on `queue` (a push through this value, or a database
     /// notification where [`Wakeups::ListenNotify`]) or `timeout` passes. It may return early
     /// spuriously; callers then simply pop.
@@ -1072,9 +1082,17 @@ pub trait Queue: Send + Sync + 'static {
 /// # Errors
 /// [`Error::InvalidInput`] with field `jobs` or `jobs[i].field`.
 pub fn validate_batch(jobs: &[NewJob], limits: &Limits) -> Result<()> {
+    validate_batch_at(jobs, limits, Utc::now())
+}
+
+/// [`validate_batch`] with `now` as the time each `run_at` is checked against.
+///
+/// # Errors
+/// As [`validate_batch`].
+pub fn validate_batch_at(jobs: &[NewJob], limits: &Limits, now: DateTime<Utc>) -> Result<()> {
     validate::batch_len(jobs.len(), limits)?;
     for (i, job) in jobs.iter().enumerate() {
-        job.validate(limits)
+        job.validate_at(limits, now)
             .map_err(|e| e.in_field(&format!("jobs[{i}]")))?;
     }
     Ok(())

@@ -45,9 +45,6 @@ use crate::error::Result;
 use crate::job::{Job, JobArgs, JobState, DEFAULT_QUEUE};
 use crate::queue::{ListRequest, Queue};
 
-/// The most jobs [`enqueued`] reads (the newest are read first).
-pub const MAX_ENQUEUED: usize = 10_000;
-
 type ArgsTest = Arc<dyn Fn(&Job) -> bool + Send + Sync>;
 
 /// Which enqueued jobs to look for: those of a queue, optionally of one kind, optionally whose
@@ -139,8 +136,8 @@ impl fmt::Display for Enqueued {
     }
 }
 
-/// Every enqueued (pending) job of `which`'s queue and kind, oldest first; of them, those
-/// whose args pass its test. At most [`MAX_ENQUEUED`] jobs are read.
+/// Every enqueued (pending) job that `which` matches, oldest first (every pending job of its
+/// queue and kind is read, a page at a time).
 ///
 /// # Errors
 /// As [`Queue::list`].
@@ -169,7 +166,7 @@ async fn pending(queue: &dyn Queue, which: &Enqueued) -> Result<Vec<Job>> {
         let full = page.len() == 1_000;
         before = page.last().map(|j| j.id);
         jobs.extend(page);
-        if !full || jobs.len() >= MAX_ENQUEUED {
+        if !full {
             break;
         }
     }

@@ -71,7 +71,7 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// As [`Queue::reschedule`](crate::Queue::reschedule).
     pub async fn reschedule(&self, id: JobId, change: Reschedule) -> Result<()> {
-        change.validate()?;
+        change.validate_at(self.driver().host_now())?;
         let p = JobReschedule {
             id,
             delay: change.delay_from(self.driver().host_now()),

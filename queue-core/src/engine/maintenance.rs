@@ -119,6 +119,17 @@ impl<D: Driver> Engine<D> {
         .map_err(|e| self.error(e))
     }
 
+    /// Gives up the gauge sampler's lease if `holder` holds it (the next turn is due at once).
+    ///
+    /// # Errors
+    /// As [`crate::Queue::gauge_release`].
+    pub async fn gauge_release(&self, holder: Uuid) -> Result<()> {
+        self.driver()
+            .maintenance_release(GAUGES_TASK, holder, Duration::ZERO)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
     /// One retention round, unless another process holds the round's lease or the last round
     /// ended less than the rules' interval ago.
     ///

@@ -445,6 +445,10 @@ impl<B: Backend> Queue for B {
         self.engine().gauge_lease(holder, lease).await
     }
 
+    async fn gauge_release(&self, holder: uuid::Uuid) -> Result<()> {
+        self.engine().gauge_release(holder).await
+    }
+
     async fn wait_for_work(&self, queue: &str, timeout: Duration) {
         self.engine().wait_for_work(queue, timeout).await
     }

@@ -13,7 +13,7 @@ use crate::periodic::{
     info_from_stored, Origin, PeriodicJob, Registered, Registration, ScheduleInfo, TickReport,
     MAX_LEASE, MIN_LEASE,
 };
-use crate::queue::validate_batch;
+use crate::queue::validate_batch_at;
 use crate::validate;
 
 /// Most read-and-compare-and-set rounds of one registration or removal racing other processes.
@@ -306,7 +306,7 @@ impl<D: Driver> Engine<D> {
             .iter()
             .map(|slot| info.job.job_for(*slot))
             .collect::<Result<Vec<NewJob>>>()?;
-        validate_batch(&jobs, self.limits())?;
+        validate_batch_at(&jobs, self.limits(), now)?;
         let (Some(&last_slot), Some(last_job)) = (slots.last(), jobs.last().map(NewJob::id)) else {
             return Ok(Some(Vec::new()));
         };

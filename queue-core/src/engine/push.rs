@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::job::{JobId, NewJob};
-use crate::queue::validate_batch;
+use crate::queue::validate_batch_at;
 use crate::unique::PushOutcome;
 
 impl<D: Driver> Engine<D> {
@@ -26,8 +26,8 @@ impl<D: Driver> Engine<D> {
     /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
     #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome(&self, job: NewJob) -> Result<PushOutcome> {
-        job.validate(self.limits())?;
-        let job = traced(job);
+        job.validate_at(self.limits(), self.driver().host_now())?;
+        let job = traced(job, self.limits().max_meta_bytes);
         if job.unique_value().is_some() {
             let mut outcomes = self
                 .insert_outcomes(None, std::slice::from_ref(&job))
@@ -57,8 +57,8 @@ impl<D: Driver> Engine<D> {
     /// As [`Queue::push_batch_outcomes`](crate::Queue::push_batch_outcomes).
     #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_outcomes(&self, jobs: Vec<NewJob>) -> Result<Vec<PushOutcome>> {
-        validate_batch(&jobs, self.limits())?;
-        let jobs = traced_all(jobs);
+        validate_batch_at(&jobs, self.limits(), self.driver().host_now())?;
+        let jobs = traced_all(jobs, self.limits().max_meta_bytes);
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -87,8 +87,8 @@ impl<D: Driver> Engine<D> {
     /// As [`Queue::push_outcome`](crate::Queue::push_outcome).
     #[tracing::instrument(name = "push", target = "queue::engine", level = "debug", skip_all, fields(queue = %job.queue(), kind = job.kind_value().unwrap_or(""), job = %job.id()))]
     pub async fn push_outcome_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<PushOutcome> {
-        job.validate(self.limits())?;
-        let job = traced(job);
+        job.validate_at(self.limits(), self.driver().host_now())?;
+        let job = traced(job, self.limits().max_meta_bytes);
         if job.unique_value().is_some() {
             let mut outcomes = self
                 .insert_outcomes(Some(conn), std::slice::from_ref(&job))
@@ -112,8 +112,8 @@ impl<D: Driver> Engine<D> {
     /// As [`Queue::push_batch`].
     #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_in(&self, conn: &mut D::Conn, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
-        validate_batch(&jobs, self.limits())?;
-        let jobs = traced_all(jobs);
+        validate_batch_at(&jobs, self.limits(), self.driver().host_now())?;
+        let jobs = traced_all(jobs, self.limits().max_meta_bytes);
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -269,17 +269,22 @@ impl<D: Driver> Engine<D> {
 }
 
 /// `job` as it is stored: with its producer's trace context in its meta when the
-/// `opentelemetry` feature is on (see [`crate::otel`]).
-fn traced(job: NewJob) -> NewJob {
+/// `opentelemetry` feature is on (see [`crate::otel`]) and the meta stays within `max_meta`
+/// bytes with it.
+fn traced(job: NewJob, max_meta: usize) -> NewJob {
     #[cfg(feature = "opentelemetry")]
-    let job = crate::otel::carry(job);
+    let job = crate::otel::carry(job, max_meta);
+    #[cfg(not(feature = "opentelemetry"))]
+    let _ = max_meta;
     job
 }
 
 /// [`traced`] for each of `jobs`, the context read once.
-fn traced_all(jobs: Vec<NewJob>) -> Vec<NewJob> {
+fn traced_all(jobs: Vec<NewJob>, max_meta: usize) -> Vec<NewJob> {
     #[cfg(feature = "opentelemetry")]
-    let jobs = crate::otel::carry_all(jobs);
+    let jobs = crate::otel::carry_all(jobs, max_meta);
+    #[cfg(not(feature = "opentelemetry"))]
+    let _ = max_meta;
     jobs
 }
 

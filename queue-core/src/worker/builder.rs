@@ -54,6 +54,9 @@ pub struct WorkerBuilder {
     scheduler: Option<Scheduler>,
 }
 
+/// The shortest interval of [`WorkerBuilder::queue_gauges`].
+const MIN_GAUGE_INTERVAL: Duration = Duration::from_secs(5);
+
 impl WorkerBuilder {
     pub(crate) fn new(queue: Arc<dyn Queue>, queue_name: String) -> Self {
         WorkerBuilder {
@@ -215,10 +218,14 @@ impl WorkerBuilder {
 
     /// Sets the queue gauges of [`crate::metrics`] (`dbqueue_queue_jobs`,
     /// `dbqueue_queue_oldest_due_seconds`, for every queue of the database) from the database
-    /// every `every` (1 s to 1 hour; default: never), in one process at a time: the worker that
+    /// every `every` (5 s to 1 hour; default: never), in one process at a time: the worker that
     /// holds the sampler's lease in the database samples, and keeps the lease while it runs;
-    /// when it stops or dies, another worker with this option takes over after three intervals.
-    /// Each sample is one [`Queue::stats`] and one read of the database's clock. Give it to the
+    /// when it stops, another worker with this option takes over at its next turn, and when it
+    /// dies, after three intervals. A worker that does not hold the lease exports the gauges
+    /// as 0 (or not at all), so a sum or a maximum across processes is the database's number.
+    /// Each sample is one [`Queue::stats`] (which reads every pending and running job's row,
+    /// and up to the stats cap of finished ones, per queue) and one read of the database's
+    /// clock: choose `every` with the backlog in mind. Give it to the
     /// workers of the services whose metrics are scraped; `queue serve` samples at each scrape
     /// of `/metrics` without it.
     pub fn queue_gauges(mut self, every: Duration) -> Self {
@@ -391,10 +398,10 @@ impl WorkerBuilder {
         }
         self.retention.validate()?;
         if let Some(every) = self.queue_gauges {
-            if !(Duration::from_secs(1)..=MAX_INTERVAL).contains(&every) {
+            if !(MIN_GAUGE_INTERVAL..=MAX_INTERVAL).contains(&every) {
                 return Err(Error::invalid(
                     "queue_gauges",
-                    "must be between 1 s and 1 hour",
+                    "must be between 5 s and 1 hour",
                 ));
             }
         }

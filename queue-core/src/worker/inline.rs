@@ -61,6 +61,7 @@ impl RunOutcome {
 
 /// One job an inline drain ran.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DrainedJob {
     /// Its id.
     pub id: JobId,
@@ -72,17 +73,19 @@ pub struct DrainedJob {
     pub attempt: u32,
     /// What became of it.
     pub outcome: RunOutcome,
-    /// The job as stored after the run (its state, errors, output and meta), when it still
-    /// exists.
+    /// The job as stored after the run (its state, errors, output and meta); `None` when it no
+    /// longer exists or could not be read.
     pub after: Option<Job>,
 }
 
 /// What an inline drain did, in the order the jobs ran.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Drained {
     /// Each job run, in order (a job that ran twice, retried and then completed, is here twice).
     pub jobs: Vec<DrainedJob>,
-    /// The drain stopped at its limit of jobs while jobs may still be due.
+    /// The drain ran as many jobs as its limit allows and stopped there: jobs may still be due
+    /// (a drain that ends because nothing is due leaves it false).
     pub stopped_at_limit: bool,
 }
 
@@ -181,7 +184,8 @@ pub(super) async fn drain(
                 kind,
                 attempt,
                 outcome,
-                after: shared.queue.get(id).await?,
+                // A read that fails leaves the report of what ran so far intact.
+                after: shared.queue.get(id).await.ok().flatten(),
             });
         }
         if !ran_any {

@@ -1008,33 +1008,50 @@ async fn retain(
     }
 }
 
-/// Sets the queue gauges every `every` while this worker holds the sampler's lease (taken or
-/// renewed for three intervals at each turn, so that a holder that stops is replaced after
-/// them), until the worker stops.
+/// Sets the queue gauges every `every` while this worker holds the sampler's lease, until the
+/// worker stops. The lease is taken (or renewed) for three intervals before each sample and
+/// renewed again after it, so a slow sample does not let it run out; a holder that stops or
+/// dies is replaced once its lease has run out. A worker that loses the lease (or stops) sets
+/// the gauges it exported to 0, so that only the holder's numbers are non-zero; one that stops
+/// gives the lease up for the next worker.
 async fn sample_gauges(
     shared: Arc<Shared>,
     every: Duration,
     holder: uuid::Uuid,
     mut stop: watch::Receiver<bool>,
 ) {
+    let queue = &shared.queue;
+    let mut held = false;
+    let lease = every * 3;
     loop {
         let turn = async {
-            match shared.queue.gauge_lease(holder, every * 3).await {
-                Ok(true) => crate::metrics::record_queue_gauges(&*shared.queue).await,
-                other => other.map(|_| ()),
+            if !queue.gauge_lease(holder, lease).await? {
+                return Ok(false);
             }
+            crate::metrics::record_queue_gauges(&**queue).await?;
+            queue.gauge_lease(holder, lease).await
         };
         tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => break,
-            sampled = turn => match sampled {
-                Ok(()) => {}
+            turn = turn => match turn {
+                Ok(holds) => {
+                    if held && !holds {
+                        tracing::info!(target: LOG_TARGET, "another process samples the queue gauges now");
+                        crate::metrics::clear_queue_gauges();
+                    }
+                    held = holds;
+                }
                 Err(Error::Unsupported(what)) => {
-                    tracing::debug!(target: LOG_TARGET, what, "this queue keeps no gauge lease; the sampler stops");
+                    tracing::warn!(target: LOG_TARGET, what, "this queue keeps no gauge lease; the queue gauges are not sampled");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(target: LOG_TARGET, error = %e, "queue gauges not sampled")
+                    tracing::warn!(target: LOG_TARGET, error = %e, "queue gauges not sampled");
+                    if held {
+                        crate::metrics::clear_queue_gauges();
+                        held = false;
+                    }
                 }
             },
         }
@@ -1042,6 +1059,12 @@ async fn sample_gauges(
             biased;
             _ = stop.wait_for(|s| *s) => break,
             _ = tokio::time::sleep(every) => {}
+        }
+    }
+    if held {
+        crate::metrics::clear_queue_gauges();
+        if let Err(e) = queue.gauge_release(holder).await {
+            tracing::debug!(target: LOG_TARGET, error = %e, "could not give up the gauge lease; it runs out by itself");
         }
     }
 }
