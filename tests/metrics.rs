@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use dbqueue::metrics::{
-    CLAIM_SECONDS, JOBS_CLAIMED, JOBS_COMPLETED, JOBS_DEAD, JOBS_FAILED, JOBS_PUSHED, JOBS_RETRIED,
-    JOBS_SNOOZED, JOB_RUN_SECONDS, JOB_WAIT_SECONDS, QUEUE_JOBS, QUEUE_OLDEST_DUE_SECONDS,
+    CLAIM_SECONDS, JOBS_CANCELLED, JOBS_CLAIMED, JOBS_COMPLETED, JOBS_DEAD, JOBS_FAILED,
+    JOBS_PUSHED, JOBS_RETRIED, JOBS_SNOOZED, JOB_RUN_SECONDS, JOB_WAIT_SECONDS, QUEUE_JOBS,
+    QUEUE_OLDEST_DUE_SECONDS,
 };
 use dbqueue::{JobError, NewJob, Worker};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
@@ -168,6 +169,41 @@ async fn a_drain_is_counted_by_queue_and_kind() {
     assert_eq!(gauge("scheduled"), 2.0);
     assert_eq!(gauge("available"), 0.0);
     assert_eq!(gauge("running"), 0.0);
+
+    // Cancels: one by id, then the rest of the queue in bulk (the retried and the snoozed job
+    // are pending, one more is pushed to another queue and cancelled in bulk with them).
+    let pending = queue
+        .list(dbqueue::ListRequest {
+            queue: Some("mail".into()),
+            state: Some(dbqueue::JobState::Pending),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 2);
+    queue.cancel(pending[0].id).await.unwrap();
+    let bulk = queue
+        .bulk(
+            dbqueue::BulkAction::Cancel,
+            &dbqueue::JobFilter {
+                queue: Some("mail".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(bulk.changed, 1);
+    queue.push(NewJob::new("other", &1).unwrap()).await.unwrap();
+    queue.push(NewJob::new("mail", &1).unwrap()).await.unwrap();
+    let all = queue
+        .bulk(dbqueue::BulkAction::Cancel, &dbqueue::JobFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(all.changed, 2);
+    let cancels = take(&snap);
+    assert_eq!(counter(&cancels, JOBS_CANCELLED, &[("queue", "mail")]), 2);
+    // A bulk cancel over several queues counts under no queue.
+    assert_eq!(counter(&cancels, JOBS_CANCELLED, &[("queue", "")]), 2);
 }
 
 // One thread: the recorder is this thread's, and every task of the queue and the worker runs on it.

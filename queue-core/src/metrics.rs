@@ -11,6 +11,7 @@
 //! | `dbqueue_jobs_retried_total` | counter | `queue`, `kind` | failed jobs sent back to pending for another attempt |
 //! | `dbqueue_jobs_dead_total` | counter | `queue`, `kind` | failed jobs that went dead (permanent failure, or attempts used up) |
 //! | `dbqueue_jobs_snoozed_total` | counter | `queue`, `kind` | jobs a handler snoozed (back to pending, the attempt not spent) |
+//! | `dbqueue_jobs_cancelled_total` | counter | `queue` | jobs cancelled through this queue value (`cancel`, or a bulk cancel: one over several queues counts its jobs with an empty `queue`) |
 //! | `dbqueue_jobs_lease_lost_total` | counter | `queue` | jobs whose lease was lost or that were cancelled while a worker held them |
 //! | `dbqueue_job_run_seconds` | histogram | `queue`, `kind` | how long the handler ran |
 //! | `dbqueue_job_wait_seconds` | histogram | `queue`, `kind` | from when the job was due to when it was claimed, by the database's clock |
@@ -48,6 +49,8 @@ pub const JOBS_RETRIED: &str = "dbqueue_jobs_retried_total";
 pub const JOBS_DEAD: &str = "dbqueue_jobs_dead_total";
 /// Jobs snoozed by their handler.
 pub const JOBS_SNOOZED: &str = "dbqueue_jobs_snoozed_total";
+/// Jobs cancelled.
+pub const JOBS_CANCELLED: &str = "dbqueue_jobs_cancelled_total";
 /// Jobs whose lease was lost while a worker held them.
 pub const JOBS_LEASE_LOST: &str = "dbqueue_jobs_lease_lost_total";
 /// How long handlers ran.
@@ -84,6 +87,7 @@ pub fn describe() {
     );
     describe_counter!(JOBS_DEAD, Unit::Count, "Failed jobs that went dead");
     describe_counter!(JOBS_SNOOZED, Unit::Count, "Jobs snoozed by their handler");
+    describe_counter!(JOBS_CANCELLED, Unit::Count, "Jobs cancelled");
     describe_counter!(
         JOBS_LEASE_LOST,
         Unit::Count,
@@ -136,6 +140,7 @@ pub(crate) struct Handles {
     jobs: Mutex<HashMap<String, HashMap<String, Arc<JobMetrics>>>>,
     queues: Mutex<HashMap<String, Arc<QueueMetrics>>>,
     lost: Mutex<HashMap<String, Counter>>,
+    cancelled: Mutex<HashMap<String, Counter>>,
 }
 
 impl Handles {
@@ -178,6 +183,18 @@ impl Handles {
         });
         queues.insert(queue.to_owned(), m.clone());
         m
+    }
+
+    /// The cancelled counter of `queue` (`""`: a bulk cancel over several queues).
+    pub(crate) fn cancelled(&self, queue: &str) -> Counter {
+        let mut cancelled = self.cancelled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cancelled.get(queue) {
+            return c.clone();
+        }
+        DESCRIBED.call_once(describe);
+        let c = ::metrics::counter!(JOBS_CANCELLED, "queue" => queue.to_owned());
+        cancelled.insert(queue.to_owned(), c.clone());
+        c
     }
 
     /// The lease-lost counter of `queue` (`""`: a batch of acknowledgements of several queues).

@@ -36,6 +36,13 @@ impl<D: Driver> Engine<D> {
         if changed == 0 {
             return Err(self.state_error(id, "cancel").await);
         }
+        // The queue of the job, for its counter (an operator's call: one read more is cheap; a
+        // job deleted meanwhile is counted under no queue).
+        let queue = self.get(id).await.ok().flatten().map(|j| j.queue);
+        self.inner
+            .metrics
+            .cancelled(queue.as_deref().unwrap_or(""))
+            .increment(1);
         Ok(())
     }
 

@@ -53,10 +53,20 @@ impl<D: Driver> Engine<D> {
             before = Some(*last);
             let ids: Vec<JobId> = batch.iter().map(|(id, _)| *id).collect();
             let changed = match action {
-                BulkAction::Cancel => self
-                    .retried("bulk cancel", || d.job_cancel_many(&ids))
-                    .await
-                    .map_err(|e| self.error(e))?,
+                BulkAction::Cancel => {
+                    let changed = self
+                        .retried("bulk cancel", || d.job_cancel_many(&ids))
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    let first = batch[0].1.as_str();
+                    let queue = if batch.iter().all(|(_, q)| q == first) {
+                        first
+                    } else {
+                        ""
+                    };
+                    self.inner.metrics.cancelled(queue).increment(changed);
+                    changed
+                }
                 BulkAction::Delete => self
                     .retried("bulk delete", || d.job_delete_many(&ids, &states))
                     .await
