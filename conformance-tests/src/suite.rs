@@ -146,6 +146,7 @@ pub fn catalogue() -> Vec<Case> {
         schedules::schedules_misfire_catch_up_is_bounded,
         schedules::schedules_removed_schedule_stops_firing,
         schedules::schedules_changed_expression_takes_effect,
+        schedules::schedules_of_a_kind_push_jobs_of_that_kind,
         schedules::schedules_bad_input_stores_nothing,
         schedules::schedules_worker_runs_the_slot_jobs,
     ]

@@ -61,6 +61,10 @@ struct AddArgs {
     /// The queue its jobs go to.
     #[arg(long)]
     queue: String,
+    /// The kind of its jobs: the handler a worker of several kinds runs them with (none by
+    /// default: the worker's default handler).
+    #[arg(long)]
+    kind: Option<String>,
     /// The IANA time zone of the expression's wall clock, e.g. Europe/Berlin.
     #[arg(long, default_value = "UTC")]
     time_zone: String,
@@ -138,6 +142,9 @@ async fn add(args: AddArgs) -> Result<(), CliError> {
     )?
     .time_zone(args.time_zone.as_str())
     .priority(args.priority);
+    if let Some(kind) = args.kind {
+        job = job.kind(kind);
+    }
     if let Some(n) = args.max_attempts {
         job = job.max_attempts(count("max_attempts", n, validate::MAX_ATTEMPTS)?);
     }
@@ -276,6 +283,7 @@ fn json(s: &ScheduleInfo, now: DateTime<Utc>) -> serde_json::Value {
         "expression": s.job.expression(),
         "time_zone": s.job.time_zone_name(),
         "queue": s.job.queue(),
+        "kind": s.job.kind_value(),
         "payload": serde_json::from_str::<serde_json::Value>(s.job.payload_json()).unwrap_or(serde_json::Value::Null),
         "priority": s.job.priority_value(),
         "max_attempts": s.job.max_attempts_value(),

@@ -372,6 +372,8 @@ async fn schedules_are_added_listed_and_removed() {
             "Europe/Berlin",
             "--queue",
             "reports",
+            "--kind",
+            "report.nightly",
             "--payload",
             "{\"kind\":\"nightly\"}",
             "--catch-up",
@@ -390,6 +392,7 @@ async fn schedules_are_added_listed_and_removed() {
     assert_eq!(s.job.expression(), "30 2 * * *");
     assert_eq!(s.job.time_zone_name(), "Europe/Berlin");
     assert_eq!(s.job.payload_json(), "{\"kind\":\"nightly\"}");
+    assert_eq!(s.job.kind_value(), Some("report.nightly"));
     assert_eq!(
         s.job.misfire_policy(),
         dbqueue::periodic::Misfire::CatchUp { max: 3 }
@@ -420,6 +423,10 @@ async fn schedules_are_added_listed_and_removed() {
             "catch_up",
         ),
         (&["--cron", "* * * * *", "--queue", "bad queue"], "queue"),
+        (
+            &["--cron", "* * * * *", "--queue", "q", "--kind", "bad kind"],
+            "kind",
+        ),
     ] {
         let mut all = vec!["schedules", "add", "other", "--url", &url];
         all.extend_from_slice(args);

@@ -192,6 +192,7 @@ async fn a_rollback_restores_exactly_what_was_there() {
         expression: "0 0 * * *".into(),
         time_zone: "UTC".into(),
         queue: "r".into(),
+        kind: Some("nightly.report".into()),
         payload: "{}".into(),
         priority: 0,
         max_attempts: 3,

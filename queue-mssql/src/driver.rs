@@ -190,6 +190,7 @@ fn schedule_from_row(row: &Row) -> Result<StoredSchedule, MsSqlError> {
         expression: text(row, "expression")?,
         time_zone: text(row, "time_zone")?,
         queue: text(row, "queue")?,
+        kind: opt_text(row, "kind")?,
         payload: text(row, "payload")?,
         priority: int(row, "priority")?,
         max_attempts: int(row, "max_attempts")?,
@@ -269,20 +270,23 @@ fn schedule_values(s: &StoredSchedule) -> Params<'_> {
     ]
 }
 
-/// The values of `schedule_insert`: [`schedule_values`], then the creation and change times.
+/// The values of `schedule_insert`: [`schedule_values`], then the creation and change times
+/// and the kind.
 fn schedule_insert_values(s: &StoredSchedule) -> Params<'_> {
     let mut params = schedule_values(s);
     params.push(s.created_at);
     params.push(s.updated_at);
+    params.push(s.kind.as_deref());
     params
 }
 
-/// The values of `schedule_update`: [`schedule_values`], then the change time and the version
-/// the row must still have.
+/// The values of `schedule_update`: [`schedule_values`], then the change time, the version
+/// the row must still have, and the kind.
 fn schedule_update_values(s: &StoredSchedule, version: i64) -> Params<'_> {
     let mut params = schedule_values(s);
     params.push(s.updated_at);
     params.push(version);
+    params.push(s.kind.as_deref());
     params
 }
 
@@ -2203,6 +2207,7 @@ mod tests {
             expression: "0 3 * * *".into(),
             time_zone: "UTC".into(),
             queue: "q".into(),
+            kind: Some("nightly.report".into()),
             payload: "{}".into(),
             priority: 0,
             max_attempts: 3,

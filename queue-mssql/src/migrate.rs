@@ -52,6 +52,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "gauges",
         sql: include_str!("../migrations/0009_gauges.sql"),
     },
+    Migration {
+        version: 10,
+        name: "schedule_kinds",
+        sql: include_str!("../migrations/0010_schedule_kinds.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -329,7 +334,6 @@ mod tests {
     fn the_gauge_samplers_lease_row_is_inserted_once() {
         let m = MIGRATIONS.iter().find(|m| m.name == "gauges").unwrap();
         assert_eq!(m.version, 9);
-        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(9));
         let sql = load(m.sql, &[("{schema}", "s1")]);
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
@@ -337,6 +341,24 @@ mod tests {
             "IF NOT EXISTS (SELECT 1 FROM [s1].[maintenance] WHERE task = N'gauges') \
              INSERT INTO [s1].[maintenance] (task, next_at) \
              VALUES (N'gauges', CAST('0001-01-01T00:00:00' AS DATETIME2(6)));"
+        );
+    }
+
+    #[test]
+    fn the_schedules_kind_is_added_once() {
+        let m = MIGRATIONS
+            .iter()
+            .find(|m| m.name == "schedule_kinds")
+            .unwrap();
+        assert_eq!(m.version, 10);
+        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(10));
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Nullable, without a default, the jobs' kind's type; unless the column exists.
+        assert_eq!(
+            flat,
+            "IF COL_LENGTH(N'[s1].[schedules]', N'kind') IS NULL \
+             ALTER TABLE [s1].[schedules] ADD kind NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL;"
         );
     }
 }

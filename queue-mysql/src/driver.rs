@@ -207,6 +207,7 @@ fn schedule_from_row(row: &MySqlRow) -> Result<StoredSchedule, sqlx::Error> {
         expression: text(row, "expression")?,
         time_zone: text(row, "time_zone")?,
         queue: text(row, "queue")?,
+        kind: opt_text(row, "kind")?,
         payload: text(row, "payload")?,
         priority: row.try_get("priority")?,
         max_attempts: row.try_get("max_attempts")?,
@@ -1627,6 +1628,7 @@ impl Driver for MySqlDriver {
         bind_definition(q, s)
             .bind(s.created_at)
             .bind(s.updated_at)
+            .bind(&s.kind)
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -1635,6 +1637,7 @@ impl Driver for MySqlDriver {
     async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64, sqlx::Error> {
         let done = bind_definition(sqlx::query(self.sql.schedule_update.clone()), s)
             .bind(s.updated_at)
+            .bind(&s.kind)
             .bind(&s.name)
             .bind(version)
             .execute(&self.pool)

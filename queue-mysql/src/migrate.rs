@@ -64,6 +64,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "gauges",
         sql: include_str!("../migrations/0010_gauges.sql"),
     },
+    Migration {
+        version: 11,
+        name: "schedule_kinds",
+        sql: include_str!("../migrations/0011_schedule_kinds.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`

@@ -149,6 +149,7 @@ fn schedule_from_row(row: &PgRow) -> Result<StoredSchedule, sqlx::Error> {
         expression: row.try_get("expression")?,
         time_zone: row.try_get("time_zone")?,
         queue: row.try_get("queue")?,
+        kind: row.try_get("kind")?,
         payload: row.try_get("payload")?,
         priority: row.try_get("priority")?,
         max_attempts: row.try_get("max_attempts")?,
@@ -1468,7 +1469,8 @@ impl Driver for PgDriver {
             s,
         )
         .bind(s.created_at)
-        .bind(s.updated_at);
+        .bind(s.updated_at)
+        .bind(&s.kind);
         on_pool!(self, |e| q.execute(e))?;
         Ok(())
     }
@@ -1479,7 +1481,8 @@ impl Driver for PgDriver {
             s,
         )
         .bind(s.updated_at)
-        .bind(version);
+        .bind(version)
+        .bind(&s.kind);
         let done = on_pool!(self, |e| q.execute(e))?;
         Ok(done.rows_affected())
     }

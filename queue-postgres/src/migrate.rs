@@ -61,4 +61,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "gauges",
         sql: include_str!("../migrations/0011_gauges.sql"),
     },
+    Migration {
+        version: 12,
+        name: "schedule_kinds",
+        sql: include_str!("../migrations/0012_schedule_kinds.sql"),
+    },
 ];

@@ -1,6 +1,6 @@
 -- name: schedule_get
 -- One schedule, and the state of its last slot's job (NULL when it has none or the job was
 -- pruned). Binds: ?1 name.
-SELECT s.name, s.expression, s.time_zone, s.queue, s.payload, s.priority, s.max_attempts, s.misfire, s.misfire_max, s.origin, s.since, s.last_slot, s.last_job, s.expires_at, s.version, s.created_at, s.updated_at, j.state AS last_job_state
+SELECT s.name, s.expression, s.time_zone, s.queue, s.payload, s.priority, s.max_attempts, s.misfire, s.misfire_max, s.origin, s.since, s.last_slot, s.last_job, s.expires_at, s.version, s.created_at, s.updated_at, s.kind, j.state AS last_job_state
 FROM queue_schedules AS s LEFT JOIN queue_jobs AS j ON j.id = s.last_job
 WHERE s.name = ?1

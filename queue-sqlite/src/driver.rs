@@ -107,6 +107,7 @@ fn schedule_from_row(row: &SqliteRow) -> Result<StoredSchedule, sqlx::Error> {
         expression: row.try_get("expression")?,
         time_zone: row.try_get("time_zone")?,
         queue: row.try_get("queue")?,
+        kind: row.try_get("kind")?,
         payload: row.try_get("payload")?,
         priority: row.try_get("priority")?,
         max_attempts: row.try_get("max_attempts")?,
@@ -1268,6 +1269,7 @@ impl Driver for SqliteDriver {
         bind_schedule(sqlx::query(self.sql.schedule_insert.clone()), s)
             .bind(s.created_at.timestamp_micros())
             .bind(s.updated_at.timestamp_micros())
+            .bind(&s.kind)
             .execute(&self.writer)
             .await?;
         Ok(())
@@ -1277,6 +1279,7 @@ impl Driver for SqliteDriver {
         let done = bind_schedule(sqlx::query(self.sql.schedule_update.clone()), s)
             .bind(s.updated_at.timestamp_micros())
             .bind(version)
+            .bind(&s.kind)
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())

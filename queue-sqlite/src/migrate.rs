@@ -51,4 +51,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "gauges",
         sql: include_str!("../migrations/0009_gauges.sql"),
     },
+    Migration {
+        version: 10,
+        name: "schedule_kinds",
+        sql: include_str!("../migrations/0010_schedule_kinds.sql"),
+    },
 ];

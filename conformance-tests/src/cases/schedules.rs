@@ -376,6 +376,94 @@ pub async fn schedules_changed_expression_takes_effect(ctx: Ctx) -> anyhow::Resu
     Ok(())
 }
 
+/// The args of a kind that a schedule pushes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Report {
+    scope: String,
+}
+
+impl queue_core::JobArgs for Report {
+    const KIND: &'static str = "nightly.report";
+    fn options() -> queue_core::KindOptions {
+        queue_core::KindOptions::new()
+            .queue("reports")
+            .priority(7)
+            .max_attempts(4)
+    }
+}
+
+/// A schedule of a kind pushes jobs of that kind, in its kind's queue with its priority and
+/// attempts, stored and read back with the schedule; a change of kind is a change of the
+/// schedule; a schedule without a kind pushes jobs without one.
+pub async fn schedules_of_a_kind_push_jobs_of_that_kind(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    let t0 = start();
+    let report = PeriodicJob::of(
+        "report",
+        "*/10 * * * * *",
+        &Report {
+            scope: "all".into(),
+        },
+    )?;
+    ensure!(report.queue() == "reports" && report.kind_value() == Some("nightly.report"));
+    q.schedule_register(&report, Registration::Operator, t0)
+        .await?;
+    let info = stored(&q, "report").await?;
+    ensure!(
+        info.job == report,
+        "stored {:?}, registered {report:?}",
+        info.job
+    );
+    q.schedule_tick(t0 + secs(10)).await?;
+    let job = pop_one(&q, "reports").await?.job;
+    ensure!(
+        job.kind.as_deref() == Some("nightly.report")
+            && job.priority == 7
+            && job.max_attempts == 4
+            && job.payload_value() == json!({"scope": "all"}),
+        "{job:?}"
+    );
+    // Registering it again changes nothing; another kind is a change, taken by the next slot.
+    ensure!(
+        q.schedule_register(&report, Registration::Operator, t0 + secs(11))
+            .await?
+            == Registered::Unchanged
+    );
+    let renamed = report.clone().kind("weekly.report");
+    ensure!(
+        q.schedule_register(&renamed, Registration::Operator, t0 + secs(12))
+            .await?
+            == Registered::Changed
+    );
+    ensure!(stored(&q, "report").await?.job.kind_value() == Some("weekly.report"));
+    q.schedule_tick(t0 + secs(20)).await?;
+    let job = pop_one(&q, "reports").await?.job;
+    ensure!(job.kind.as_deref() == Some("weekly.report"), "{job:?}");
+    // Without a kind, as before kinds: jobs without one.
+    let plain = PeriodicJob::new("plain", "*/10 * * * * *", "plain", &json!({}))?;
+    q.schedule_register(&plain, Registration::Operator, t0)
+        .await?;
+    ensure!(stored(&q, "plain").await?.job.kind_value().is_none());
+    q.schedule_tick(t0 + secs(30)).await?;
+    let job = pop_one(&q, "plain").await?.job;
+    ensure!(job.kind.is_none(), "{job:?}");
+    // A kind's name breaks the same rules as a job's: refused, nothing stored.
+    let bad =
+        PeriodicJob::new("bad-kind", "*/10 * * * * *", "plain", &json!({}))?.kind("no spaces");
+    let refused = q.schedule_register(&bad, Registration::Operator, t0).await;
+    ensure!(
+        invalid_field(&refused) == Ok("kind".to_owned()),
+        "a bad kind: {refused:?}"
+    );
+    ensure!(q
+        .schedules()
+        .await?
+        .iter()
+        .all(|s| s.job.name() != "bad-kind"));
+    Ok(())
+}
+
 /// Bad schedules are refused with `InvalidInput` naming the field and rule, and nothing is
 /// stored; an operator cannot overwrite a schedule a running process registered in code.
 pub async fn schedules_bad_input_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {

@@ -378,6 +378,8 @@ pub struct StoredSchedule {
     pub time_zone: String,
     /// The queue of its jobs.
     pub queue: String,
+    /// The kind of its jobs (`None`: none).
+    pub kind: Option<String>,
     /// The payload of its jobs, JSON text (stored as text, so it comes back byte for byte).
     pub payload: String,
     /// The priority of its jobs.

@@ -45,6 +45,7 @@ fn stored(
         expression: job.expression().to_owned(),
         time_zone: job.time_zone_name().to_owned(),
         queue: job.queue().to_owned(),
+        kind: job.kind_value().map(str::to_owned),
         payload: job.payload_json().to_owned(),
         priority: job.priority_value(),
         max_attempts: i32::try_from(job.max_attempts_value()).unwrap_or(i32::MAX),

@@ -197,6 +197,7 @@ pub struct PeriodicJob {
     expression: String,
     time_zone: String,
     queue: String,
+    kind: Option<String>,
     payload: Box<RawValue>,
     priority: i32,
     max_attempts: u32,
@@ -209,6 +210,7 @@ impl PartialEq for PeriodicJob {
             && self.expression == other.expression
             && self.time_zone == other.time_zone
             && self.queue == other.queue
+            && self.kind == other.kind
             && self.payload.get() == other.payload.get()
             && self.priority == other.priority
             && self.max_attempts == other.max_attempts
@@ -258,11 +260,45 @@ impl PeriodicJob {
             expression: expression.into(),
             time_zone: "UTC".to_owned(),
             queue: queue.into(),
+            kind: None,
             payload,
             priority: 0,
             max_attempts: NewJob::DEFAULT_MAX_ATTEMPTS,
             misfire: Misfire::Skip,
         }
+    }
+
+    /// The schedule `name` pushing a job of kind `A` with `args` at every slot of
+    /// `expression`: in the queue, with the priority and the attempt budget that `A`'s
+    /// options give (as [`NewJob::of`] does), so a worker routes it to `A`'s handler.
+    ///
+    /// # Errors
+    /// [`Error::Payload`] when the args cannot be serialized.
+    pub fn of<A: crate::JobArgs>(
+        name: impl Into<String>,
+        expression: impl Into<String>,
+        args: &A,
+    ) -> Result<Self> {
+        let options = A::options();
+        let queue = options
+            .queue
+            .clone()
+            .unwrap_or_else(|| crate::job::DEFAULT_QUEUE.to_owned());
+        let mut job = PeriodicJob::new(name, expression, queue, args)?.kind(A::KIND);
+        if let Some(p) = options.priority {
+            job = job.priority(p);
+        }
+        if let Some(n) = options.max_attempts {
+            job = job.max_attempts(n);
+        }
+        Ok(job)
+    }
+
+    /// The kind of the jobs it pushes (default: none), which picks their handler in a worker
+    /// that runs several kinds.
+    pub fn kind(mut self, kind: impl Into<String>) -> Self {
+        self.kind = Some(kind.into());
+        self
     }
 
     /// The IANA time zone whose wall clock the expression follows (default `UTC`).
@@ -305,6 +341,10 @@ impl PeriodicJob {
     pub fn queue(&self) -> &str {
         &self.queue
     }
+    /// The kind of its jobs, if any.
+    pub fn kind_value(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
     /// The payload of its jobs, as JSON text.
     pub fn payload_json(&self) -> &str {
         self.payload.get()
@@ -331,8 +371,8 @@ impl PeriodicJob {
     }
 
     /// Checks every rule against `limits`: the name (1..=128 characters of `A-Z a-z 0-9 _ . :
-    /// -`), the expression, the time zone, the queue name, the payload's size, `max_attempts`
-    /// and the misfire policy.
+    /// -`), the expression, the time zone, the queue name, the kind's name, the payload's
+    /// size, `max_attempts` and the misfire policy.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming the first field that breaks a rule.
@@ -340,6 +380,9 @@ impl PeriodicJob {
         validate::schedule_name(&self.name)?;
         self.cadence()?;
         validate::queue_name(&self.queue)?;
+        if let Some(kind) = &self.kind {
+            validate::kind(kind)?;
+        }
         validate::payload(self.payload.get(), limits)?;
         validate::max_attempts(self.max_attempts)?;
         self.misfire.validate()
@@ -365,7 +408,12 @@ impl PeriodicJob {
     /// # Errors
     /// [`Error::InvalidInput`] when the stored payload is not JSON.
     pub fn job_for(&self, slot: DateTime<Utc>) -> Result<NewJob> {
-        Ok(NewJob::from_json(self.queue.as_str(), self.payload.get())?
+        let job = NewJob::from_json(self.queue.as_str(), self.payload.get())?;
+        let job = match &self.kind {
+            Some(kind) => job.kind(kind.as_str()),
+            None => job,
+        };
+        Ok(job
             .priority(self.priority)
             .max_attempts(self.max_attempts)
             .run_at(slot)
@@ -467,6 +515,10 @@ pub(crate) fn info_from_stored(row: crate::engine::StoredSchedule) -> Result<Sch
     .priority(row.priority)
     .max_attempts(max_attempts)
     .misfire(Misfire::from_stored(&row.misfire, misfire_max)?);
+    let job = match row.kind {
+        Some(kind) => job.kind(kind),
+        None => job,
+    };
     Ok(ScheduleInfo {
         job,
         origin: Origin::from_stored(&row.origin)?,
