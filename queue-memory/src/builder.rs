@@ -1,4 +1,5 @@
-//! [`MemoryQueueBuilder`]: which store, which clock, and the settings every backend shares.
+//! [`MemoryQueueBuilder`]: which store, which clock (the system's, a manual one, Tokio's), and
+//! the settings every backend shares.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,15 +40,23 @@ enum Target {
 #[derive(Clone, Debug)]
 pub struct MemoryQueueBuilder {
     target: Target,
-    clock: Option<Arc<ManualClock>>,
+    clock: ClockChoice,
     common: CommonOptions,
+}
+
+/// Which clock a builder gives the store.
+#[derive(Clone, Debug)]
+enum ClockChoice {
+    System,
+    Manual(Arc<ManualClock>),
+    Tokio,
 }
 
 impl MemoryQueueBuilder {
     pub(crate) fn new() -> Self {
         MemoryQueueBuilder {
             target: Target::Private,
-            clock: None,
+            clock: ClockChoice::System,
             common: CommonOptions::default(),
         }
     }
@@ -76,7 +85,20 @@ impl MemoryQueueBuilder {
     /// moves it. Queue values on one named store share its clock: each must be given the same
     /// one (or none).
     pub fn clock(mut self, clock: Arc<ManualClock>) -> Self {
-        self.clock = Some(clock);
+        self.clock = ClockChoice::Manual(clock);
+        self
+    }
+
+    /// The store's clock follows Tokio's, instead of the system's: it shows the system's time
+    /// when the store opens, then moves as `tokio::time::Instant` does. For tests that run in
+    /// paused time (`#[tokio::test(start_paused = true)]`, `tokio::time::advance`): a worker's
+    /// leases, heartbeats, retries and rescues are then timed by one clock, the one the test
+    /// moves, so a lease expires when Tokio's timers say it has. Outside paused time it moves
+    /// with the real time, as Tokio's clock does. Queue values on one named store share its
+    /// clock: each must be given this one too (the store keeps the start it opened with).
+    /// Replaces [`clock`](Self::clock), and the other way round.
+    pub fn tokio_clock(mut self) -> Self {
+        self.clock = ClockChoice::Tokio;
         self
     }
 
@@ -125,7 +147,11 @@ impl MemoryQueueBuilder {
             ));
         }
         let name = self.store_name()?;
-        let clock = self.clock.map_or(Clock::System, Clock::Manual);
+        let clock = match self.clock {
+            ClockChoice::System => Clock::System,
+            ClockChoice::Manual(clock) => Clock::Manual(clock),
+            ClockChoice::Tokio => Clock::tokio(),
+        };
         let store = match &name {
             Some(name) => Store::named(name, clock)?,
             None => Store::private(clock),

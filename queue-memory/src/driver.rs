@@ -21,10 +21,13 @@
 //!   descending, then `run_at`, then id), so a claim reads what it takes; operators' reads
 //!   (`job_list`, `job_ids`, `job_count`) walk the jobs newest first, as the SQL reads the
 //!   primary key.
+//! - **Faults.** Every statement begins with `enter`, where the faults a test injected through
+//!   [`Faults`](crate::Faults) strike (latency, an outage, errors, panics); a queue value without
+//!   them pays one atomic load.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -43,6 +46,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::error::MemoryError;
+use crate::faults::{Call, Faults, Statement};
 use crate::jobs::{ClaimOrder, JobRow};
 use crate::migrate::MIGRATIONS;
 use crate::store::{driver_id, statement, MemoryTx, Store};
@@ -61,6 +65,8 @@ pub struct MemoryDriver {
     store: Arc<Store>,
     /// Tells this queue value's waiting workers apart from other queue values' on the store.
     id: u64,
+    /// The faults injected into this queue value's statements, once a test asked for them.
+    faults: OnceLock<Faults>,
 }
 
 impl Drop for MemoryDriver {
@@ -367,6 +373,21 @@ impl MemoryDriver {
         MemoryDriver {
             store,
             id: driver_id(),
+            faults: OnceLock::new(),
+        }
+    }
+
+    /// The faults of this queue value's statements, made at the first call.
+    pub(crate) fn faults(&self) -> Faults {
+        self.faults.get_or_init(Faults::default).clone()
+    }
+
+    /// A statement begins: without faults, nothing more than one atomic load; with them,
+    /// counted, delayed and perhaps struck (see [`Faults`]). Kept until the statement returns.
+    async fn enter(&self, statement: Statement) -> Result<Option<Call<'_>>> {
+        match self.faults.get() {
+            None => Ok(None),
+            Some(faults) => faults.enter(statement).await.map(Some),
         }
     }
 
@@ -472,11 +493,13 @@ impl Driver for MemoryDriver {
     /// Takes the store's lock for the whole migration (a second migration waits, then finds
     /// the versions the first recorded). The bookkeeping of applied migrations always exists.
     async fn migration_lock(&self) -> Result<MemoryTx> {
+        let _call = self.enter(Statement::MigrationLock).await?;
         Ok(self.store.begin().await)
     }
 
     /// The versions recorded so far, ascending.
     async fn migration_applied(&self, m: &mut MemoryTx) -> Result<Vec<i64>> {
+        let _call = self.enter(Statement::MigrationApplied).await?;
         Ok(m.tables().migrations.iter().copied().collect())
     }
 
@@ -484,6 +507,7 @@ impl Driver for MemoryDriver {
     /// (empty) and the maintenance tasks' lease rows, due at once. (A store never outlives its
     /// process, so it never meets a newer release's schema: one migration is all it needs.)
     async fn migration_apply(&self, m: &mut MemoryTx, migration: &Migration) -> Result<()> {
+        let _call = self.enter(Statement::MigrationApply).await?;
         m.statement(|w| {
             match migration.version {
                 1 => {
@@ -507,6 +531,7 @@ impl Driver for MemoryDriver {
 
     /// Ends the migration: keeps its changes when `commit`, else undoes every one.
     async fn migration_unlock(&self, m: MemoryTx, commit: bool) -> Result<()> {
+        let _call = self.enter(Statement::MigrationUnlock).await?;
         if commit {
             m.commit();
         } else {
@@ -517,6 +542,7 @@ impl Driver for MemoryDriver {
 
     /// The store's clock (the system's, or the builder's manual clock), in whole microseconds.
     async fn now(&self) -> Result<DateTime<Utc>> {
+        let _call = self.enter(Statement::Now).await?;
         Ok(self.store.now())
     }
 
@@ -533,6 +559,7 @@ impl Driver for MemoryDriver {
     /// queue values waiting on `p.notify` once the jobs are visible (inside a transaction: when
     /// it commits).
     async fn job_insert(&self, target: Target<'_, MemoryTx>, p: JobInsert<'_>) -> Result<()> {
+        let _call = self.enter(Statement::JobInsert).await?;
         let insert = |w: &mut Writer<'_>, now: DateTime<Utc>| {
             for (job, delay) in p.jobs.iter().zip(p.delays) {
                 let run_at = after(now, *delay, "a job's run time")?;
@@ -566,6 +593,7 @@ impl Driver for MemoryDriver {
         target: Target<'_, MemoryTx>,
         p: JobInsertUnique<'_>,
     ) -> Result<UniqueInsert> {
+        let _call = self.enter(Statement::JobInsertUnique).await?;
         self.on(target, |w, now| {
             if let Some(holder) = w.schema()?.jobs.unique_holder(p.key) {
                 return Ok(UniqueInsert::Held(holder));
@@ -584,6 +612,7 @@ impl Driver for MemoryDriver {
         target: Target<'_, MemoryTx>,
         p: JobUniqueReplace<'_>,
     ) -> Result<u64> {
+        let _call = self.enter(Statement::JobUniqueReplace).await?;
         self.on(target, |w, now| {
             let Some(mut row) = in_state(w, p.id, &[JobState::Pending])? else {
                 return Ok(0);
@@ -601,6 +630,7 @@ impl Driver for MemoryDriver {
     /// Another job with the unique key of job `id` that holds it (its state is in its own
     /// unique states).
     async fn job_unique_holder(&self, id: JobId) -> Result<Option<JobId>> {
+        let _call = self.enter(Statement::JobUniqueHolder).await?;
         self.read(|t, _| {
             let jobs = &t.schema()?.jobs;
             Ok(jobs
@@ -620,6 +650,7 @@ impl Driver for MemoryDriver {
         queues: &[&str],
         keys: &[&str],
     ) -> Result<Vec<(String, String)>> {
+        let _call = self.enter(Statement::JobDedupLive).await?;
         self.read_on(target, |t, _| {
             let jobs = &t.schema()?.jobs;
             let mut live = Vec::new();
@@ -640,17 +671,20 @@ impl Driver for MemoryDriver {
     /// `p.lease` from `now`, its attempt counted and `p.worker` stored; none while the queue's
     /// row says paused or limited, unless `p.controls_checked`.
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>> {
+        let _call = self.enter(Statement::JobClaim).await?;
         self.pool(|w, now| claim(w, p, now)).await
     }
 
     /// `job_claim` inside the engine's controlled claim's transaction.
     async fn job_claim_in(&self, conn: &mut MemoryTx, p: JobClaim<'_>) -> Result<Vec<Leased>> {
+        let _call = self.enter(Statement::JobClaimIn).await?;
         self.on(Target::Tx(conn), |w, now| claim(w, p, now)).await
     }
 
     /// The optimistic claim's read: the id and version of up to `p.limit` due pending jobs of
     /// `p.queue`, in claim order.
     async fn job_candidates(&self, p: JobClaim<'_>) -> Result<Vec<(JobId, i64)>> {
+        let _call = self.enter(Statement::JobCandidates).await?;
         self.read(|t, now| {
             let jobs = &t.schema()?.jobs;
             let ids = due(t, p.queue, Among::All, now, p.limit)?;
@@ -670,6 +704,7 @@ impl Driver for MemoryDriver {
         p: JobClaim<'_>,
         candidates: Vec<(JobId, i64)>,
     ) -> Result<Vec<Leased>> {
+        let _call = self.enter(Statement::JobClaimCandidates).await?;
         self.pool(|w, now| {
             if restricted(w, p.queue)? {
                 return Ok(Vec::new());
@@ -692,6 +727,7 @@ impl Driver for MemoryDriver {
     /// Completes the job if `p.lease` is current: completed and finished `now`, the handler's
     /// output stored (or cleared), the lease ended, the worker kept; rows changed.
     async fn job_complete(&self, target: Target<'_, MemoryTx>, p: JobComplete<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobComplete).await?;
         self.on(target, |w, now| {
             let Some(mut row) = fenced(w, p.lease)? else {
                 return Ok(0);
@@ -710,6 +746,7 @@ impl Driver for MemoryDriver {
     /// Completes every listed job whose lease is current (as `job_complete`, its output left
     /// as it is); rows changed.
     async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64> {
+        let _call = self.enter(Statement::JobCompleteMany).await?;
         self.pool(|w, now| complete_many(w, leases, now)).await
     }
 
@@ -720,6 +757,7 @@ impl Driver for MemoryDriver {
         leases: &[Lease],
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>> {
+        let _call = self.enter(Statement::JobCompleteAndClaim).await?;
         self.pool(|w, now| {
             let done = complete_many(w, leases, now)?;
             let claimed = claim(w, p, now)?;
@@ -732,6 +770,7 @@ impl Driver for MemoryDriver {
     /// recorded in `last_error` and the history, the worker cleared (no one holds the job
     /// now), the lease ended; rows changed.
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobFailRetry).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, p.lease)? else {
                 return Ok(0);
@@ -751,6 +790,7 @@ impl Driver for MemoryDriver {
     /// Dead and finished `now`, if `p.lease` is current: the failure recorded, the lease
     /// ended, the worker kept; rows changed.
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobFailDead).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, p.lease)? else {
                 return Ok(0);
@@ -770,6 +810,7 @@ impl Driver for MemoryDriver {
     /// snoozed fewer than `p.max_snoozes` times: the attempt given back, the snooze counted,
     /// the worker cleared, the lease ended; rows changed.
     async fn job_snooze(&self, p: JobSnooze<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobSnooze).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, p.lease)?.filter(|r| r.snoozes < p.max_snoozes) else {
                 return Ok(0);
@@ -789,6 +830,7 @@ impl Driver for MemoryDriver {
 
     /// The metadata and version of the job if `lease` is current.
     async fn job_meta_get(&self, lease: &Lease) -> Result<Option<StoredMeta>> {
+        let _call = self.enter(Statement::JobMetaGet).await?;
         self.read(|t, _| {
             Ok(t.schema()?
                 .jobs
@@ -805,6 +847,7 @@ impl Driver for MemoryDriver {
     /// Writes the merged metadata if `p.lease` is current and the row still has `p.version`;
     /// rows changed.
     async fn job_meta_set(&self, p: JobMetaSet<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobMetaSet).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, p.lease)?.filter(|r| r.version == p.version) else {
                 return Ok(0);
@@ -820,6 +863,7 @@ impl Driver for MemoryDriver {
     /// Back to pending, due `now`, if `lease` is current: the attempt given back, the worker
     /// cleared, the lease ended; rows changed.
     async fn job_release(&self, lease: &Lease) -> Result<u64> {
+        let _call = self.enter(Statement::JobRelease).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, lease)? else {
                 return Ok(0);
@@ -838,6 +882,7 @@ impl Driver for MemoryDriver {
 
     /// The lease ends `by` after `now`, if it is current; the new expiry.
     async fn job_extend(&self, lease: &Lease, by: Duration) -> Result<Option<DateTime<Utc>>> {
+        let _call = self.enter(Statement::JobExtend).await?;
         self.pool(|w, now| {
             let Some(mut row) = fenced(w, lease)? else {
                 return Ok(None);
@@ -853,6 +898,7 @@ impl Driver for MemoryDriver {
 
     /// The job's state (why a transition changed nothing).
     async fn job_state(&self, target: Target<'_, MemoryTx>, id: JobId) -> Result<Option<JobState>> {
+        let _call = self.enter(Statement::JobState).await?;
         self.read_on(target, |t, _| {
             Ok(t.schema()?.jobs.get(id).map(|row| row.state))
         })
@@ -861,6 +907,7 @@ impl Driver for MemoryDriver {
 
     /// Up to `limit` running jobs whose lease expired before `now`, the longest expired first.
     async fn job_expired(&self, limit: usize) -> Result<Vec<Expired>> {
+        let _call = self.enter(Statement::JobExpired).await?;
         self.read(|t, now| {
             Ok(t.schema()?
                 .jobs
@@ -885,6 +932,7 @@ impl Driver for MemoryDriver {
     /// (the worker cleared); the error recorded as a failure of the attempt whose lease
     /// expired, the lease ended. Rows changed.
     async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobRescue).await?;
         self.pool(|w, now| {
             let mut done = 0;
             for (id, token) in p.jobs {
@@ -918,6 +966,7 @@ impl Driver for MemoryDriver {
     /// A pending or running job to cancelled, finished `now`, its lease token kept (so that
     /// its holder learns of it) and its expiry cleared; rows changed.
     async fn job_cancel(&self, id: JobId) -> Result<u64> {
+        let _call = self.enter(Statement::JobCancel).await?;
         self.pool(|w, now| {
             let Some(row) = in_state(w, id, &[JobState::Pending, JobState::Running])? else {
                 return Ok(0);
@@ -932,6 +981,7 @@ impl Driver for MemoryDriver {
     /// history kept); its queue. Refused when its dedup key is held by a live job, or its
     /// unique key by a job in its states.
     async fn job_retry(&self, id: JobId) -> Result<Option<String>> {
+        let _call = self.enter(Statement::JobRetry).await?;
         self.pool(|w, now| {
             let Some(row) = in_state(w, id, &[JobState::Dead, JobState::Cancelled])? else {
                 return Ok(None);
@@ -944,6 +994,7 @@ impl Driver for MemoryDriver {
     /// A pending job's run time (`now` plus `p.delay`) and priority, each when given; its
     /// queue.
     async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>> {
+        let _call = self.enter(Statement::JobReschedule).await?;
         self.pool(|w, now| {
             let Some(mut row) = in_state(w, p.id, &[JobState::Pending])? else {
                 return Ok(None);
@@ -962,6 +1013,7 @@ impl Driver for MemoryDriver {
 
     /// One job, with its history and output.
     async fn job_get(&self, id: JobId) -> Result<Option<Job>> {
+        let _call = self.enter(Statement::JobGet).await?;
         self.read(|t, _| Ok(t.schema()?.jobs.get(id).map(JobRow::job_detail)))
             .await
     }
@@ -969,6 +1021,7 @@ impl Driver for MemoryDriver {
     /// Jobs newest first (by id), below `req.before`, filtered by queue, state and kind; without
     /// their history and output (which `job_get` reads).
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>> {
+        let _call = self.enter(Statement::JobList).await?;
         self.read(|t, _| {
             Ok(t.schema()?
                 .jobs
@@ -993,6 +1046,7 @@ impl Driver for MemoryDriver {
     /// `run_at` of the available job due the longest. The counts of each queue and state are
     /// kept with every write, so no finished job is read to count.
     async fn job_stats(&self, queue: Option<&str>, cap: Option<u64>) -> Result<Vec<QueueStats>> {
+        let _call = self.enter(Statement::JobStats).await?;
         self.read(|t, now| {
             let jobs = &t.schema()?.jobs;
             let capped = |n: u64| cap.map_or(n, |c| n.min(c));
@@ -1025,6 +1079,7 @@ impl Driver for MemoryDriver {
     /// Deletes up to `p.limit` finished jobs in `p.states` (of `p.queue` when given) that
     /// finished before `now` less `p.older_than`, the earliest finished first; rows deleted.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobPrune).await?;
         self.pool(|w, now| {
             let cutoff = before(now, p.older_than);
             let doomed: Vec<JobId> = w
@@ -1050,6 +1105,7 @@ impl Driver for MemoryDriver {
     /// The ids and queues of up to `m.limit` jobs that `m` matches, newest first, below
     /// `m.before`.
     async fn job_ids(&self, m: JobMatch<'_>) -> Result<Vec<(JobId, String)>> {
+        let _call = self.enter(Statement::JobIds).await?;
         self.read(|t, now| {
             Ok(matching(t, m, now, m.before)?
                 .take(m.limit)
@@ -1061,12 +1117,14 @@ impl Driver for MemoryDriver {
 
     /// How many jobs `m` matches.
     async fn job_count(&self, m: JobMatch<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobCount).await?;
         self.read(|t, now| Ok(matching(t, m, now, None)?.count() as u64))
             .await
     }
 
     /// `job_cancel` of each listed job that is pending or running; rows changed.
     async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64> {
+        let _call = self.enter(Statement::JobCancelMany).await?;
         self.pool(|w, now| {
             let mut done = 0;
             for id in ids {
@@ -1083,6 +1141,7 @@ impl Driver for MemoryDriver {
     /// `job_retry` of each listed job that is dead or cancelled, as one statement: a key that
     /// refuses one of them refuses them all; rows changed.
     async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64> {
+        let _call = self.enter(Statement::JobRetryMany).await?;
         self.pool(|w, now| {
             let mut done = 0;
             for id in ids {
@@ -1099,6 +1158,7 @@ impl Driver for MemoryDriver {
     /// Deletes each listed job whose state is one of `states` (never a running one); rows
     /// deleted.
     async fn job_delete_many(&self, ids: &[JobId], states: &[JobState]) -> Result<u64> {
+        let _call = self.enter(Statement::JobDeleteMany).await?;
         self.pool(|w, _| {
             let mut done = 0;
             for id in ids {
@@ -1118,6 +1178,7 @@ impl Driver for MemoryDriver {
     /// when `token` holds it already: it is held under `token` until `now` plus `lease`.
     /// Whether it was taken.
     async fn maintenance_claim(&self, task: &str, token: Uuid, lease: Duration) -> Result<bool> {
+        let _call = self.enter(Statement::MaintenanceClaim).await?;
         self.pool(|w, now| {
             let due = w
                 .schema()?
@@ -1143,6 +1204,7 @@ impl Driver for MemoryDriver {
     /// The round of `task` under `token` is over: the next is due `next_in` after `now`. A
     /// round whose lease was taken over changes nothing.
     async fn maintenance_release(&self, task: &str, token: Uuid, next_in: Duration) -> Result<()> {
+        let _call = self.enter(Statement::MaintenanceRelease).await?;
         self.pool(|w, now| {
             let held = w
                 .schema()?
@@ -1166,6 +1228,7 @@ impl Driver for MemoryDriver {
 
     /// Wakes the queue values on the store (other than this one) that wait on `queues`.
     async fn notify(&self, queues: &[&str]) -> Result<()> {
+        let _call = self.enter(Statement::Notify).await?;
         for queue in queues {
             self.store.notify(self.id, queue, 1);
         }
@@ -1174,6 +1237,9 @@ impl Driver for MemoryDriver {
 
     /// Registers `hub` for the wake-ups other queue values on the store send for `queue`.
     fn watch(&self, queue: &str, hub: &Arc<WakeHub>) {
+        if let Some(faults) = self.faults.get() {
+            faults.enter_sync(Statement::Watch);
+        }
         self.store.watch(self.id, queue, hub);
     }
 
@@ -1182,6 +1248,7 @@ impl Driver for MemoryDriver {
     /// Takes the store's lock until the transaction ends (serializable: nothing else runs
     /// meanwhile).
     async fn tx_begin(&self) -> Result<MemoryTx> {
+        let _call = self.enter(Statement::TxBegin).await?;
         Ok(self.store.begin().await)
     }
 
@@ -1191,6 +1258,7 @@ impl Driver for MemoryDriver {
 
     /// Keeps the transaction's writes, and sends the wake-ups of the jobs it pushed.
     async fn tx_commit(&self, tx: MemoryTx) -> Result<()> {
+        let _call = self.enter(Statement::TxCommit).await?;
         let wakeups = tx.commit();
         self.wake_others(&wakeups);
         Ok(())
@@ -1198,12 +1266,14 @@ impl Driver for MemoryDriver {
 
     /// Undoes every write of the transaction.
     async fn tx_rollback(&self, tx: MemoryTx) -> Result<()> {
+        let _call = self.enter(Statement::TxRollback).await?;
         tx.rollback();
         Ok(())
     }
 
     /// The controls of `queue`, `None` when it has no row.
     async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>> {
+        let _call = self.enter(Statement::QueueControlGet).await?;
         self.read(|t, _| Ok(t.schema()?.queues.get(queue).map(|row| row.control(queue))))
             .await
     }
@@ -1215,6 +1285,7 @@ impl Driver for MemoryDriver {
         conn: &mut MemoryTx,
         queue: &str,
     ) -> Result<Option<QueueControl>> {
+        let _call = self.enter(Statement::QueueControlLock).await?;
         self.read_on(Target::Tx(conn), |t, _| {
             Ok(t.schema()?.queues.get(queue).map(|row| row.control(queue)))
         })
@@ -1223,6 +1294,7 @@ impl Driver for MemoryDriver {
 
     /// Every queue's controls, by name.
     async fn queue_control_list(&self) -> Result<Vec<QueueControl>> {
+        let _call = self.enter(Statement::QueueControlList).await?;
         self.read(|t, _| {
             Ok(t.schema()?
                 .queues
@@ -1235,12 +1307,14 @@ impl Driver for MemoryDriver {
 
     /// Pauses or resumes `queue` (its row made when missing).
     async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetPaused).await?;
         self.pool(|w, now| set_control(w, queue, now, |row| row.paused = paused))
             .await
     }
 
     /// Sets or removes the concurrency limit of `queue` (its row made when missing).
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetLimit).await?;
         self.pool(|w, now| set_control(w, queue, now, |row| row.concurrency_limit = limit))
             .await
     }
@@ -1248,6 +1322,7 @@ impl Driver for MemoryDriver {
     /// Sets or removes the rate limit of `queue` (its row made when missing); its count starts
     /// afresh (no window).
     async fn queue_set_rate(&self, queue: &str, rate: Option<(u32, i64)>) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetRate).await?;
         self.pool(|w, now| {
             set_control(w, queue, now, |row| {
                 row.rate = rate;
@@ -1261,6 +1336,7 @@ impl Driver for MemoryDriver {
     /// The rate window and count of `queue`, with the clock now in microseconds; no window and
     /// no count when it has no row.
     async fn queue_rate_state(&self, conn: &mut MemoryTx, queue: &str) -> Result<RateState> {
+        let _call = self.enter(Statement::QueueRateState).await?;
         self.read_on(Target::Tx(conn), |t, now| {
             let row = t.schema()?.queues.get(queue);
             Ok(RateState {
@@ -1280,6 +1356,7 @@ impl Driver for MemoryDriver {
         window: i64,
         count: u32,
     ) -> Result<()> {
+        let _call = self.enter(Statement::QueueRateRecord).await?;
         self.on(Target::Tx(conn), |w, _| {
             update_control(w, queue, |row| {
                 row.rate_window = Some(window);
@@ -1291,6 +1368,7 @@ impl Driver for MemoryDriver {
 
     /// Sets or removes the key limit of `queue` (its row made when missing).
     async fn queue_set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetKeyLimit).await?;
         self.pool(|w, now| set_control(w, queue, now, |row| row.key_limit = limit))
             .await
     }
@@ -1298,6 +1376,7 @@ impl Driver for MemoryDriver {
     /// Sets or removes the key rate limit of `queue` (its row made when missing), and forgets
     /// the counts of its keys.
     async fn queue_set_key_rate(&self, queue: &str, rate: Option<(u32, i64)>) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetKeyRate).await?;
         self.pool(|w, now| {
             set_control(w, queue, now, |row| row.key_rate = rate)?;
             let keys: Vec<String> = w
@@ -1322,6 +1401,7 @@ impl Driver for MemoryDriver {
         queue: &str,
         key: &str,
     ) -> Result<Option<(i64, u32)>> {
+        let _call = self.enter(Statement::QueueKeyRateGet).await?;
         self.read_on(Target::Tx(conn), |t, _| {
             Ok(t.schema()?
                 .key_rates
@@ -1340,6 +1420,7 @@ impl Driver for MemoryDriver {
         window: i64,
         count: u32,
     ) -> Result<()> {
+        let _call = self.enter(Statement::QueueKeyRatePut).await?;
         self.on(Target::Tx(conn), |w, _| {
             w.put_key_rate(queue, key, Some(RateCount { window, count }))
         })
@@ -1348,6 +1429,7 @@ impl Driver for MemoryDriver {
 
     /// Turns fair shares of `queue` on or off (its row made when missing).
     async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<()> {
+        let _call = self.enter(Statement::QueueSetFair).await?;
         self.pool(|w, now| set_control(w, queue, now, |row| row.fair_shares = on))
             .await
     }
@@ -1359,6 +1441,7 @@ impl Driver for MemoryDriver {
         queue: &str,
         cursor: Option<&str>,
     ) -> Result<()> {
+        let _call = self.enter(Statement::QueueKeyCursor).await?;
         self.on(Target::Tx(conn), |w, _| {
             update_control(w, queue, |row| row.key_cursor = cursor.map(str::to_owned))
         })
@@ -1372,6 +1455,7 @@ impl Driver for MemoryDriver {
         target: Target<'_, MemoryTx>,
         queue: &str,
     ) -> Result<Vec<(String, u64)>> {
+        let _call = self.enter(Statement::JobKeyLeases).await?;
         self.read_on(target, |t, now| {
             let jobs = &t.schema()?.jobs;
             let mut per_key: BTreeMap<&str, u64> = BTreeMap::new();
@@ -1401,6 +1485,7 @@ impl Driver for MemoryDriver {
         after: &str,
         n: usize,
     ) -> Result<Vec<String>> {
+        let _call = self.enter(Statement::JobKeyNext).await?;
         self.read_on(Target::Tx(conn), |t, _| {
             let Some(q) = t.schema()?.jobs.queue(queue) else {
                 return Ok(Vec::new());
@@ -1422,6 +1507,7 @@ impl Driver for MemoryDriver {
         p: JobClaim<'_>,
         key: Option<&str>,
     ) -> Result<Vec<Leased>> {
+        let _call = self.enter(Statement::JobClaimKey).await?;
         let among = key.map_or(Among::Unkeyed, Among::Key);
         self.on(Target::Tx(conn), |w, now| {
             let ids = due(w.tables(), p.queue, among, now, p.limit)?;
@@ -1433,6 +1519,7 @@ impl Driver for MemoryDriver {
     /// Deletes up to `limit` of `queue`'s key rate counts whose window is before `before`;
     /// how many.
     async fn queue_key_rate_prune(&self, queue: &str, before: i64, limit: usize) -> Result<u64> {
+        let _call = self.enter(Statement::QueueKeyRatePrune).await?;
         self.pool(|w, _| {
             let ended: Vec<String> = w
                 .schema()?
@@ -1453,6 +1540,7 @@ impl Driver for MemoryDriver {
 
     /// How many pending jobs of `queue` with the concurrency key `key` are due at `now`.
     async fn job_key_waiting(&self, queue: &str, key: &str) -> Result<u64> {
+        let _call = self.enter(Statement::JobKeyWaiting).await?;
         self.read(|t, now| {
             Ok(t.schema()?
                 .jobs
@@ -1465,6 +1553,7 @@ impl Driver for MemoryDriver {
 
     /// How many jobs of `queue` run under a lease that has not expired at `now`.
     async fn job_live_leases(&self, conn: &mut MemoryTx, queue: &str) -> Result<u64> {
+        let _call = self.enter(Statement::JobLiveLeases).await?;
         self.read_on(Target::Tx(conn), |t, now| {
             Ok(t.schema()?
                 .jobs
@@ -1476,6 +1565,7 @@ impl Driver for MemoryDriver {
 
     /// One schedule, with the state of its last slot's job.
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>> {
+        let _call = self.enter(Statement::ScheduleGet).await?;
         self.read(|t, _| {
             t.schema()?
                 .schedules
@@ -1488,6 +1578,7 @@ impl Driver for MemoryDriver {
 
     /// Every schedule by name, each with the state of its last slot's job.
     async fn schedule_list(&self) -> Result<Vec<StoredSchedule>> {
+        let _call = self.enter(Statement::ScheduleList).await?;
         self.read(|t, _| {
             t.schema()?
                 .schedules
@@ -1500,6 +1591,7 @@ impl Driver for MemoryDriver {
 
     /// A new schedule; refused when one of that name exists.
     async fn schedule_insert(&self, s: &StoredSchedule) -> Result<()> {
+        let _call = self.enter(Statement::ScheduleInsert).await?;
         self.pool(|w, _| {
             if w.schema()?.schedules.contains_key(&s.name) {
                 return Err(MemoryError::ScheduleExists(s.name.clone()));
@@ -1511,6 +1603,7 @@ impl Driver for MemoryDriver {
 
     /// Writes every column of `s` but `created_at` if the row still has `version`; rows changed.
     async fn schedule_update(&self, s: &StoredSchedule, version: i64) -> Result<u64> {
+        let _call = self.enter(Statement::ScheduleUpdate).await?;
         self.pool(|w, _| {
             let Some(old) = w
                 .schema()?
@@ -1533,6 +1626,7 @@ impl Driver for MemoryDriver {
     /// Moves the lease of the code schedule `name` to `expires_at`, never earlier than it is,
     /// its version untouched; rows changed.
     async fn schedule_touch(&self, name: &str, expires_at: DateTime<Utc>) -> Result<u64> {
+        let _call = self.enter(Statement::ScheduleTouch).await?;
         self.pool(|w, _| {
             let Some(mut row) = w
                 .schema()?
@@ -1558,6 +1652,7 @@ impl Driver for MemoryDriver {
         target: Target<'_, MemoryTx>,
         p: ScheduleAdvance<'_>,
     ) -> Result<u64> {
+        let _call = self.enter(Statement::ScheduleAdvance).await?;
         self.on(target, |w, _| {
             let Some(mut row) = w
                 .schema()?
@@ -1580,6 +1675,7 @@ impl Driver for MemoryDriver {
 
     /// Deletes the schedule `name` if it still has `version`; rows deleted.
     async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64> {
+        let _call = self.enter(Statement::ScheduleDelete).await?;
         self.pool(|w, _| {
             let current = w
                 .schema()?

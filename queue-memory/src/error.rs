@@ -3,9 +3,10 @@
 use queue_core::engine::{DriverFault, UniqueIndex};
 use queue_core::JobId;
 
-/// What a statement on the in-memory store refused. The store is never unavailable and never
-/// has a lock conflict (every statement runs under its one lock), so these are constraint
-/// violations and rows that cannot be written.
+/// What a statement on the in-memory store refused. The store is never unavailable by itself
+/// and never has a lock conflict (every statement runs under its one lock), so these are
+/// constraint violations, rows that cannot be written, and the faults a test injected
+/// ([`Faults`](crate::Faults)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MemoryError {
@@ -51,13 +52,28 @@ pub enum MemoryError {
     /// A migration that this driver does not know how to apply.
     #[error("migration {0} is not one of the in-memory store's")]
     UnknownMigration(i64),
+    /// The database could not be reached: a fault injected through [`Faults`](crate::Faults)
+    /// (an outage, or an unavailable statement). Classified as unavailable.
+    #[error("{statement}: the database is unavailable (an injected fault)")]
+    Unavailable {
+        /// The statement it struck.
+        statement: &'static str,
+    },
+    /// A permanent database error injected through [`Faults`](crate::Faults).
+    #[error("{statement}: a database error (an injected fault)")]
+    Injected {
+        /// The statement it struck.
+        statement: &'static str,
+    },
 }
 
 /// What an error means to the engine: the three constraint violations name their index (a
 /// schedule's name, which no [`UniqueIndex`] stands for, is reported as
-/// [`UniqueIndex::Unknown`]); everything else is [`DriverFault::Other`].
+/// [`UniqueIndex::Unknown`]); an injected outage is [`DriverFault::Unavailable`]; everything
+/// else is [`DriverFault::Other`].
 pub(crate) fn classify(error: &MemoryError) -> DriverFault {
     match error {
+        MemoryError::Unavailable { .. } => DriverFault::Unavailable,
         MemoryError::DuplicateId(_) => DriverFault::UniqueViolation(UniqueIndex::JobId),
         MemoryError::DedupKeyHeld { .. } => DriverFault::UniqueViolation(UniqueIndex::DedupKey),
         MemoryError::UniqueKeyHeld { .. } => DriverFault::UniqueViolation(UniqueIndex::UniqueKey),
@@ -65,7 +81,8 @@ pub(crate) fn classify(error: &MemoryError) -> DriverFault {
         MemoryError::NotMigrated
         | MemoryError::TimeOutOfRange(_)
         | MemoryError::NotJson { .. }
-        | MemoryError::UnknownMigration(_) => DriverFault::Other,
+        | MemoryError::UnknownMigration(_)
+        | MemoryError::Injected { .. } => DriverFault::Other,
     }
 }
 
@@ -94,5 +111,17 @@ mod tests {
             DriverFault::UniqueViolation(UniqueIndex::UniqueKey)
         );
         assert_eq!(classify(&MemoryError::NotMigrated), DriverFault::Other);
+        assert_eq!(
+            classify(&MemoryError::Unavailable {
+                statement: "job_claim"
+            }),
+            DriverFault::Unavailable
+        );
+        assert_eq!(
+            classify(&MemoryError::Injected {
+                statement: "job_claim"
+            }),
+            DriverFault::Other
+        );
     }
 }

@@ -5,6 +5,7 @@
 mod builder;
 mod driver;
 mod error;
+mod faults;
 mod jobs;
 mod migrate;
 mod queue;
@@ -16,6 +17,7 @@ mod tests;
 pub use builder::MemoryQueueBuilder;
 pub use driver::MemoryDriver;
 pub use error::MemoryError;
+pub use faults::{Faults, Statement, Statements, Tallied, Times};
 pub use queue::MemoryQueue;
 pub use store::MemoryTx;
 

@@ -6,6 +6,7 @@ use queue_core::{Backend, Engine};
 
 use crate::builder::MemoryQueueBuilder;
 use crate::driver::MemoryDriver;
+use crate::faults::Faults;
 
 /// A job queue whose jobs live in this process's memory. Cheap to clone; clones share the
 /// store and the engine.
@@ -43,5 +44,14 @@ impl MemoryQueue {
     /// The name of the store, `None` for a private one.
     pub fn store_name(&self) -> Option<&str> {
         self.engine.driver().store_name()
+    }
+
+    /// The faults injected into this queue value's statements (and its clones'), and counts of
+    /// the statements it runs, for tests of what runs above the engine against a database that
+    /// misbehaves: latency, an outage (`faults.down()` ... `faults.up()`), transient or
+    /// permanent errors, panics. See [`Faults`]. The first call starts the counts; a queue value
+    /// that never calls it pays one atomic load per statement.
+    pub fn faults(&self) -> Faults {
+        self.engine.driver().faults()
     }
 }

@@ -13,28 +13,51 @@ use tokio::sync::OwnedMutexGuard;
 use crate::error::MemoryError;
 use crate::tables::{Tables, Undo, Writer};
 
-/// The clock of a store: the system's, or a [`ManualClock`] that moves only when a test moves
-/// it. Read at microsecond precision, the precision every dialect stores.
+/// The clock of a store: the system's, a [`ManualClock`] that moves only when a test moves
+/// it, or Tokio's. Read at microsecond precision, the precision every dialect stores.
 #[derive(Clone, Debug)]
 pub(crate) enum Clock {
     System,
     Manual(Arc<ManualClock>),
+    /// `start` (the system's time when the store opened) plus the Tokio time elapsed since
+    /// `base`: it moves as Tokio's clock does, so paused time (`tokio::time::advance`, and the
+    /// auto-advance of a `start_paused` test) moves it too.
+    Tokio {
+        start: DateTime<Utc>,
+        base: tokio::time::Instant,
+    },
 }
 
 impl Clock {
+    /// Tokio's clock, from now.
+    pub(crate) fn tokio() -> Clock {
+        Clock::Tokio {
+            start: Utc::now(),
+            base: tokio::time::Instant::now(),
+        }
+    }
+
     /// The time now, truncated to whole microseconds.
     pub(crate) fn now(&self) -> DateTime<Utc> {
         let now = match self {
             Clock::System => Utc::now(),
             Clock::Manual(clock) => clock.get(),
+            Clock::Tokio { start, base } => {
+                let elapsed = tokio::time::Instant::now().saturating_duration_since(*base);
+                chrono::Duration::from_std(elapsed)
+                    .ok()
+                    .and_then(|d| start.checked_add_signed(d))
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC)
+            }
         };
         now.trunc_subsecs(6)
     }
 
-    /// Whether `other` is this clock (the same manual clock, or both the system's).
+    /// Whether `other` is this clock (the same manual clock, both the system's, or both
+    /// Tokio's: a store on Tokio's clock keeps the start it opened with).
     fn is(&self, other: &Clock) -> bool {
         match (self, other) {
-            (Clock::System, Clock::System) => true,
+            (Clock::System, Clock::System) | (Clock::Tokio { .. }, Clock::Tokio { .. }) => true,
             (Clock::Manual(a), Clock::Manual(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
@@ -111,7 +134,8 @@ impl Store {
                     "clock",
                     format!(
                         "must be the clock the open store {name:?} runs on: queue values on one \
-                         store share its clock (pass the same ManualClock, or none to each)"
+                         store share its clock (pass the same ManualClock, tokio_clock() to \
+                         each, or neither)"
                     ),
                 ));
             }

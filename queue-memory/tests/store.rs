@@ -1,6 +1,6 @@
 //! The in-memory backend through its public API, for what the conformance catalogue does not
-//! cover: named and private stores, the manual clock, and claim order over many priorities and
-//! run times.
+//! cover: named and private stores, the manual clock and Tokio's, and claim order over many
+//! priorities and run times.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,6 +184,104 @@ async fn the_manual_clock_decides_what_is_due_and_what_expired() {
     let report = q.run_retention(&rules).await.unwrap();
     assert_eq!(report.map(|r| r.completed), Some(1));
     assert!(q.get(id).await.unwrap().is_none());
+}
+
+/// On Tokio's clock, the store's time is the system's when it opened plus Tokio's time since:
+/// paused time moves run times and leases, and nothing else does.
+#[tokio::test(start_paused = true)]
+async fn tokio_s_clock_moves_with_paused_time() {
+    let opened = Utc::now();
+    let q = migrated(
+        MemoryQueue::builder()
+            .tokio_clock()
+            .connect()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let start = q.now().await.unwrap();
+    assert!(
+        (start - opened).abs() < chrono::Duration::seconds(5),
+        "{start} {opened}"
+    );
+    tokio::time::advance(Duration::from_secs(90)).await;
+    assert_eq!(
+        q.now().await.unwrap(),
+        start + chrono::Duration::seconds(90)
+    );
+
+    let id = q
+        .push(
+            NewJob::new("later", &1)
+                .unwrap()
+                .delay(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert!(q.pop(PopRequest::new("later")).await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let got = q
+        .pop(PopRequest::new("later").lease(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(got[0].job.id, id);
+    assert_eq!(
+        got[0].lease.expires_at,
+        start + chrono::Duration::seconds(90 + 60 + 30)
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        q.rescue_expired().await.unwrap(),
+        0,
+        "expired means past it"
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(q.rescue_expired().await.unwrap(), 1);
+}
+
+/// Queue values on one named store share Tokio's clock as the first one opened it; one on
+/// another clock is refused.
+#[tokio::test(start_paused = true)]
+async fn queue_values_on_one_store_share_tokio_s_clock() {
+    let name = unique_name("tokio-clock");
+    let a = migrated(
+        MemoryQueue::builder()
+            .name(&name)
+            .tokio_clock()
+            .connect()
+            .await
+            .unwrap(),
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(10)).await;
+    let b = MemoryQueue::builder()
+        .name(&name)
+        .tokio_clock()
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(a.now().await.unwrap(), b.now().await.unwrap());
+    for other in [
+        MemoryQueue::builder().name(&name),
+        MemoryQueue::builder()
+            .name(&name)
+            .clock(ManualClock::new(Utc::now())),
+    ] {
+        match other.connect().await {
+            Err(Error::InvalidInput { field, .. }) => assert_eq!(field, "clock"),
+            r => panic!("expected the clock refused, got {r:?}"),
+        }
+    }
+    // The last builder call chooses: a manual clock after Tokio's replaces it.
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2031, 5, 6, 7, 8, 9).unwrap());
+    let manual = MemoryQueue::builder()
+        .tokio_clock()
+        .clock(clock.clone())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(manual.now().await.unwrap(), clock.get());
 }
 
 /// Claims take jobs in claim order (priority descending, then run time, then id) whatever the

@@ -95,8 +95,6 @@ mod handler;
 mod inline;
 mod registry;
 mod runtime;
-#[cfg(test)]
-mod tests;
 
 pub use builder::{
     WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MAX_POP_CONCURRENCY, MIN_INTERVAL,
