@@ -602,7 +602,7 @@ pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
 ///
 /// ```
 /// use std::time::Duration;
-/// use queue_core::{JobArgs, KindOptions};
+/// use dbqueue::{JobArgs, KindOptions};
 ///
 /// #[derive(serde::Serialize, serde::Deserialize)]
 /// struct SendEmail {

@@ -31,7 +31,7 @@ pub enum ServerKind {
     Vitess,
     /// Microsoft SQL Server.
     MsSql,
-    /// The in-memory store (`queue-memory`): no server, no SQL.
+    /// The in-memory store (`dbqueue-memory`): no server, no SQL.
     Memory,
 }
 

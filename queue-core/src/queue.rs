@@ -31,7 +31,7 @@ pub enum Dialect {
     MariaDb,
     /// Microsoft SQL Server.
     MsSql,
-    /// No SQL: jobs kept in this process's memory (`queue-memory`), for tests and as the
+    /// No SQL: jobs kept in this process's memory (`dbqueue-memory`), for tests and as the
     /// reference driver.
     Memory,
 }

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use queue_core::{JobState, Retention};
+//! use dbqueue::{JobState, Retention};
 //!
 //! // Completed jobs an hour after they finish, cancelled after a day, dead jobs never.
 //! let rules = Retention::default()

@@ -8,13 +8,13 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # use queue_core::{JobArgs, NewJob, Queue, Worker, RunOutcome};
-//! # use queue_core::testing::{assert_enqueued, refute_enqueued, Enqueued};
+//! # use dbqueue_core::{JobArgs, NewJob, Queue, Worker, RunOutcome};
+//! # use dbqueue_core::testing::{assert_enqueued, refute_enqueued, Enqueued};
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Welcome { user: u64 }
 //! impl JobArgs for Welcome { const KIND: &'static str = "welcome"; }
 //!
-//! # async fn example(queue: Arc<dyn Queue>) -> queue_core::Result<()> {
+//! # async fn example(queue: Arc<dyn Queue>) -> dbqueue_core::Result<()> {
 //! // The code under test pushes a job...
 //! queue.push(NewJob::of(&Welcome { user: 7 })?).await?;
 //! // ...and the test finds it by kind and args.

@@ -66,7 +66,7 @@ enum ByArgs {
 ///
 /// ```
 /// use std::time::Duration;
-/// use queue_core::{JobState, Unique};
+/// use dbqueue::{JobState, Unique};
 ///
 /// // One report per customer and day, whether still waiting, running or done.
 /// let rule = Unique::new()

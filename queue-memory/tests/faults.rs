@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use dbqueue_memory::{MemoryQueue, Statement, Statements, Times};
 use queue_core::{Error, JobState, NewJob, PopRequest, Queue};
-use queue_memory::{MemoryQueue, Statement, Statements, Times};
 
 /// A private store on Tokio's clock, migrated.
 async fn queue() -> MemoryQueue {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
+use dbqueue_memory::MemoryQueue;
 use queue_core::{
     Error, JobId, JobState, ManualClock, NewJob, PopRequest, Queue, Retention, RetentionReport,
 };
-use queue_memory::MemoryQueue;
 
 /// A store name no other test uses.
 fn unique_name(tag: &str) -> String {

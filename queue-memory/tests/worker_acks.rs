@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{noop, until, Db, BATCH_ACKS, CLAIMS, Q};
+use dbqueue_memory::{Statement, Times};
 use queue_core::{JobState, PopRequest, Queue};
-use queue_memory::{Statement, Times};
 use serde_json::json;
 
 #[tokio::test(start_paused = true)]

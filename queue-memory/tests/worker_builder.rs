@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{field_of, forever, noop, until, until_stored, Db, Ping, Q};
+use dbqueue_memory::Statement;
 use queue_core::worker::{Worker, WorkerBuilder, MAX_CONCURRENCY, MAX_POP_CONCURRENCY};
 use queue_core::{JobState, KindOptions, Limits};
-use queue_memory::Statement;
 
 fn small_limits() -> Limits {
     Limits {

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{noop, until, Db, Ping, CLAIMS, Q};
+use dbqueue_memory::Statement;
 use queue_core::worker::Counters;
 use queue_core::{JobState, NewJob, Queue};
-use queue_memory::Statement;
 use serde_json::json;
 
 /// Watches, every millisecond of Tokio's time, how many jobs a worker holds: claimed and not

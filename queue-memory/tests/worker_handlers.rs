@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{forever, until, Db, Ping, BATCH_ACKS, Q};
+use dbqueue_memory::Statement;
 use queue_core::worker::{JobContext, JobError};
 use queue_core::{JobArgs, JobState, KindOptions, Limits, NewJob, Queue, RetryPolicy};
-use queue_memory::Statement;
 use serde_json::json;
 
 #[derive(serde::Deserialize)]

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{forever, noop, until, Db, Q};
+use dbqueue_memory::{Statement, Statements, Times};
 use queue_core::{Error, JobState, PopRequest, Queue};
-use queue_memory::{Statement, Statements, Times};
 use serde_json::json;
 
 /// The statements a holder records a job's end with (completion, failure, release).

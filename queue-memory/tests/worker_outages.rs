@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{noop, until, until_stored, Db, CLAIMS, Q};
+use dbqueue_memory::{Statement, Times};
 use queue_core::{JobState, PopRequest, Queue};
-use queue_memory::{Statement, Times};
 use serde_json::json;
 
 #[tokio::test(start_paused = true)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{forever, noop, until, until_stored, Db};
+use dbqueue_memory::Statement;
 use queue_core::JobState;
-use queue_memory::Statement;
 use serde_json::json;
 
 #[tokio::test(start_paused = true)]

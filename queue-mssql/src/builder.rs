@@ -130,7 +130,7 @@ impl MsSqlQueueBuilder {
                 "url",
                 format!(
                     "names a named instance ({}); give its port instead, or enable the \
-                     `sql-browser` feature of queue-mssql",
+                     `sql-browser` feature of dbqueue-mssql",
                     target.address
                 ),
             ));

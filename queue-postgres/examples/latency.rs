@@ -7,7 +7,7 @@
 //! LISTEN connection).
 //!
 //! ```text
-//! cargo run --release -p queue-postgres --example latency [postgres://...]
+//! cargo run --release -p dbqueue-postgres --example latency [postgres://...]
 //! ```
 //! The URL defaults to `$QUEUE_TEST_POSTGRES_URL`, then `postgres://postgres@127.0.0.1:5432/test`.
 //! It works in a scratch schema that it drops at the end.
@@ -15,9 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dbqueue_postgres::PostgresQueue;
 use queue_core::worker::{JobContext, JobError, Worker};
 use queue_core::{NewJob, Queue};
-use queue_postgres::PostgresQueue;
 use tokio::sync::mpsc;
 
 const ROUNDS: usize = 100;

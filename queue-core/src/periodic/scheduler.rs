@@ -132,8 +132,8 @@ impl SchedulerBuilder {
 ///
 /// ```no_run
 /// # use std::sync::Arc;
-/// # async fn example(queue: Arc<dyn queue_core::Queue>) -> queue_core::Result<()> {
-/// use queue_core::periodic::{Misfire, PeriodicJob, Scheduler};
+/// # async fn example(queue: Arc<dyn dbqueue::Queue>) -> dbqueue::Result<()> {
+/// use dbqueue::periodic::{Misfire, PeriodicJob, Scheduler};
 ///
 /// let scheduler = Scheduler::builder(queue.clone())
 ///     .schedule(

@@ -52,15 +52,15 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use std::time::Duration;
-//! # use queue_core::Queue;
-//! use queue_core::worker::{JobContext, JobError, Worker};
+//! # use dbqueue::Queue;
+//! use dbqueue::worker::{JobContext, JobError, Worker};
 //!
 //! #[derive(serde::Deserialize)]
 //! struct Email {
 //!     to: String,
 //! }
 //!
-//! # async fn example(queue: Arc<dyn Queue>) -> queue_core::Result<()> {
+//! # async fn example(queue: Arc<dyn Queue>) -> dbqueue::Result<()> {
 //! let handle = Worker::builder(queue.clone(), "emails")
 //!     .concurrency(16)
 //!     .prefetch(32)

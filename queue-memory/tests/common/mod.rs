@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use dbqueue_memory::{Faults, MemoryQueue, Statement, Statements};
 use queue_core::worker::{JobContext, JobError, Worker, WorkerBuilder};
 use queue_core::{Error, Job, JobId, JobState, Limits, NewJob, Queue, QueueStats};
-use queue_memory::{Faults, MemoryQueue, Statement, Statements};
 
 /// The queue the workers claim from.
 pub(crate) const Q: &str = "work";
