@@ -1,15 +1,4 @@
-//! The core of the job queue: the job model, the [`Queue`] trait every backend implements,
-//! errors, input validation, the retry policy and the worker runtime. It depends on no
-//! database driver; backends live in their own crates.
-//!
-//! ```text
-//! pending --pop--> running --ack--> completed
-//! running --fail, attempts left--> pending (run_at = now + backoff with jitter)
-//! running --fail permanent / attempts used up--> dead        dead --retry--> pending
-//! running --lease expired, rescued--> pending (or dead when attempts are used up)
-//! running --release (graceful shutdown)--> pending, the attempt not counted
-//! pending --cancel--> cancelled      running --cancel--> cancelled; its holder's ack reports it
-//! ```
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

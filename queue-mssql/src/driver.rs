@@ -1060,7 +1060,7 @@ impl Driver for MsSqlDriver {
         rows.iter().map(stats_from_row).collect()
     }
 
-    /// Deletes in statements of at most [`MAX_ROWS_PER_STATEMENT`] rows (below lock
+    /// Deletes in statements of at most 1,000 rows (`MAX_ROWS_PER_STATEMENT`, below lock
     /// escalation) until `p.limit` rows are gone or a statement finds fewer.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, MsSqlError> {
         let mut conn = self.conn().await?;
@@ -1105,7 +1105,7 @@ impl Driver for MsSqlDriver {
             .ok_or_else(|| decode("COUNT_BIG(*) returned no row"))
     }
 
-    /// One statement per [`BULK_IDS`] ids (the engine's batch is one).
+    /// One statement per 1,000 ids (`BULK_IDS`; the engine's batch is one).
     async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, MsSqlError> {
         let mut conn = self.conn().await?;
         let mut total = 0;
@@ -1116,8 +1116,8 @@ impl Driver for MsSqlDriver {
         Ok(total)
     }
 
-    /// One statement for the engine's batch. A longer list goes in statements of [`BULK_IDS`]
-    /// inside a transaction of the driver's, so that it too fails as a whole.
+    /// One statement for the engine's batch. A longer list goes in statements of 1,000 ids
+    /// (`BULK_IDS`) inside a transaction of the driver's, so that it too fails as a whole.
     async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, MsSqlError> {
         if ids.is_empty() {
             return Ok(0);
@@ -1149,7 +1149,7 @@ impl Driver for MsSqlDriver {
         }
     }
 
-    /// One statement per [`BULK_IDS`] ids (the engine's batch is one).
+    /// One statement per 1,000 ids (`BULK_IDS`; the engine's batch is one).
     async fn job_delete_many(&self, ids: &[JobId], states: &[JobState]) -> Result<u64, MsSqlError> {
         // No state matches nothing (and `IN ()` would not parse); no id is no statement.
         if states.is_empty() {
@@ -1415,7 +1415,7 @@ impl Driver for MsSqlDriver {
         leased(&rows)
     }
 
-    /// In statements of at most [`MAX_ROWS_PER_STATEMENT`] rows, as `job_prune`.
+    /// In statements of at most 1,000 rows (`MAX_ROWS_PER_STATEMENT`), as `job_prune`.
     async fn queue_key_rate_prune(
         &self,
         queue: &str,

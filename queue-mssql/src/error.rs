@@ -5,8 +5,8 @@ use std::time::Duration;
 use queue_core::engine::{DriverFault, UniqueIndex};
 use tiberius::error::Error as TdsError;
 
-/// What the SQL Server driver reports to the engine, which classifies it with [`classify`].
-/// None of these carries the connection string, so no password can leak through them.
+/// What the SQL Server driver reports to the engine, which classifies it with this crate's
+/// `classify`. None of these carries the connection string, so no password can leak through them.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MsSqlError {

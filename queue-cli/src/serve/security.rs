@@ -1,4 +1,4 @@
-//! The dashboard's security model, applied to every request by [`guard`]:
+//! The dashboard's security model, applied to every request by `guard`:
 //!
 //! - Host: when bound to loopback, only requests whose `Host` is a loopback name are answered,
 //!   so a web page cannot reach the dashboard through a DNS name it rebinds to 127.0.0.1.

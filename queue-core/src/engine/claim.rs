@@ -14,7 +14,7 @@ impl<D: Driver> Engine<D> {
     /// Validates `req` and claims.
     ///
     /// # Errors
-    /// As [`Queue::pop`].
+    /// As [`Queue::pop`](crate::Queue::pop).
     pub async fn pop(&self, req: PopRequest) -> Result<Vec<Leased>> {
         let checked = CheckedPop::new(req, self.limits())?;
         self.pop_checked(&checked).await
@@ -23,7 +23,7 @@ impl<D: Driver> Engine<D> {
     /// Claims with a request that was validated before.
     ///
     /// # Errors
-    /// As [`Queue::pop`].
+    /// As [`Queue::pop`](crate::Queue::pop).
     #[tracing::instrument(
         name = "claim",
         target = "queue::engine",

@@ -27,7 +27,7 @@ impl<D: Driver> Engine<D> {
     /// Cancels a pending or running job.
     ///
     /// # Errors
-    /// As [`Queue::cancel`].
+    /// As [`Queue::cancel`](crate::Queue::cancel).
     pub async fn cancel(&self, id: JobId) -> Result<()> {
         let changed = self
             .retried("cancel", || self.driver().job_cancel(id))
@@ -49,7 +49,7 @@ impl<D: Driver> Engine<D> {
     /// Brings a dead or cancelled job back to pending.
     ///
     /// # Errors
-    /// As [`Queue::retry`].
+    /// As [`Queue::retry`](crate::Queue::retry).
     pub async fn retry(&self, id: JobId) -> Result<()> {
         match self.retried("retry", || self.driver().job_retry(id)).await {
             Ok(Some(queue)) => {
@@ -102,7 +102,7 @@ impl<D: Driver> Engine<D> {
     /// Reads one job.
     ///
     /// # Errors
-    /// As [`Queue::get`].
+    /// As [`Queue::get`](crate::Queue::get).
     pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
         self.driver().job_get(id).await.map_err(|e| self.error(e))
     }
@@ -110,7 +110,7 @@ impl<D: Driver> Engine<D> {
     /// Lists jobs, newest first.
     ///
     /// # Errors
-    /// As [`Queue::list`].
+    /// As [`Queue::list`](crate::Queue::list).
     pub async fn list(&self, req: ListRequest) -> Result<Vec<Job>> {
         req.validate()?;
         self.driver()
@@ -122,7 +122,7 @@ impl<D: Driver> Engine<D> {
     /// Job counts per queue and state.
     ///
     /// # Errors
-    /// As [`Queue::stats`].
+    /// As [`Queue::stats`](crate::Queue::stats).
     pub async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>> {
         if let Some(q) = queue {
             validate::queue_name(q)?;
@@ -149,7 +149,7 @@ impl<D: Driver> Engine<D> {
     /// Deletes finished jobs, a bounded number per statement.
     ///
     /// # Errors
-    /// As [`Queue::prune`].
+    /// As [`Queue::prune`](crate::Queue::prune).
     pub async fn prune(&self, req: PruneRequest) -> Result<u64> {
         req.validate()?;
         let mut states: Vec<JobState> = Vec::with_capacity(3);
@@ -186,7 +186,7 @@ impl<D: Driver> Engine<D> {
     /// The database's clock.
     ///
     /// # Errors
-    /// As [`Queue::now`].
+    /// As [`Queue::now`](crate::Queue::now).
     pub async fn now(&self) -> Result<DateTime<Utc>> {
         self.driver().now().await.map_err(|e| self.error(e))
     }

@@ -15,7 +15,7 @@ impl<D: Driver> Engine<D> {
     /// Stores one job (or, for a unique job, meets the one that holds its key).
     ///
     /// # Errors
-    /// As [`Queue::push`].
+    /// As [`Queue::push`](crate::Queue::push).
     pub async fn push(&self, job: NewJob) -> Result<JobId> {
         Ok(self.push_outcome(job).await?.id())
     }
@@ -45,7 +45,7 @@ impl<D: Driver> Engine<D> {
     /// and report it).
     ///
     /// # Errors
-    /// As [`Queue::push_batch`].
+    /// As [`Queue::push_batch`](crate::Queue::push_batch).
     pub async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         let outcomes = self.push_batch_outcomes(jobs).await?;
         Ok(outcomes.iter().map(PushOutcome::id).collect())
@@ -76,7 +76,7 @@ impl<D: Driver> Engine<D> {
     /// Stores one job inside the caller's transaction on `conn`: it exists iff that commits.
     ///
     /// # Errors
-    /// As [`Queue::push`].
+    /// As [`Queue::push`](crate::Queue::push).
     pub async fn push_in(&self, conn: &mut D::Conn, job: NewJob) -> Result<JobId> {
         Ok(self.push_outcome_in(conn, job).await?.id())
     }
@@ -109,7 +109,7 @@ impl<D: Driver> Engine<D> {
     /// Stores every job or none inside the caller's transaction on `conn`.
     ///
     /// # Errors
-    /// As [`Queue::push_batch`].
+    /// As [`Queue::push_batch`](crate::Queue::push_batch).
     #[tracing::instrument(name = "push_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = jobs.len()))]
     pub async fn push_batch_in(&self, conn: &mut D::Conn, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         validate_batch_at(&jobs, self.limits(), self.driver().host_now())?;

@@ -47,7 +47,7 @@ impl<D: Driver> Engine<D> {
     /// Marks the job completed.
     ///
     /// # Errors
-    /// As [`Queue::ack`].
+    /// As [`Queue::ack`](crate::Queue::ack).
     #[tracing::instrument(name = "ack", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         self.complete(lease, None).await
@@ -106,7 +106,7 @@ impl<D: Driver> Engine<D> {
     /// Completes every job whose lease is current.
     ///
     /// # Errors
-    /// As [`Queue::ack_batch`].
+    /// As [`Queue::ack_batch`](crate::Queue::ack_batch).
     #[tracing::instrument(name = "ack_batch", target = "queue::engine", level = "debug", skip_all, fields(jobs = leases.len()))]
     pub async fn ack_batch(&self, leases: &[Lease]) -> Result<u64> {
         validate_ack_batch(leases, self.limits())?;
@@ -125,7 +125,7 @@ impl<D: Driver> Engine<D> {
     /// can (and the claim strategy is a single statement), else as two.
     ///
     /// # Errors
-    /// As [`Queue::ack_batch_and_pop`].
+    /// As [`Queue::ack_batch_and_pop`](crate::Queue::ack_batch_and_pop).
     pub async fn ack_batch_and_pop(
         &self,
         leases: &[Lease],
@@ -172,7 +172,7 @@ impl<D: Driver> Engine<D> {
     /// Records a failure as the retry policy decides.
     ///
     /// # Errors
-    /// As [`Queue::fail`].
+    /// As [`Queue::fail`](crate::Queue::fail).
     #[tracing::instrument(name = "fail", target = "queue::engine", level = "debug", skip_all, fields(job = %lease.job_id, queue = %lease.queue, attempt = lease.attempt))]
     pub async fn fail(&self, lease: &Lease, failure: Failure) -> Result<FailOutcome> {
         let error = validate::error_text(&failure.message);
@@ -309,7 +309,7 @@ impl<D: Driver> Engine<D> {
     /// Moves the lease's expiry to `by` from now.
     ///
     /// # Errors
-    /// As [`Queue::extend`].
+    /// As [`Queue::extend`](crate::Queue::extend).
     pub async fn extend(&self, lease: &Lease, by: Duration) -> Result<Lease> {
         validate::lease("by", by)?;
         let expires = self
@@ -328,7 +328,7 @@ impl<D: Driver> Engine<D> {
     /// Gives the job back unstarted.
     ///
     /// # Errors
-    /// As [`Queue::release`].
+    /// As [`Queue::release`](crate::Queue::release).
     pub async fn release(&self, lease: &Lease) -> Result<()> {
         let changed = self
             .retried("release", || self.driver().job_release(lease))
@@ -342,7 +342,7 @@ impl<D: Driver> Engine<D> {
     /// Returns expired leases to pending, or dead when their attempts are used up.
     ///
     /// # Errors
-    /// As [`Queue::rescue_expired`].
+    /// As [`Queue::rescue_expired`](crate::Queue::rescue_expired).
     pub async fn rescue_expired(&self) -> Result<u64> {
         let d = self.driver();
         let mut total = 0;
