@@ -271,14 +271,15 @@ pub async fn record_queue_gauges(queue: &dyn Queue) -> crate::Result<()> {
         zero(queue);
     }
     for s in stats {
-        for (state, n) in [
-            ("available", s.available),
-            ("scheduled", s.scheduled),
-            ("running", s.running),
-            ("completed", s.completed),
-            ("dead", s.dead),
-            ("cancelled", s.cancelled),
-        ] {
+        let counts = [
+            s.available,
+            s.scheduled,
+            s.running,
+            s.completed,
+            s.dead,
+            s.cancelled,
+        ];
+        for (state, n) in STATES.into_iter().zip(counts) {
             ::metrics::gauge!(QUEUE_JOBS, "queue" => s.queue.clone(), "state" => state)
                 .set(n as f64);
         }

@@ -152,6 +152,23 @@ fn in_state(w: &Writer<'_>, id: JobId, states: &[JobState]) -> Result<Option<Job
         .cloned())
 }
 
+/// Rewrites with `change` each of `ids` whose state is one of `states`; rows changed.
+fn update_each(
+    w: &mut Writer<'_>,
+    ids: &[JobId],
+    states: &[JobState],
+    change: impl Fn(JobRow) -> JobRow,
+) -> Result<u64> {
+    let mut done = 0;
+    for id in ids {
+        if let Some(row) = in_state(w, *id, states)? {
+            w.update_job(change(row))?;
+            done += 1;
+        }
+    }
+    Ok(done)
+}
+
 /// A row that leaves `running` for `pending` or a finished state: no lease any more.
 fn end_lease(row: &mut JobRow) {
     row.lease_token = None;
@@ -1126,14 +1143,9 @@ impl Driver for MemoryDriver {
     async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64> {
         let _call = self.enter(Statement::JobCancelMany).await?;
         self.pool(|w, now| {
-            let mut done = 0;
-            for id in ids {
-                if let Some(row) = in_state(w, *id, &[JobState::Pending, JobState::Running])? {
-                    w.update_job(cancelled(row, now))?;
-                    done += 1;
-                }
-            }
-            Ok(done)
+            update_each(w, ids, &[JobState::Pending, JobState::Running], |row| {
+                cancelled(row, now)
+            })
         })
         .await
     }
@@ -1143,14 +1155,9 @@ impl Driver for MemoryDriver {
     async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64> {
         let _call = self.enter(Statement::JobRetryMany).await?;
         self.pool(|w, now| {
-            let mut done = 0;
-            for id in ids {
-                if let Some(row) = in_state(w, *id, &[JobState::Dead, JobState::Cancelled])? {
-                    w.update_job(retried(row, now))?;
-                    done += 1;
-                }
-            }
-            Ok(done)
+            update_each(w, ids, &[JobState::Dead, JobState::Cancelled], |row| {
+                retried(row, now)
+            })
         })
         .await
     }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{noop, until, Db, BATCH_ACKS, CLAIMS, Q};
+use common::{gated, noop, until, Db, BATCH_ACKS, CLAIMS, Q};
 use dbqueue_memory::{Statement, Times};
 use queue_core::{JobState, PopRequest, Queue};
 use serde_json::json;
@@ -132,20 +132,13 @@ async fn an_ack_after_another_worker_took_the_job_changes_nothing() {
     let db = Db::new().await;
     let id = db.push_n(1, json!({})).await[0];
     let gate = Arc::new(tokio::sync::Notify::new());
-    let g = gate.clone();
     let handle = db
         .builder()
         .concurrency(1)
         .lease(Duration::from_secs(1))
         .heartbeat(Duration::from_millis(300))
         .rescue_interval(None)
-        .handler_fn(move |_ctx| {
-            let g = g.clone();
-            async move {
-                g.notified().await;
-                Ok(())
-            }
-        })
+        .handler_fn(gated(gate.clone()))
         .build()
         .unwrap()
         .start();

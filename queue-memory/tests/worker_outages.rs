@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{noop, until, until_stored, Db, CLAIMS, Q};
+use common::{gated, noop, until, until_stored, Db, CLAIMS, Q};
 use dbqueue_memory::{Statement, Times};
 use queue_core::{JobState, PopRequest, Queue};
 use serde_json::json;
@@ -47,7 +47,6 @@ async fn a_database_outage_loses_no_job() {
     let db = Db::new().await;
     let ids = db.push_n(30, json!({})).await;
     let gate = Arc::new(tokio::sync::Notify::new());
-    let g = gate.clone();
     let handle = db
         .builder()
         .concurrency(10)
@@ -55,13 +54,7 @@ async fn a_database_outage_loses_no_job() {
         .lease(Duration::from_secs(2))
         .heartbeat(Duration::from_millis(500))
         .rescue_interval(Some(Duration::from_millis(500)))
-        .handler_fn(move |_ctx| {
-            let g = g.clone();
-            async move {
-                g.notified().await;
-                Ok(())
-            }
-        })
+        .handler_fn(gated(gate.clone()))
         .build()
         .unwrap()
         .start();
@@ -151,20 +144,13 @@ async fn acknowledgements_wait_out_a_short_outage() {
     let db = Db::new().await;
     let ids = db.push_n(10, json!({})).await;
     let gate = Arc::new(tokio::sync::Notify::new());
-    let g = gate.clone();
     let handle = db
         .builder()
         .concurrency(10)
         .prefetch(1)
         .lease(Duration::from_secs(30))
         .rescue_interval(Some(Duration::from_millis(500)))
-        .handler_fn(move |_ctx| {
-            let g = g.clone();
-            async move {
-                g.notified().await;
-                Ok(())
-            }
-        })
+        .handler_fn(gated(gate.clone()))
         .build()
         .unwrap()
         .start();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{forever, noop, until, until_stored, Db};
+use common::{forever, gated, noop, until, until_stored, Db};
 use dbqueue_memory::Statement;
 use queue_core::JobState;
 use serde_json::json;
@@ -134,18 +134,11 @@ async fn a_buffered_job_is_released_when_the_worker_stops() {
     let db = Db::new().await;
     let ids = db.push_n(5, json!({})).await;
     let gate = Arc::new(tokio::sync::Notify::new());
-    let g = gate.clone();
     let handle = db
         .builder()
         .concurrency(2)
         .prefetch(3)
-        .handler_fn(move |_ctx| {
-            let g = g.clone();
-            async move {
-                g.notified().await;
-                Ok(())
-            }
-        })
+        .handler_fn(gated(gate.clone()))
         .build()
         .unwrap()
         .start();

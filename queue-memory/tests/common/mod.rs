@@ -180,6 +180,18 @@ pub(crate) fn forever(dropped: Arc<AtomicBool>) -> impl Fn(JobContext) -> Run {
     }
 }
 
+/// A handler that completes each job once `gate` is notified (`notify_waiters` lets every
+/// waiting one through).
+pub(crate) fn gated(gate: Arc<tokio::sync::Notify>) -> impl Fn(JobContext) -> Run {
+    move |_ctx| {
+        let gate = gate.clone();
+        Box::pin(async move {
+            gate.notified().await;
+            Ok(())
+        })
+    }
+}
+
 /// Sets its flag when dropped.
 pub(crate) struct DropFlag(pub(crate) Arc<AtomicBool>);
 
