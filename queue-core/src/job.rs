@@ -68,6 +68,9 @@ impl From<Uuid> for JobId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobState {
+    /// A job of a workflow waiting for the jobs it depends on; pending once they have
+    /// finished as it needs (see [`crate::workflow`]).
+    Waiting,
     /// Waiting to be claimed once `run_at` has passed.
     Pending,
     /// Claimed by a worker holding a live lease.
@@ -82,7 +85,8 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in lifecycle order.
-    pub const ALL: [JobState; 5] = [
+    pub const ALL: [JobState; 6] = [
+        JobState::Waiting,
         JobState::Pending,
         JobState::Running,
         JobState::Completed,
@@ -96,6 +100,7 @@ impl JobState {
     /// The name stored in the database.
     pub fn as_str(&self) -> &'static str {
         match self {
+            JobState::Waiting => "waiting",
             JobState::Pending => "pending",
             JobState::Running => "running",
             JobState::Completed => "completed",
@@ -121,6 +126,7 @@ impl FromStr for JobState {
 
     fn from_str(s: &str) -> Result<Self> {
         Ok(match s {
+            "waiting" => JobState::Waiting,
             "pending" => JobState::Pending,
             "running" => JobState::Running,
             "completed" => JobState::Completed,
@@ -129,7 +135,7 @@ impl FromStr for JobState {
             _ => {
                 return Err(Error::invalid(
                     "state",
-                    "must be one of pending, running, completed, dead, cancelled",
+                    "must be one of waiting, pending, running, completed, dead, cancelled",
                 ))
             }
         })
@@ -163,6 +169,18 @@ pub struct NewJob {
     pub(crate) timeout: Option<Duration>,
     pub(crate) unique: Option<crate::unique::Unique>,
     pub(crate) concurrency_key: Option<String>,
+    /// Set by the engine for a step of a workflow: never by the caller.
+    pub(crate) workflow: Option<WorkflowSlot>,
+}
+
+/// Where a job pushed as a step of a workflow goes: set by the engine, read by drivers through
+/// [`NewJob::workflow_slot`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkflowSlot {
+    /// The workflow.
+    pub workflow: crate::workflow::WorkflowId,
+    /// Stored as waiting (it has dependencies) rather than pending.
+    pub waiting: bool,
 }
 
 impl NewJob {
@@ -202,6 +220,7 @@ impl NewJob {
             timeout: None,
             unique: None,
             concurrency_key: None,
+            workflow: None,
         }
     }
 
@@ -368,6 +387,26 @@ impl NewJob {
     pub fn timeout_value(&self) -> Option<Duration> {
         self.timeout
     }
+
+    /// Where the job goes as a step of a workflow (`None` for a job pushed alone).
+    pub fn workflow_slot(&self) -> Option<&WorkflowSlot> {
+        self.workflow.as_ref()
+    }
+
+    /// The state the job is stored in: waiting for a workflow step with dependencies, else
+    /// pending.
+    pub fn initial_state(&self) -> JobState {
+        match &self.workflow {
+            Some(slot) if slot.waiting => JobState::Waiting,
+            _ => JobState::Pending,
+        }
+    }
+
+    /// The workflow the job is a step of (`None` for a job pushed alone).
+    pub fn workflow_id(&self) -> Option<crate::workflow::WorkflowId> {
+        self.workflow.as_ref().map(|w| w.workflow)
+    }
+
     /// Its uniqueness rule, if any.
     pub fn unique_value(&self) -> Option<&crate::unique::Unique> {
         self.unique.as_ref()
@@ -469,6 +508,15 @@ pub struct Job {
     /// What its handler recorded when it completed, if anything. Read by `get` only (`None` in
     /// what `list` and claims return).
     pub output: Option<Box<RawValue>>,
+    /// The workflow it is a step of, if any.
+    pub workflow: Option<crate::workflow::WorkflowId>,
+    /// Its step name in that workflow. Read by `get` and `workflow` only.
+    pub step: Option<String>,
+    /// Cancelled because this dependency ended dead or cancelled (a workflow's failure
+    /// policy); cleared when that dependency is retried.
+    pub blocked_by: Option<JobId>,
+    /// What it depends on, each with its state and output. Read by `get` only.
+    pub depends_on: Vec<crate::workflow::Dependency>,
     /// When it was pushed (database clock).
     pub created_at: DateTime<Utc>,
     /// When it last changed (database clock).
@@ -790,6 +838,9 @@ pub struct Lease {
     pub attempt: u32,
     /// The job's attempt budget.
     pub max_attempts: u32,
+    /// The workflow the job is a step of: its completion or death lets the jobs that wait
+    /// for it go on.
+    pub workflow: Option<crate::workflow::WorkflowId>,
 }
 
 /// A claimed job and its lease.
@@ -820,6 +871,7 @@ impl Leased {
             expires_at,
             attempt: job.attempts,
             max_attempts: job.max_attempts,
+            workflow: job.workflow,
         };
         Ok(Leased { job, lease })
     }

@@ -19,6 +19,7 @@ pub mod unique;
 pub mod validate;
 pub mod wake;
 pub mod worker;
+pub mod workflow;
 
 pub use engine::{Backend, CommonOptions, Engine};
 pub use error::{BoxError, Error, Result};
@@ -40,6 +41,10 @@ pub use retry::{FailDecision, RetryPolicy};
 pub use unique::{PushOutcome, Unique, DEFAULT_UNIQUE_STATES};
 pub use validate::Limits;
 pub use wake::WakeHub;
+pub use workflow::{
+    BatchCounts, Dep, DepPolicy, Dependency, PushedWorkflow, Workflow, WorkflowId, WorkflowInfo,
+    WorkflowJob, WorkflowListRequest, WorkflowSummary,
+};
 pub use worker::{
     Counters, Drained, DrainedJob, Handler, JobContext, JobError, RunOutcome, ShutdownReport,
     Worker, WorkerBuilder, WorkerHandle,

@@ -193,6 +193,8 @@ pub fn default_worker_id() -> String {
 pub struct QueueStats {
     /// The queue.
     pub queue: String,
+    /// Waiting for the jobs they depend on (steps of workflows).
+    pub waiting: u64,
     /// Pending and due now.
     pub available: u64,
     /// Pending but not due yet (delayed or backing off).
@@ -386,6 +388,7 @@ impl QueueStats {
     /// The count for `state` (pending is available + scheduled).
     pub fn count(&self, state: JobState) -> u64 {
         match state {
+            JobState::Waiting => self.waiting,
             JobState::Pending => self.available + self.scheduled,
             JobState::Running => self.running,
             JobState::Completed => self.completed,

@@ -90,7 +90,7 @@ impl Retention {
             JobState::Completed => self.completed,
             JobState::Cancelled => self.cancelled,
             JobState::Dead => self.dead,
-            JobState::Pending | JobState::Running => None,
+            JobState::Waiting | JobState::Pending | JobState::Running => None,
         }
     }
 
@@ -118,7 +118,7 @@ impl Retention {
             JobState::Cancelled => self.cancelled = after,
             JobState::Dead => self.dead = after,
             // Remembered as an impossible rule, so that validate names it.
-            JobState::Pending | JobState::Running => {
+            JobState::Waiting | JobState::Pending | JobState::Running => {
                 self.interval = Duration::MAX;
             }
         }
@@ -179,7 +179,7 @@ impl RetentionReport {
             JobState::Completed => self.completed += n,
             JobState::Cancelled => self.cancelled += n,
             JobState::Dead => self.dead += n,
-            JobState::Pending | JobState::Running => {}
+            JobState::Waiting | JobState::Pending | JobState::Running => {}
         }
     }
 }

@@ -295,6 +295,8 @@ impl Unique {
 /// The bit of `state` in a unique rule's state set.
 pub fn state_bit(state: JobState) -> i16 {
     match state {
+        // A waiting job is a workflow's, and those cannot be unique.
+        JobState::Waiting => 0,
         JobState::Pending => 1,
         JobState::Running => 2,
         JobState::Completed => 4,

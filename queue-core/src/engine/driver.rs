@@ -14,6 +14,7 @@ use crate::error::{BoxError, ConnectError, Error};
 use crate::job::{Job, JobId, JobState, Lease, Leased, NewJob};
 use crate::queue::{ListRequest, QueueControl, QueueStats};
 use crate::wake::WakeHub;
+use crate::workflow::{DepPolicy, Dependency, WorkflowId};
 
 /// `d` in whole microseconds, the unit every dialect binds durations in; saturating (every
 /// duration reaching SQL is validated far below the limit).
@@ -115,6 +116,8 @@ pub enum UniqueIndex {
     UniqueKey,
     /// The primary key (a job id pushed twice).
     JobId,
+    /// The workflows table's primary key (a workflow id pushed twice).
+    WorkflowId,
     /// The server does not say which (MySQL and MariaDB report only a number): the engine
     /// finds out by looking for the clashing live dedup key.
     Unknown,
@@ -425,6 +428,46 @@ pub struct ScheduleAdvance<'a> {
     pub last_job: JobId,
     /// The scheduler's now (`updated_at`).
     pub now: DateTime<Utc>,
+}
+
+/// `workflow_insert`: a workflow's row.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkflowInsert<'a> {
+    /// Its id (the primary key: a second push of it is a unique violation,
+    /// [`UniqueIndex::WorkflowId`]).
+    pub id: WorkflowId,
+    /// Its name.
+    pub name: Option<&'a str>,
+    /// An open batch: its callback waits until `workflow_seal`.
+    pub open: bool,
+    /// A batch's callback job.
+    pub callback: Option<JobId>,
+}
+
+/// A workflow's row as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredWorkflow {
+    /// Its id.
+    pub id: WorkflowId,
+    /// Its name.
+    pub name: Option<String>,
+    /// An open batch.
+    pub open: bool,
+    /// A batch's callback job.
+    pub callback: Option<JobId>,
+    /// When it was inserted (database clock).
+    pub created_at: DateTime<Utc>,
+}
+
+/// One dependency of a workflow's job: `job` waits for `dep` as `policy` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkflowEdge {
+    /// The job that waits.
+    pub job: JobId,
+    /// The job it waits for.
+    pub dep: JobId,
+    /// What it needs of it.
+    pub policy: DepPolicy,
 }
 
 /// The statements of one SQL dialect. Each method runs the statement of the same name in the
@@ -901,4 +944,110 @@ pub trait Driver: Send + Sync + 'static {
 
     /// `schedule_delete`: deletes `name` if it still has `version`; rows deleted.
     async fn schedule_delete(&self, name: &str, version: i64) -> Result<u64, Self::Error>;
+
+    // ---------------------------------------------------------------------------------------
+    // Workflows. A workflow is a row of the `workflows` table, its jobs (inserted by
+    // `job_insert`, each carrying its `workflow_id`, waiting when it has dependencies), one row
+    // per job in `workflow_jobs` (workflow, job, step name) and one per dependency in
+    // `job_deps` (dependency, job, policy). The engine inserts them in one transaction (the
+    // driver's or the caller's), and after a workflow job finishes it settles the jobs waiting
+    // for it (`workflow_dependents`, `workflow_block`, `workflow_promote`), each statement
+    // deciding from committed states only, so that whichever finisher commits last promotes.
+
+    /// `workflow_insert`: the workflow's row, `created_at` the database's now.
+    async fn workflow_insert(
+        &self,
+        conn: &mut Self::Conn,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), Self::Error>;
+
+    /// `workflow_steps_insert`: one `workflow_jobs` row per `(job, step)` of `workflow`.
+    async fn workflow_steps_insert(
+        &self,
+        conn: &mut Self::Conn,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), Self::Error>;
+
+    /// `workflow_deps_insert`: one `job_deps` row per edge.
+    async fn workflow_deps_insert(
+        &self,
+        conn: &mut Self::Conn,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), Self::Error>;
+
+    /// `workflow_lock`: the workflow's row, locked until the transaction ends (`SELECT ... FOR
+    /// UPDATE`, `UPDLOCK`; SQLite: the transaction's write lock), `None` when there is none.
+    async fn workflow_lock(
+        &self,
+        conn: &mut Self::Conn,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, Self::Error>;
+
+    /// `workflow_seal`: an open workflow closed (`open` false); rows changed.
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, Self::Error>;
+
+    /// `workflow_dependents`: the waiting jobs that depend on any of `finished`.
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, Self::Conn>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, Self::Error>;
+
+    /// `workflow_block`: each of `waiting` that is still waiting and has a dependency of
+    /// policy `Completed` that is dead or cancelled becomes cancelled (`finished_at` and
+    /// `updated_at` now, `version` + 1), `blocked_by` that dependency (the least id of such);
+    /// the jobs cancelled.
+    async fn workflow_block(
+        &self,
+        target: Target<'_, Self::Conn>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, Self::Error>;
+
+    /// `workflow_promote`: each of `waiting` that is still waiting, whose every dependency is
+    /// resolved (policy `Completed`: completed; `AnyOutcome`: completed, dead or cancelled; a
+    /// dependency whose job no longer exists: resolved) and that is not the callback of an
+    /// open workflow, becomes pending, due at the later of its `run_at` and now (`updated_at`
+    /// now, `version` + 1); the jobs promoted, with their queues. Decided from committed
+    /// states only.
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, Self::Conn>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, Self::Error>;
+
+    /// `workflow_reopen`: the cancelled jobs whose `blocked_by` is one of `retried` become
+    /// waiting again (`blocked_by` and `finished_at` NULL, `updated_at` now, `version` + 1);
+    /// the jobs reopened.
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, Self::Error>;
+
+    /// `workflow_waiting`: up to `limit` waiting jobs in id order, after `after` when given
+    /// (the sweep that settles what a crash left unsettled).
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        limit: usize,
+    ) -> Result<Vec<JobId>, Self::Error>;
+
+    /// `workflow_get`: the workflow's row.
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, Self::Error>;
+
+    /// `workflow_jobs`: the workflow's jobs in id order, each with its step name (`Job::step`
+    /// set; the columns of `job_list`).
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, Self::Error>;
+
+    /// `workflow_edges`: the dependencies of the workflow's jobs.
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, Self::Error>;
+
+    /// `workflow_list`: up to `limit` workflows, newest first (by id), below `before` when
+    /// given, each with how many of its jobs are in each state.
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, Self::Error>;
+
+    /// `job_deps`: what job `id` depends on, each with its step, policy, and its job's state
+    /// and output (`None` when that job no longer exists), in the dependencies' id order.
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, Self::Error>;
 }

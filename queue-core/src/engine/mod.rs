@@ -57,7 +57,8 @@ pub use driver::{
     first_contact, micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete,
     JobFailDead, JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune,
     JobReschedule, JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance,
-    StoredMeta, StoredSchedule, Target, UniqueIndex, UniqueInsert,
+    StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
+    WorkflowInsert,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;

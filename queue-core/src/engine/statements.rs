@@ -86,6 +86,22 @@ pub const CATALOGUE: &[&str] = &[
     "schedule_touch",
     "schedule_advance",
     "schedule_delete",
+    // Workflows.
+    "workflow_insert",
+    "workflow_steps_insert",
+    "workflow_deps_insert",
+    "workflow_lock",
+    "workflow_seal",
+    "workflow_dependents",
+    "workflow_block",
+    "workflow_promote",
+    "workflow_reopen",
+    "workflow_waiting",
+    "workflow_get",
+    "workflow_jobs",
+    "workflow_edges",
+    "workflow_list",
+    "job_deps",
 ];
 
 /// A statement file as it is sent: its comment lines (header and notes) dropped, and each
