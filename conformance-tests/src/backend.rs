@@ -82,6 +82,13 @@ pub trait SqlBackend: Send + Sync + 'static {
         job: NewJob,
     ) -> queue_core::Result<JobId>;
 
+    /// The backend's `push_workflow_in_tx`.
+    async fn push_workflow_in_tx(
+        q: &Self::Queue,
+        tx: &mut Transaction<'static, Self::Db>,
+        workflow: queue_core::Workflow,
+    ) -> queue_core::Result<queue_core::PushedWorkflow>;
+
     /// The backend's `complete_in_tx`.
     async fn complete_in_tx(
         q: &Self::Queue,
@@ -236,6 +243,25 @@ impl<B: SqlBackend> Transactions for SqlFixture<B> {
             tx.rollback().await.map_err(hook_error)?;
         }
         Ok(id)
+    }
+
+    async fn push_workflow_in_tx(
+        &self,
+        workflow: queue_core::Workflow,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<queue_core::PushedWorkflow> {
+        let mut tx = B::begin(&self.queue).await?;
+        B::insert_effect(&mut tx, &self.ns.name, marker)
+            .await
+            .map_err(hook_anyhow)?;
+        let pushed = B::push_workflow_in_tx(&self.queue, &mut tx, workflow).await?;
+        if commit {
+            tx.commit().await.map_err(hook_error)?;
+        } else {
+            tx.rollback().await.map_err(hook_error)?;
+        }
+        Ok(pushed)
     }
 
     async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {

@@ -151,6 +151,15 @@ pub trait Transactions: Send + Sync {
         commit: bool,
     ) -> queue_core::Result<JobId>;
 
+    /// In one transaction: inserts the effect `marker` and pushes `workflow`; then commits when
+    /// `commit`, else rolls back.
+    async fn push_workflow_in_tx(
+        &self,
+        workflow: queue_core::Workflow,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<queue_core::PushedWorkflow>;
+
     /// In one transaction: inserts the effect `marker` and completes the job held by `lease`;
     /// commits when completing succeeded, else rolls back and returns its error.
     async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()>;

@@ -149,5 +149,17 @@ pub fn catalogue() -> Vec<Case> {
         schedules::schedules_of_a_kind_push_jobs_of_that_kind,
         schedules::schedules_bad_input_stores_nothing,
         schedules::schedules_worker_runs_the_slot_jobs,
+        // Workflows, batches and chains.
+        workflows::workflow_diamond_runs_the_join_once_after_both,
+        workflows::workflow_fan_in_of_200_promotes_once,
+        workflows::workflow_failure_cancels_and_retry_reopens,
+        workflows::workflow_cancel_cascades,
+        workflows::workflow_chain_runs_in_order,
+        workflows::workflow_batch_callback_counts_every_outcome,
+        workflows::workflow_open_batch_waits_for_the_seal,
+        workflows::workflow_sweep_settles_what_a_crash_left,
+        workflows::workflow_push_inside_a_transaction,
+        workflows::workflow_bad_graphs_store_nothing,
+        workflows::workflow_plain_jobs_are_in_none,
     ]
 }

@@ -95,6 +95,28 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A workflow with this id exists already; nothing was stored.
+    #[error("workflow {workflow} exists already")]
+    WorkflowExists {
+        /// The id.
+        workflow: crate::workflow::WorkflowId,
+    },
+
+    /// No workflow has this id.
+    #[error("workflow {workflow} not found")]
+    UnknownWorkflow {
+        /// The id that was looked up.
+        workflow: crate::workflow::WorkflowId,
+    },
+
+    /// The workflow is not an open batch (it was sealed, or never was one): it takes no
+    /// more jobs and cannot be sealed again.
+    #[error("workflow {workflow} is not an open batch")]
+    WorkflowSealed {
+        /// The workflow.
+        workflow: crate::workflow::WorkflowId,
+    },
+
     /// No schedule has this name.
     #[error("no schedule named {name:?}")]
     UnknownSchedule {

@@ -41,13 +41,13 @@ pub use retry::{FailDecision, RetryPolicy};
 pub use unique::{PushOutcome, Unique, DEFAULT_UNIQUE_STATES};
 pub use validate::Limits;
 pub use wake::WakeHub;
-pub use workflow::{
-    BatchCounts, Dep, DepPolicy, Dependency, PushedWorkflow, Workflow, WorkflowId, WorkflowInfo,
-    WorkflowJob, WorkflowListRequest, WorkflowSummary,
-};
 pub use worker::{
     Counters, Drained, DrainedJob, Handler, JobContext, JobError, RunOutcome, ShutdownReport,
     Worker, WorkerBuilder, WorkerHandle,
+};
+pub use workflow::{
+    BatchCounts, Dep, DepPolicy, Dependency, PushedWorkflow, Workflow, WorkflowId, WorkflowInfo,
+    WorkflowJob, WorkflowListRequest, WorkflowSummary,
 };
 
 /// The target of every log line the core writes, for filtering.

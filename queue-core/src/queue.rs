@@ -511,9 +511,10 @@ impl BulkAction {
     /// The states of the jobs it applies to.
     pub fn states(self) -> &'static [JobState] {
         match self {
-            BulkAction::Cancel => &[JobState::Pending, JobState::Running],
+            BulkAction::Cancel => &[JobState::Waiting, JobState::Pending, JobState::Running],
             BulkAction::Retry => &[JobState::Dead, JobState::Cancelled],
             BulkAction::Delete => &[
+                JobState::Waiting,
                 JobState::Pending,
                 JobState::Completed,
                 JobState::Dead,
@@ -910,6 +911,88 @@ pub trait Queue: Send + Sync + 'static {
     // ---------------------------------------------------------------------------------------
     // Queue controls, stored in the `queues` table and enforced inside the claim, so they hold
     // across every process.
+
+    /// Stores a [`Workflow`](crate::Workflow): every job of it or none, in one transaction.
+    /// Steps without dependencies are pending at once, the others wait (see
+    /// [`crate::workflow`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field and the rule (an empty workflow, a step named
+    /// twice, a dependency on an unknown step or on itself, a cycle, a dedup key or unique rule
+    /// on a step, any job's own rules): nothing is stored; [`Error::WorkflowExists`] when its
+    /// id was pushed before; [`Error::Unsupported`] where the backend has no workflows.
+    async fn push_workflow(&self, workflow: crate::Workflow) -> Result<crate::PushedWorkflow> {
+        let _ = workflow;
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// Adds `jobs` to the open batch `workflow` ([`Workflow::open_batch`](crate::Workflow::open_batch)),
+    /// all or none: its callback waits for them too. Their step names are their ids.
+    ///
+    /// # Errors
+    /// [`Error::UnknownWorkflow`]; [`Error::WorkflowSealed`] when it is not an open batch
+    /// (nothing is stored); [`Error::InvalidInput`] as for a push.
+    async fn batch_add(
+        &self,
+        workflow: crate::WorkflowId,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<JobId>> {
+        let _ = (workflow, jobs);
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// Seals the open batch `workflow`: it takes no more jobs, and its callback runs once
+    /// every member has finished (at once when they all have).
+    ///
+    /// # Errors
+    /// [`Error::UnknownWorkflow`]; [`Error::WorkflowSealed`] when it was sealed already.
+    async fn batch_seal(&self, workflow: crate::WorkflowId) -> Result<()> {
+        let _ = workflow;
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// A workflow: its row, its jobs (each with its step and dependencies); `None` when there
+    /// is none.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn workflow(&self, id: crate::WorkflowId) -> Result<Option<crate::WorkflowInfo>> {
+        let _ = id;
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// Workflows, newest first, each with how many of its jobs are in each state.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `limit` outside 1 to 1,000.
+    async fn workflows(
+        &self,
+        req: crate::WorkflowListRequest,
+    ) -> Result<Vec<crate::WorkflowSummary>> {
+        let _ = req;
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// What job `id` depends on, each with its step, its state and its recorded output (a
+    /// handler reads them with [`JobContext::dependencies`](crate::JobContext::dependencies)).
+    /// Empty for a job without dependencies.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn dependencies(&self, id: JobId) -> Result<Vec<crate::Dependency>> {
+        let _ = id;
+        Err(Error::Unsupported("workflows"))
+    }
+
+    /// Settles every waiting job of every workflow that its dependencies allow to go on (or
+    /// that a failed dependency cancels): what a process that died between a dependency's
+    /// completion and its settling left. Workers run it with their rescue; the jobs changed.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn settle_waiting(&self) -> Result<u64> {
+        Ok(0)
+    }
 
     /// Pauses `queue`: from the moment this returns, no claim gives out a job of it (jobs
     /// already claimed run to the end, pushes are still accepted). Pausing a paused queue is

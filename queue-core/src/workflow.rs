@@ -235,7 +235,9 @@ impl Workflow {
     pub fn chain(jobs: impl IntoIterator<Item = NewJob>) -> Self {
         jobs.into_iter()
             .enumerate()
-            .fold(Workflow::new(), |wf, (i, job)| wf.then(format!("{}", i + 1), job))
+            .fold(Workflow::new(), |wf, (i, job)| {
+                wf.then(format!("{}", i + 1), job)
+            })
     }
 
     /// A batch: `members` (steps named `1`, `2`, ...) and `callback` (the step
@@ -411,10 +413,7 @@ impl Workflow {
         if let Some(cycle) = find_cycle(&self.steps, &index) {
             return Err(Error::invalid(
                 "depends_on",
-                format!(
-                    "the dependencies form a cycle: {}",
-                    cycle.join(" -> ")
-                ),
+                format!("the dependencies form a cycle: {}", cycle.join(" -> ")),
             ));
         }
         Ok(())
@@ -630,11 +629,7 @@ impl WorkflowSummary {
 
     /// Whether every job is finished (and it is not an open batch).
     pub fn is_finished(&self) -> bool {
-        !self.open
-            && self
-                .counts
-                .iter()
-                .all(|(s, n)| *n == 0 || s.is_finished())
+        !self.open && self.counts.iter().all(|(s, n)| *n == 0 || s.is_finished())
     }
 }
 
@@ -716,7 +711,11 @@ mod tests {
         assert!(m.contains("step"), "{m}");
         let m = message(&Workflow::new().add("a", job().dedup_key("k")));
         assert!(m.contains("dedup_key"), "{m}");
-        let m = message(&Workflow::new().add_after("a", job(), ["b", "b"]).add("b", job()));
+        let m = message(
+            &Workflow::new()
+                .add_after("a", job(), ["b", "b"])
+                .add("b", job()),
+        );
         assert!(m.contains("twice"), "{m}");
     }
 
@@ -738,6 +737,9 @@ mod tests {
         let cb = wf.steps().last().unwrap();
         assert_eq!(cb.name(), CALLBACK_STEP);
         assert_eq!(cb.deps().len(), 3);
-        assert!(cb.deps().iter().all(|d| d.policy() == DepPolicy::AnyOutcome));
+        assert!(cb
+            .deps()
+            .iter()
+            .all(|d| d.policy() == DepPolicy::AnyOutcome));
     }
 }

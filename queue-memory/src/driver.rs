@@ -36,11 +36,11 @@ use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
     JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
     JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta, StoredSchedule,
-    Target, UniqueInsert,
+    StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
 use queue_core::{
-    AttemptError, Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl,
-    QueueStats, WakeHub,
+    AttemptError, DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, NewJob,
+    QueueControl, QueueStats, WakeHub, WorkflowId,
 };
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -109,7 +109,7 @@ fn new_row(
         queue: job.queue().to_owned(),
         payload: json(job.payload_json(), "payload")?,
         priority: job.priority_value(),
-        state: JobState::Pending,
+        state: job.initial_state(),
         attempts: 0,
         max_attempts: job.max_attempts_value(),
         run_at,
@@ -130,8 +130,13 @@ fn new_row(
         output: None,
         unique,
         concurrency_key: job.concurrency_key_value().map(str::to_owned),
+        workflow: job.workflow_id(),
+        blocked_by: None,
     })
 }
+
+/// The states a job can be cancelled in.
+const LIVE: [JobState; 3] = [JobState::Waiting, JobState::Pending, JobState::Running];
 
 /// The running job held by `lease`, copied for changing; `None` when the lease is not current
 /// (the fence of every transition a holder makes).
@@ -985,7 +990,7 @@ impl Driver for MemoryDriver {
     async fn job_cancel(&self, id: JobId) -> Result<u64> {
         let _call = self.enter(Statement::JobCancel).await?;
         self.pool(|w, now| {
-            let Some(row) = in_state(w, id, &[JobState::Pending, JobState::Running])? else {
+            let Some(row) = in_state(w, id, &LIVE)? else {
                 return Ok(0);
             };
             w.update_job(cancelled(row, now))?;
@@ -1031,8 +1036,16 @@ impl Driver for MemoryDriver {
     /// One job, with its history and output.
     async fn job_get(&self, id: JobId) -> Result<Option<Job>> {
         let _call = self.enter(Statement::JobGet).await?;
-        self.read(|t, _| Ok(t.schema()?.jobs.get(id).map(JobRow::job_detail)))
-            .await
+        self.read(|t, _| {
+            let schema = t.schema()?;
+            Ok(schema.jobs.get(id).map(|row| Job {
+                step: row
+                    .workflow
+                    .and_then(|w| schema.workflow_jobs.get(&(w, id)).cloned()),
+                ..row.job_detail()
+            }))
+        })
+        .await
     }
 
     /// Jobs newest first (by id), below `req.before`, filtered by queue, state and kind; without
@@ -1071,6 +1084,7 @@ impl Driver for MemoryDriver {
                 let (available, scheduled) = q.pending_counts(now);
                 QueueStats {
                     queue: name.to_owned(),
+                    waiting: q.count(JobState::Waiting),
                     available,
                     scheduled,
                     running: q.count(JobState::Running),
@@ -1142,12 +1156,8 @@ impl Driver for MemoryDriver {
     /// `job_cancel` of each listed job that is pending or running; rows changed.
     async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64> {
         let _call = self.enter(Statement::JobCancelMany).await?;
-        self.pool(|w, now| {
-            update_each(w, ids, &[JobState::Pending, JobState::Running], |row| {
-                cancelled(row, now)
-            })
-        })
-        .await
+        self.pool(|w, now| update_each(w, ids, &LIVE, |row| cancelled(row, now)))
+            .await
     }
 
     /// `job_retry` of each listed job that is dead or cancelled, as one statement: a key that
@@ -1697,4 +1707,331 @@ impl Driver for MemoryDriver {
         })
         .await
     }
+
+    /// The workflow's row, created now; refused when its id exists.
+    async fn workflow_insert(&self, tx: &mut MemoryTx, w: WorkflowInsert<'_>) -> Result<()> {
+        let _call = self.enter(Statement::WorkflowInsert).await?;
+        let now = self.store.now();
+        tx.statement(|wr| {
+            if wr.schema()?.workflows.contains_key(&w.id) {
+                return Err(MemoryError::WorkflowExists(w.id));
+            }
+            wr.put_workflow(
+                w.id,
+                Some(StoredWorkflow {
+                    id: w.id,
+                    name: w.name.map(str::to_owned),
+                    open: w.open,
+                    callback: w.callback,
+                    created_at: now,
+                }),
+            )
+        })
+    }
+
+    /// One step row per `(job, step)`.
+    async fn workflow_steps_insert(
+        &self,
+        tx: &mut MemoryTx,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<()> {
+        let _call = self.enter(Statement::WorkflowStepsInsert).await?;
+        tx.statement(|w| {
+            for (job, step) in steps {
+                w.put_workflow_job(workflow, *job, step)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// One dependency row per edge.
+    async fn workflow_deps_insert(&self, tx: &mut MemoryTx, edges: &[WorkflowEdge]) -> Result<()> {
+        let _call = self.enter(Statement::WorkflowDepsInsert).await?;
+        tx.statement(|w| {
+            for e in edges {
+                w.put_dep(e.dep, e.job, e.policy)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The workflow's row (the transaction holds the store, which is the lock).
+    async fn workflow_lock(
+        &self,
+        tx: &mut MemoryTx,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>> {
+        let _call = self.enter(Statement::WorkflowLock).await?;
+        Ok(tx.tables().schema()?.workflows.get(&id).cloned())
+    }
+
+    /// An open workflow closed; rows changed.
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64> {
+        let _call = self.enter(Statement::WorkflowSeal).await?;
+        self.pool(|w, _| {
+            let Some(row) = w.schema()?.workflows.get(&id).filter(|r| r.open).cloned() else {
+                return Ok(0);
+            };
+            w.put_workflow(id, Some(StoredWorkflow { open: false, ..row }))?;
+            Ok(1)
+        })
+        .await
+    }
+
+    /// The waiting jobs that depend on any of `finished`, each once, in id order.
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, MemoryTx>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>> {
+        let _call = self.enter(Statement::WorkflowDependents).await?;
+        self.read_on(target, |t, _| {
+            let schema = t.schema()?;
+            let mut out: Vec<JobId> = finished
+                .iter()
+                .flat_map(|dep| schema.dependents(*dep))
+                .map(|(job, _)| job)
+                .filter(|job| {
+                    schema
+                        .jobs
+                        .get(*job)
+                        .is_some_and(|r| r.state == JobState::Waiting)
+                })
+                .collect();
+            out.sort();
+            out.dedup();
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Each of `waiting` still waiting with a dependency of policy `Completed` that is dead or
+    /// cancelled: cancelled now, `blocked_by` the least such dependency.
+    async fn workflow_block(
+        &self,
+        target: Target<'_, MemoryTx>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>> {
+        let _call = self.enter(Statement::WorkflowBlock).await?;
+        self.on(target, |w, now| {
+            let mut out = Vec::new();
+            for id in waiting {
+                let Some(row) = in_state(w, *id, &[JobState::Waiting])? else {
+                    continue;
+                };
+                let Some(blocker) = blocker(w.schema()?, *id) else {
+                    continue;
+                };
+                let mut row = cancelled(row, now);
+                row.blocked_by = Some(blocker);
+                w.update_job(row)?;
+                out.push(*id);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Each of `waiting` still waiting whose every dependency is resolved (completed; or
+    /// finished, for `AnyOutcome`; or deleted), unless it is the callback of an open
+    /// workflow: pending, due at the later of its run time and now.
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, MemoryTx>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>> {
+        let _call = self.enter(Statement::WorkflowPromote).await?;
+        self.on(target, |w, now| {
+            let mut out = Vec::new();
+            for id in waiting {
+                let Some(mut row) = in_state(w, *id, &[JobState::Waiting])? else {
+                    continue;
+                };
+                let schema = w.schema()?;
+                let ready = schema.deps_of(*id).all(|(dep, policy)| {
+                    schema
+                        .jobs
+                        .get(dep)
+                        .is_none_or(|d| policy.resolved_by(d.state))
+                });
+                let held = row.workflow.is_some_and(|wf| {
+                    schema
+                        .workflows
+                        .get(&wf)
+                        .is_some_and(|r| r.open && r.callback == Some(*id))
+                });
+                if !ready || held {
+                    continue;
+                }
+                row.state = JobState::Pending;
+                row.run_at = row.run_at.max(now);
+                touch(&mut row, now);
+                out.push((*id, w.update_job(row)?.queue.clone()));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The cancelled jobs depending on one of `retried` and blocked by it: waiting again.
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>> {
+        let _call = self.enter(Statement::WorkflowReopen).await?;
+        self.pool(|w, now| {
+            let candidates: Vec<JobId> = {
+                let schema = w.schema()?;
+                retried
+                    .iter()
+                    .flat_map(|dep| schema.dependents(*dep))
+                    .map(|(job, _)| job)
+                    .collect()
+            };
+            let mut out = Vec::new();
+            for id in candidates {
+                let Some(mut row) = in_state(w, id, &[JobState::Cancelled])? else {
+                    continue;
+                };
+                if !row.blocked_by.is_some_and(|b| retried.contains(&b)) {
+                    continue;
+                }
+                row.state = JobState::Waiting;
+                row.blocked_by = None;
+                row.finished_at = None;
+                touch(&mut row, now);
+                w.update_job(row)?;
+                out.push(id);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Up to `limit` waiting jobs in id order, after `after`.
+    async fn workflow_waiting(&self, after: Option<JobId>, limit: usize) -> Result<Vec<JobId>> {
+        let _call = self.enter(Statement::WorkflowWaiting).await?;
+        self.read(|t, _| Ok(t.schema()?.jobs.waiting_after(after).take(limit).collect()))
+            .await
+    }
+
+    /// The workflow's row.
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>> {
+        let _call = self.enter(Statement::WorkflowGet).await?;
+        self.read(|t, _| Ok(t.schema()?.workflows.get(&id).cloned()))
+            .await
+    }
+
+    /// The workflow's jobs in id order, each with its step.
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>> {
+        let _call = self.enter(Statement::WorkflowJobs).await?;
+        self.read(|t, _| {
+            let schema = t.schema()?;
+            Ok(workflow_members(schema, id)
+                .filter_map(|(job, step)| {
+                    schema.jobs.get(job).map(|row| Job {
+                        step: Some(step.to_owned()),
+                        ..row.job()
+                    })
+                })
+                .collect())
+        })
+        .await
+    }
+
+    /// The dependencies of the workflow's jobs.
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>> {
+        let _call = self.enter(Statement::WorkflowEdges).await?;
+        self.read(|t, _| {
+            let schema = t.schema()?;
+            Ok(workflow_members(schema, id)
+                .flat_map(|(job, _)| {
+                    schema
+                        .deps_of(job)
+                        .map(move |(dep, policy)| WorkflowEdge { job, dep, policy })
+                })
+                .collect())
+        })
+        .await
+    }
+
+    /// Up to `limit` workflows, newest first, below `before`, with their jobs per state.
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>> {
+        let _call = self.enter(Statement::WorkflowList).await?;
+        self.read(|t, _| {
+            let schema = t.schema()?;
+            let rows = match before {
+                Some(id) => schema.workflows.range(..id),
+                None => schema.workflows.range(..),
+            };
+            Ok(rows
+                .rev()
+                .take(limit)
+                .map(|(id, row)| {
+                    let mut counts: BTreeMap<usize, (JobState, u64)> = BTreeMap::new();
+                    for (job, _) in workflow_members(schema, *id) {
+                        if let Some(r) = schema.jobs.get(job) {
+                            let i = JobState::ALL
+                                .iter()
+                                .position(|s| *s == r.state)
+                                .unwrap_or(0);
+                            counts.entry(i).or_insert((r.state, 0)).1 += 1;
+                        }
+                    }
+                    (row.clone(), counts.into_values().collect())
+                })
+                .collect())
+        })
+        .await
+    }
+
+    /// What `id` depends on, in the dependencies' id order, each with its step, policy, state
+    /// and output (`None` when its job is gone).
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>> {
+        let _call = self.enter(Statement::JobDeps).await?;
+        self.read(|t, _| {
+            let schema = t.schema()?;
+            let workflow = schema.jobs.get(id).and_then(|r| r.workflow);
+            Ok(schema
+                .deps_of(id)
+                .map(|(dep, policy)| {
+                    let row = schema.jobs.get(dep);
+                    Dependency {
+                        id: dep,
+                        step: workflow
+                            .and_then(|w| schema.workflow_jobs.get(&(w, dep)).cloned())
+                            .unwrap_or_default(),
+                        policy,
+                        state: row.map(|r| r.state),
+                        output: row.and_then(|r| r.output.clone()),
+                    }
+                })
+                .collect())
+        })
+        .await
+    }
+}
+
+/// The least dependency of `job` with policy `Completed` that ended dead or cancelled.
+fn blocker(schema: &crate::tables::Schema, job: JobId) -> Option<JobId> {
+    schema.deps_of(job).find_map(|(dep, policy)| {
+        let failed = schema
+            .jobs
+            .get(dep)
+            .is_some_and(|d| matches!(d.state, JobState::Dead | JobState::Cancelled));
+        (policy == DepPolicy::Completed && failed).then_some(dep)
+    })
+}
+
+/// The jobs of workflow `id` (by id) with their step names.
+fn workflow_members(
+    schema: &crate::tables::Schema,
+    id: WorkflowId,
+) -> impl Iterator<Item = (JobId, &str)> + '_ {
+    schema
+        .workflow_jobs
+        .range((id, JobId(Uuid::nil()))..=(id, JobId(Uuid::max())))
+        .map(|((_, job), step)| (*job, step.as_str()))
 }

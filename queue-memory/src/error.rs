@@ -33,6 +33,9 @@ pub enum MemoryError {
         /// The job that holds it.
         holder: JobId,
     },
+    /// A workflow with this id exists already (the workflows' primary key).
+    #[error("a workflow {0} exists already")]
+    WorkflowExists(queue_core::WorkflowId),
     /// A schedule with this name exists already (the schedules' primary key).
     #[error("a schedule named {0:?} exists already")]
     ScheduleExists(String),
@@ -78,6 +81,7 @@ pub(crate) fn classify(error: &MemoryError) -> DriverFault {
         MemoryError::DedupKeyHeld { .. } => DriverFault::UniqueViolation(UniqueIndex::DedupKey),
         MemoryError::UniqueKeyHeld { .. } => DriverFault::UniqueViolation(UniqueIndex::UniqueKey),
         MemoryError::ScheduleExists(_) => DriverFault::UniqueViolation(UniqueIndex::Unknown),
+        MemoryError::WorkflowExists(_) => DriverFault::UniqueViolation(UniqueIndex::WorkflowId),
         MemoryError::NotMigrated
         | MemoryError::TimeOutOfRange(_)
         | MemoryError::NotJson { .. }

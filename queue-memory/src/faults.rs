@@ -117,6 +117,21 @@ statements! {
     ScheduleTouch => "schedule_touch",
     ScheduleAdvance => "schedule_advance",
     ScheduleDelete => "schedule_delete",
+    WorkflowInsert => "workflow_insert",
+    WorkflowStepsInsert => "workflow_steps_insert",
+    WorkflowDepsInsert => "workflow_deps_insert",
+    WorkflowLock => "workflow_lock",
+    WorkflowSeal => "workflow_seal",
+    WorkflowDependents => "workflow_dependents",
+    WorkflowBlock => "workflow_block",
+    WorkflowPromote => "workflow_promote",
+    WorkflowReopen => "workflow_reopen",
+    WorkflowWaiting => "workflow_waiting",
+    WorkflowGet => "workflow_get",
+    WorkflowJobs => "workflow_jobs",
+    WorkflowEdges => "workflow_edges",
+    WorkflowList => "workflow_list",
+    JobDeps => "job_deps",
 }
 
 // A set of statements is a bit set of 128.

@@ -58,6 +58,10 @@ pub(crate) struct JobRow {
     /// The unique key and the states (as bits) in which the job holds it.
     pub(crate) unique: Option<([u8; 32], i16)>,
     pub(crate) concurrency_key: Option<String>,
+    /// The workflow the job is a step of.
+    pub(crate) workflow: Option<queue_core::WorkflowId>,
+    /// The failed dependency that cancelled it.
+    pub(crate) blocked_by: Option<JobId>,
 }
 
 impl JobRow {
@@ -115,6 +119,10 @@ impl JobRow {
             snoozes: self.snoozes,
             errors: Vec::new(),
             output: None,
+            workflow: self.workflow,
+            step: None,
+            blocked_by: self.blocked_by,
+            depends_on: Vec::new(),
             created_at: self.created_at,
             updated_at: self.updated_at,
             finished_at: self.finished_at,
@@ -143,6 +151,7 @@ impl JobRow {
                 expires_at,
                 attempt: self.attempts,
                 max_attempts: self.max_attempts,
+                workflow: self.workflow,
             },
         })
     }
@@ -220,7 +229,7 @@ pub(crate) struct QueueJobs {
     /// Running jobs by lease expiry.
     pub(crate) running: BTreeSet<(DateTime<Utc>, JobId)>,
     /// Jobs per state, in the order of [`JobState::ALL`].
-    counts: [u64; 5],
+    counts: [u64; 6],
 }
 
 impl QueueJobs {
@@ -255,11 +264,12 @@ impl QueueJobs {
 
 fn state_index(state: JobState) -> usize {
     match state {
-        JobState::Pending => 0,
-        JobState::Running => 1,
-        JobState::Completed => 2,
-        JobState::Dead => 3,
-        JobState::Cancelled => 4,
+        JobState::Waiting => 0,
+        JobState::Pending => 1,
+        JobState::Running => 2,
+        JobState::Completed => 3,
+        JobState::Dead => 4,
+        JobState::Cancelled => 5,
     }
 }
 
@@ -274,9 +284,22 @@ pub(crate) struct JobTable {
     finished: BTreeSet<(DateTime<Utc>, JobId)>,
     dedup: HashMap<(String, String), JobId>,
     unique: HashMap<[u8; 32], JobId>,
+    /// Waiting jobs, by id (the index of waiting jobs the sweep reads).
+    waiting: BTreeSet<JobId>,
 }
 
 impl JobTable {
+    /// Waiting jobs in id order, after `after` when given.
+    pub(crate) fn waiting_after(&self, after: Option<JobId>) -> impl Iterator<Item = JobId> + '_ {
+        let range = match after {
+            Some(id) => self
+                .waiting
+                .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)),
+            None => self.waiting.range(..),
+        };
+        range.copied()
+    }
+
     /// One job.
     pub(crate) fn get(&self, id: JobId) -> Option<&JobRow> {
         self.rows.get(&id)
@@ -424,6 +447,9 @@ impl JobTable {
         if let Some(entry) = row.lease_entry() {
             self.leases.insert(entry);
         }
+        if row.state == JobState::Waiting {
+            self.waiting.insert(row.id);
+        }
         if let Some(at) = row.finished_at {
             self.finished.insert((at, row.id));
         }
@@ -463,6 +489,9 @@ impl JobTable {
         }
         if let Some(entry) = row.lease_entry() {
             self.leases.remove(&entry);
+        }
+        if row.state == JobState::Waiting {
+            self.waiting.remove(&row.id);
         }
         if let Some(at) = row.finished_at {
             self.finished.remove(&(at, row.id));
@@ -517,8 +546,8 @@ impl JobTable {
             let mut unique: Vec<_> = t.unique.iter().collect();
             unique.sort();
             format!(
-                "{queues:?} {:?} {:?} {dedup:?} {unique:?}",
-                t.leases, t.finished
+                "{queues:?} {:?} {:?} {dedup:?} {unique:?} {:?}",
+                t.leases, t.finished, t.waiting
             )
         };
         let (have, want) = (summary(self), summary(&rebuilt));

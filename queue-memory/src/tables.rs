@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
-use queue_core::engine::{rate_limit_of, StoredSchedule};
-use queue_core::{JobId, QueueControl};
+use queue_core::engine::{rate_limit_of, StoredSchedule, StoredWorkflow};
+use queue_core::{DepPolicy, JobId, QueueControl, WorkflowId};
 use uuid::Uuid;
 
 use crate::error::MemoryError;
@@ -36,12 +36,15 @@ impl Tables {
     pub(crate) fn dump(&self) -> String {
         let schema = self.schema.as_deref().map(|s| {
             format!(
-                "jobs {} queues {:?} key_rates {:?} schedules {:?} maintenance {:?}",
+                "jobs {} queues {:?} key_rates {:?} schedules {:?} maintenance {:?} workflows {:?} {:?} {:?}",
                 s.jobs.dump(),
                 s.queues,
                 s.key_rates,
                 s.schedules,
-                s.maintenance
+                s.maintenance,
+                s.workflows,
+                s.workflow_jobs,
+                s.deps
             )
         });
         format!("migrations {:?} schema {schema:?}", self.migrations)
@@ -79,11 +82,46 @@ pub(crate) struct Schema {
     pub(crate) key_rates: BTreeMap<(String, String), RateCount>,
     pub(crate) schedules: BTreeMap<String, StoredSchedule>,
     pub(crate) maintenance: BTreeMap<String, MaintenanceRow>,
+    pub(crate) workflows: BTreeMap<WorkflowId, StoredWorkflow>,
+    /// `(workflow, job)` to the job's step name.
+    pub(crate) workflow_jobs: BTreeMap<(WorkflowId, JobId), String>,
+    /// `(dependency, job)` to the policy: the dependencies, by the job depended on.
+    pub(crate) deps: BTreeMap<(JobId, JobId), DepPolicy>,
+    /// `(job, dependency)`: the same, by the job that waits.
+    pub(crate) deps_of: BTreeSet<(JobId, JobId)>,
 }
 
 impl Schema {
+    /// The jobs waiting on `dep` (whatever their state), with the policy.
+    pub(crate) fn dependents(&self, dep: JobId) -> impl Iterator<Item = (JobId, DepPolicy)> + '_ {
+        self.deps
+            .range((dep, JobId(uuid::Uuid::nil()))..=(dep, JobId(uuid::Uuid::max())))
+            .map(|((_, job), policy)| (*job, *policy))
+    }
+
+    /// What `job` depends on, with the policy, in the dependencies' id order.
+    pub(crate) fn deps_of(&self, job: JobId) -> impl Iterator<Item = (JobId, DepPolicy)> + '_ {
+        self.deps_of
+            .range((job, JobId(uuid::Uuid::nil()))..=(job, JobId(uuid::Uuid::max())))
+            .filter_map(move |(_, dep)| self.deps.get(&(*dep, job)).map(|p| (*dep, *p)))
+    }
+
     fn undo(&mut self, entry: Undo) {
         match entry {
+            Undo::Workflow(id, old) => {
+                put(&mut self.workflows, id, old);
+            }
+            Undo::WorkflowJob(key, old) => {
+                put(&mut self.workflow_jobs, key, old);
+            }
+            Undo::Dep((dep, job), old) => {
+                if old.is_some() {
+                    self.deps_of.insert((job, dep));
+                } else {
+                    self.deps_of.remove(&(job, dep));
+                }
+                put(&mut self.deps, (dep, job), old);
+            }
             Undo::Job(id, old) => self.jobs.restore(id, old),
             Undo::Queue(name, old) => {
                 put(&mut self.queues, name, old);
@@ -177,6 +215,10 @@ pub(crate) enum Undo {
     KeyRate((String, String), Option<RateCount>),
     Schedule(String, Option<StoredSchedule>),
     Maintenance(String, Option<MaintenanceRow>),
+    Workflow(WorkflowId, Option<StoredWorkflow>),
+    WorkflowJob((WorkflowId, JobId), Option<String>),
+    /// `(dependency, job)`.
+    Dep((JobId, JobId), Option<DepPolicy>),
 }
 
 /// Sets `key` to `value` (`None`: removes it); returns what was there.
@@ -322,6 +364,57 @@ impl<'a> Writer<'a> {
     ) -> Result<(), MemoryError> {
         let old = self.schema_mut()?.maintenance.insert(task.to_owned(), row);
         self.undo.push(Undo::Maintenance(task.to_owned(), old));
+        Ok(())
+    }
+
+    /// Writes (`Some`) or deletes (`None`) a workflow's row.
+    pub(crate) fn put_workflow(
+        &mut self,
+        id: WorkflowId,
+        row: Option<StoredWorkflow>,
+    ) -> Result<(), MemoryError> {
+        let old = put(&mut self.schema_mut()?.workflows, id, row);
+        self.undo.push(Undo::Workflow(id, old));
+        Ok(())
+    }
+
+    /// Stores the step row of `job` in `workflow`.
+    pub(crate) fn put_workflow_job(
+        &mut self,
+        workflow: WorkflowId,
+        job: JobId,
+        step: &str,
+    ) -> Result<(), MemoryError> {
+        let key = (workflow, job);
+        let old = self
+            .schema_mut()?
+            .workflow_jobs
+            .insert(key, step.to_owned());
+        if old.is_some() {
+            // The primary key: a step row is written once.
+            self.schema_mut()?
+                .workflow_jobs
+                .insert(key, old.unwrap_or_default());
+            return Err(MemoryError::DuplicateId(job));
+        }
+        self.undo.push(Undo::WorkflowJob(key, None));
+        Ok(())
+    }
+
+    /// Stores a dependency of `job` on `dep`.
+    pub(crate) fn put_dep(
+        &mut self,
+        dep: JobId,
+        job: JobId,
+        policy: DepPolicy,
+    ) -> Result<(), MemoryError> {
+        let schema = self.schema_mut()?;
+        if schema.deps.contains_key(&(dep, job)) {
+            return Err(MemoryError::DuplicateId(job));
+        }
+        schema.deps.insert((dep, job), policy);
+        schema.deps_of.insert((job, dep));
+        self.undo.push(Undo::Dep((dep, job), None));
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 -- name: job_cancel
--- The lease token is kept so the holder's next transition reports the cancellation.
+-- A waiting, pending or running job. The lease token is kept so the holder's next transition reports the cancellation.
 -- Binds: ?1 id, ?2 now.
 UPDATE queue_jobs
 SET state = 'cancelled',
@@ -7,4 +7,4 @@ SET state = 'cancelled',
     lease_expires_at = NULL,
     version = version + 1,
     updated_at = ?2
-WHERE id = ?1 AND state IN ('pending', 'running')
+WHERE id = ?1 AND state IN ('waiting', 'pending', 'running')

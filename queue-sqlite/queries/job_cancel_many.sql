@@ -1,5 +1,5 @@
 -- name: job_cancel_many
--- job_cancel for each listed job that is still pending or running (each looked up by primary
+-- job_cancel for each listed job that is still waiting, pending or running (each looked up by primary
 -- key). The driver repeats the `(?)` tuple after VALUES once per id; every placeholder is
 -- anonymous. Binds: now, then each id.
 WITH p (now) AS (SELECT ?)
@@ -13,4 +13,4 @@ FROM p, (VALUES
 (?)
 ) AS ids
 WHERE queue_jobs.id = ids.column1
-  AND queue_jobs.state IN ('pending', 'running')
+  AND queue_jobs.state IN ('waiting', 'pending', 'running')

@@ -1,4 +1,6 @@
 -- name: job_get
--- Binds: ?1 id.
-SELECT id, queue, payload, priority, state, attempts, max_attempts, run_at, lease_token, lease_expires_at, worker, last_error, dedup_key, created_at, updated_at, finished_at, kind, meta, timeout_us, snoozes, errors, output
-FROM queue_jobs WHERE id = ?1
+-- With the job's step name when it is a step of a workflow. Binds: ?1 id.
+SELECT j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at, j.kind, j.meta, j.timeout_us, j.snoozes, j.errors, j.output, j.workflow_id, j.blocked_by, n.step
+FROM queue_jobs j
+LEFT JOIN queue_workflow_jobs n ON n.workflow_id = j.workflow_id AND n.job_id = j.id
+WHERE j.id = ?1

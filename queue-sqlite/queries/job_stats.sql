@@ -1,6 +1,6 @@
 -- name: job_stats
--- Job counts per queue and state. Pending jobs are counted along the claim index and running
--- ones along the lease index; completed, dead and cancelled jobs of each queue are counted
+-- Job counts per queue and state. Pending jobs are counted along the claim index, running
+-- ones along the lease index and waiting ones along queue_jobs_waiting; completed, dead and cancelled jobs of each queue are counted
 -- along queue_jobs_finished_queue up to ?3 each (-1: no cap), so that the statement reads a
 -- bounded range per queue and state rather than every finished row. The queues that have
 -- finished jobs are found by a skip scan of that index (one seek per queue). The literal
@@ -22,15 +22,20 @@ WITH RECURSIVE finished_queues (queue) AS (
     FROM finished_queues f
     WHERE f.queue IS NOT NULL
 ),
-live (queue, available, scheduled, running, oldest_due) AS (
-    SELECT queue, SUM(run_at <= ?1), SUM(run_at > ?1), 0, MIN(CASE WHEN run_at <= ?1 THEN run_at END)
+live (queue, waiting, available, scheduled, running, oldest_due) AS (
+    SELECT queue, 0, SUM(run_at <= ?1), SUM(run_at > ?1), 0, MIN(CASE WHEN run_at <= ?1 THEN run_at END)
     FROM queue_jobs
     WHERE state = 'pending' AND (?2 IS NULL OR queue = ?2)
     GROUP BY queue
     UNION ALL
-    SELECT queue, 0, 0, COUNT(*), NULL
+    SELECT queue, 0, 0, 0, COUNT(*), NULL
     FROM queue_jobs
     WHERE state = 'running' AND (?2 IS NULL OR queue = ?2)
+    GROUP BY queue
+    UNION ALL
+    SELECT queue, COUNT(*), 0, 0, 0, NULL
+    FROM queue_jobs
+    WHERE state = 'waiting' AND (?2 IS NULL OR queue = ?2)
     GROUP BY queue
 ),
 queues (queue) AS (
@@ -39,6 +44,7 @@ queues (queue) AS (
     SELECT queue FROM live
 )
 SELECT q.queue,
+       COALESCE((SELECT SUM(waiting) FROM live l WHERE l.queue = q.queue), 0) AS waiting,
        COALESCE((SELECT SUM(available) FROM live l WHERE l.queue = q.queue), 0) AS available,
        COALESCE((SELECT SUM(scheduled) FROM live l WHERE l.queue = q.queue), 0) AS scheduled,
        COALESCE((SELECT SUM(running) FROM live l WHERE l.queue = q.queue), 0) AS running,

@@ -20,9 +20,12 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
+use queue_core::{
+    DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl,
+    QueueStats, WorkflowId,
+};
 use serde_json::value::RawValue;
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Acquire, AssertSqlSafe, Row, SqlSafeStr, SqlStr, Sqlite, Transaction};
@@ -35,7 +38,7 @@ use crate::sql::Statements;
 /// since 3.32); multi-row statements are chunked to stay under it.
 const MAX_PARAMS: usize = 32_766;
 /// Values bound per row of `job_insert`.
-const INSERT_PARAMS: usize = 13;
+const INSERT_PARAMS: usize = 15;
 /// Rows per `job_insert` statement.
 const INSERT_ROWS: usize = MAX_PARAMS / INSERT_PARAMS;
 /// Leases per `job_complete_many` / `job_rescue` statement (two values each, plus five).
@@ -174,6 +177,12 @@ fn job_from_row(row: &SqliteRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         snoozes: to_u32(row.try_get("snoozes")?, "snoozes")?,
         errors: Vec::new(),
         output: None,
+        workflow: row
+            .try_get::<Option<Uuid>, _>("workflow_id")?
+            .map(queue_core::WorkflowId),
+        step: None,
+        blocked_by: row.try_get::<Option<Uuid>, _>("blocked_by")?.map(JobId),
+        depends_on: Vec::new(),
         created_at: to_time(row.try_get("created_at")?)?,
         updated_at: to_time(row.try_get("updated_at")?)?,
         finished_at: to_time_opt(row.try_get("finished_at")?)?,
@@ -188,6 +197,7 @@ fn job_detail_from_row(row: &SqliteRow) -> Result<Job, sqlx::Error> {
         job.errors = queue_core::job::parse_errors(&errors).map_err(decode)?;
     }
     job.output = json_column(row.try_get("output")?, "output")?;
+    job.step = row.try_get("step")?;
     Ok(job)
 }
 
@@ -258,7 +268,9 @@ pub(crate) async fn insert_rows(
             .bind(job.timeout_value().map(micros))
             .bind(now)
             .bind(now)
-            .bind(job.concurrency_key_value());
+            .bind(job.concurrency_key_value())
+            .bind(job.initial_state().as_str())
+            .bind(job.workflow_id().map(|w| w.0));
     }
     q.execute(conn).await?;
     Ok(())
@@ -324,6 +336,36 @@ impl SqliteDriver {
         Ok(done)
     }
 
+    /// A writing statement over a list of ids (after `now`) that returns `id` (and `queue`,
+    /// when it has one), in chunks under the parameter limit, where `target` says.
+    async fn ids_returning(
+        &self,
+        statement: &SqlStr,
+        mut target: Target<'_, SqliteConnection>,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, Option<String>)>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_PARAMS - 2) {
+            let mut q = sqlx::query(rows_of(statement, chunk.len())).bind(now_micros());
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            let rows = match target.reborrow() {
+                Target::Pool => q.fetch_all(&self.writer).await?,
+                Target::Tx(conn) => q.fetch_all(conn).await?,
+            };
+            for row in &rows {
+                let queue = if row.columns().len() > 1 {
+                    Some(row.try_get("queue")?)
+                } else {
+                    None
+                };
+                out.push((JobId(row.try_get("id")?), queue));
+            }
+        }
+        Ok(out)
+    }
+
     async fn pairs(
         &self,
         statement: &SqlStr,
@@ -352,6 +394,17 @@ impl SqliteDriver {
         }
         Ok(done)
     }
+}
+
+/// A row of `workflow_get`, `workflow_lock` or `workflow_list`.
+fn workflow_from_row(row: &SqliteRow) -> Result<StoredWorkflow, sqlx::Error> {
+    Ok(StoredWorkflow {
+        id: WorkflowId(row.try_get("id")?),
+        name: row.try_get("name")?,
+        open: row.try_get("open")?,
+        callback: row.try_get::<Option<Uuid>, _>("callback")?.map(JobId),
+        created_at: to_time(row.try_get("created_at")?)?,
+    })
 }
 
 /// The creation time below which a job is older than `age` (`None`: any age).
@@ -842,6 +895,7 @@ impl Driver for SqliteDriver {
             .map(|row| {
                 Ok(QueueStats {
                     queue: row.try_get("queue")?,
+                    waiting: count(row, "waiting")?,
                     available: count(row, "available")?,
                     scheduled: count(row, "scheduled")?,
                     running: count(row, "running")?,
@@ -1323,6 +1377,227 @@ impl Driver for SqliteDriver {
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    async fn workflow_insert(
+        &self,
+        conn: &mut SqliteConnection,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.workflow_insert.clone())
+            .bind(w.id.0)
+            .bind(w.name)
+            .bind(w.open)
+            .bind(w.callback.map(|c| c.0))
+            .bind(now_micros())
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn workflow_steps_insert(
+        &self,
+        conn: &mut SqliteConnection,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), sqlx::Error> {
+        for chunk in steps.chunks(MAX_PARAMS / 3) {
+            let mut q = sqlx::query(rows_of(&self.sql.workflow_steps_insert, chunk.len()));
+            for (job, step) in chunk {
+                q = q.bind(workflow.0).bind(job.0).bind(*step);
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_deps_insert(
+        &self,
+        conn: &mut SqliteConnection,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), sqlx::Error> {
+        for chunk in edges.chunks(MAX_PARAMS / 3) {
+            let mut q = sqlx::query(rows_of(&self.sql.workflow_deps_insert, chunk.len()));
+            for e in chunk {
+                q = q.bind(e.dep.0).bind(e.job.0).bind(e.policy.code());
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_lock(
+        &self,
+        conn: &mut SqliteConnection,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        let row = sqlx::query(self.sql.workflow_lock.clone())
+            .bind(id.0)
+            .fetch_optional(conn)
+            .await?;
+        row.as_ref().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.workflow_seal.clone())
+            .bind(id.0)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workflow_dependents(
+        &self,
+        mut target: Target<'_, SqliteConnection>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in finished.chunks(MAX_PARAMS - 2) {
+            let mut q = sqlx::query_scalar(rows_of(&self.sql.workflow_dependents, chunk.len()));
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            let ids: Vec<Uuid> = match target.reborrow() {
+                Target::Pool => q.fetch_all(&self.reader).await?,
+                Target::Tx(conn) => q.fetch_all(conn).await?,
+            };
+            out.extend(ids.into_iter().map(JobId));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn workflow_block(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids = self
+            .ids_returning(&self.sql.workflow_block, target, waiting)
+            .await?;
+        Ok(ids.into_iter().map(|(id, _)| id).collect())
+    }
+
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, SqliteConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let rows = self
+            .ids_returning(&self.sql.workflow_promote, target, waiting)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, queue)| (id, queue.unwrap_or_default()))
+            .collect())
+    }
+
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids = self
+            .ids_returning(&self.sql.workflow_reopen, Target::Pool, retried)
+            .await?;
+        Ok(ids.into_iter().map(|(id, _)| id).collect())
+    }
+
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        limit: usize,
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_waiting.clone())
+            .bind(after.map(|id| id.0))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await?;
+        Ok(ids.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        let row = sqlx::query(self.sql.workflow_get.clone())
+            .bind(id.0)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.workflow_jobs.clone())
+            .bind(id.0)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let (mut job, _) = job_from_row(row)?;
+                job.step = row.try_get("step")?;
+                Ok(job)
+            })
+            .collect()
+    }
+
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.workflow_edges.clone())
+            .bind(id.0)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(WorkflowEdge {
+                    job: JobId(row.try_get("job_id")?),
+                    dep: JobId(row.try_get("dep_id")?),
+                    policy: DepPolicy::from_code(row.try_get("policy")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.workflow_list.clone())
+            .bind(before.map(|id| id.0))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await?;
+        let mut out: Vec<(StoredWorkflow, Vec<(JobState, u64)>)> = Vec::new();
+        for row in &rows {
+            let w = workflow_from_row(row)?;
+            if out.last().is_none_or(|(last, _)| last.id != w.id) {
+                out.push((w, Vec::new()));
+            }
+            if let Some(state) = row.try_get::<Option<String>, _>("state")? {
+                let n: i64 = row.try_get("jobs")?;
+                if let Some((_, counts)) = out.last_mut() {
+                    counts.push((parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
+        let rows = sqlx::query(self.sql.job_deps.clone())
+            .bind(id.0)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Dependency {
+                    id: JobId(row.try_get("dep_id")?),
+                    step: row
+                        .try_get::<Option<String>, _>("step")?
+                        .unwrap_or_default(),
+                    policy: DepPolicy::from_code(row.try_get("policy")?),
+                    state: row
+                        .try_get::<Option<String>, _>("state")?
+                        .map(|s| parse_state(&s))
+                        .transpose()?,
+                    output: json_column(row.try_get("output")?, "output")?,
+                })
+            })
+            .collect()
     }
 }
 

@@ -56,4 +56,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedule_kinds",
         sql: include_str!("../migrations/0010_schedule_kinds.sql"),
     },
+    Migration {
+        version: 11,
+        name: "workflows",
+        sql: include_str!("../migrations/0011_workflows.sql"),
+    },
 ];

@@ -78,6 +78,19 @@ impl SqliteQueue {
         self.engine.push_in(tx, job).await
     }
 
+    /// Pushes a workflow inside the caller's transaction: it exists, with every job of it, iff
+    /// `tx` commits.
+    ///
+    /// # Errors
+    /// As [`queue_core::Queue::push_workflow`].
+    pub async fn push_workflow_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        workflow: queue_core::Workflow,
+    ) -> Result<queue_core::PushedWorkflow> {
+        self.engine.push_workflow_in(tx, workflow).await
+    }
+
     /// Pushes every job of `jobs` inside the caller's transaction: all exist iff `tx` commits,
     /// and a batch that fails stores nothing (a savepoint is rolled back) while the caller's own
     /// writes stay.

@@ -34,6 +34,7 @@ async fn make(
             .await?;
         match state {
             JobState::Pending => {}
+            JobState::Waiting => anyhow::bail!("a job pushed alone is never waiting"),
             JobState::Cancelled => q.cancel(id).await?,
             JobState::Running | JobState::Completed | JobState::Dead => {
                 let l = pop_one(q, queue).await?;

@@ -37,6 +37,14 @@ impl<C: ?Sized> Target<'_, C> {
     pub fn is_tx(&self) -> bool {
         matches!(self, Target::Tx(_))
     }
+
+    /// The same target for one more statement.
+    pub fn reborrow(&mut self) -> Target<'_, C> {
+        match self {
+            Target::Pool => Target::Pool,
+            Target::Tx(conn) => Target::Tx(&mut **conn),
+        }
+    }
 }
 
 /// What a driver error means to the engine: the one classification a driver makes, from its

@@ -38,11 +38,14 @@ impl<D: Driver> Engine<D> {
         }
         // The queue of the job, for its counter (an operator's call: one read more is cheap; a
         // job deleted meanwhile is counted under no queue).
-        let queue = self.get(id).await.ok().flatten().map(|j| j.queue);
+        let job = self.get(id).await.ok().flatten();
         self.inner
             .metrics
-            .cancelled(queue.as_deref().unwrap_or(""))
+            .cancelled(job.as_ref().map_or("", |j| j.queue.as_str()))
             .increment(1);
+        if job.is_none_or(|j| j.workflow.is_some()) {
+            self.settle_after(&[id], true).await;
+        }
         Ok(())
     }
 
@@ -54,6 +57,7 @@ impl<D: Driver> Engine<D> {
         match self.retried("retry", || self.driver().job_retry(id)).await {
             Ok(Some(queue)) => {
                 self.wake(&queue, 1).await;
+                self.reopen_after_retry(&[id]).await;
                 Ok(())
             }
             Ok(None) => Err(self.state_error(id, "retry").await),
@@ -104,7 +108,11 @@ impl<D: Driver> Engine<D> {
     /// # Errors
     /// As [`Queue::get`](crate::Queue::get).
     pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
-        self.driver().job_get(id).await.map_err(|e| self.error(e))
+        let mut job = self.driver().job_get(id).await.map_err(|e| self.error(e))?;
+        if let Some(j) = job.as_mut().filter(|j| j.workflow.is_some()) {
+            j.depends_on = self.dependencies(id).await?;
+        }
+        Ok(job)
     }
 
     /// Lists jobs, newest first.

@@ -65,12 +65,22 @@ impl<D: Driver> Engine<D> {
                         ""
                     };
                     self.inner.metrics.cancelled(queue).increment(changed);
+                    if changed > 0 {
+                        self.settle_after(&ids, true).await;
+                    }
                     changed
                 }
-                BulkAction::Delete => self
-                    .retried("bulk delete", || d.job_delete_many(&ids, &states))
-                    .await
-                    .map_err(|e| self.error(e))?,
+                BulkAction::Delete => {
+                    let changed = self
+                        .retried("bulk delete", || d.job_delete_many(&ids, &states))
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    // A deleted dependency holds nothing back.
+                    if changed > 0 {
+                        self.settle_after(&ids, true).await;
+                    }
+                    changed
+                }
                 BulkAction::Retry => self.retry_batch(&batch).await?,
             };
             outcome.changed += changed;
@@ -112,6 +122,7 @@ impl<D: Driver> Engine<D> {
             for (queue, n) in count_by(batch.iter().map(|(_, q)| q.as_str())) {
                 self.wake(queue, n).await;
             }
+            self.reopen_after_retry(&ids).await;
         }
         Ok(changed)
     }

@@ -27,6 +27,7 @@ mod retire;
 mod running;
 pub mod statements;
 mod unique;
+mod workflow;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -456,6 +457,43 @@ impl<B: Backend> Queue for B {
 
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.engine().now().await
+    }
+
+    // Workflows.
+
+    async fn push_workflow(&self, workflow: crate::Workflow) -> Result<crate::PushedWorkflow> {
+        self.engine().push_workflow(workflow).await
+    }
+
+    async fn batch_add(
+        &self,
+        workflow: crate::WorkflowId,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<JobId>> {
+        self.engine().batch_add(workflow, jobs).await
+    }
+
+    async fn batch_seal(&self, workflow: crate::WorkflowId) -> Result<()> {
+        self.engine().batch_seal(workflow).await
+    }
+
+    async fn workflow(&self, id: crate::WorkflowId) -> Result<Option<crate::WorkflowInfo>> {
+        self.engine().workflow(id).await
+    }
+
+    async fn workflows(
+        &self,
+        req: crate::WorkflowListRequest,
+    ) -> Result<Vec<crate::WorkflowSummary>> {
+        self.engine().workflows(req).await
+    }
+
+    async fn dependencies(&self, id: JobId) -> Result<Vec<crate::Dependency>> {
+        self.engine().dependencies(id).await
+    }
+
+    async fn settle_waiting(&self) -> Result<u64> {
+        self.engine().settle_waiting().await
     }
 
     // Queue controls.

@@ -280,7 +280,7 @@ fn traced(job: NewJob, max_meta: usize) -> NewJob {
 }
 
 /// [`traced`] for each of `jobs`, the context read once.
-fn traced_all(jobs: Vec<NewJob>, max_meta: usize) -> Vec<NewJob> {
+pub(super) fn traced_all(jobs: Vec<NewJob>, max_meta: usize) -> Vec<NewJob> {
     #[cfg(feature = "opentelemetry")]
     let jobs = crate::otel::carry_all(jobs, max_meta);
     #[cfg(not(feature = "opentelemetry"))]

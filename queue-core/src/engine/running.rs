@@ -71,10 +71,16 @@ impl<D: Driver> Engine<D> {
             .map_err(|e| self.error(e))?;
         self.fenced(changed, lease).await?;
         self.places_freed(std::slice::from_ref(lease)).await;
+        if lease.workflow.is_some() {
+            self.settle_after(&[lease.job_id], false).await;
+        }
         Ok(())
     }
 
-    /// Completes the job inside the caller's transaction on `conn`.
+    /// Completes the job inside the caller's transaction on `conn`; a job of a workflow
+    /// settles the jobs waiting for it in the same transaction (if another of their
+    /// dependencies commits at the same moment elsewhere, the sweep may be the one that
+    /// promotes them).
     ///
     /// # Errors
     /// [`Error::LeaseLost`] or [`Error::Cancelled`]: nothing was changed and the caller should
@@ -100,6 +106,11 @@ impl<D: Driver> Engine<D> {
         if changed == 0 {
             return Err(self.lease_error(Target::Tx(conn), lease).await);
         }
+        if lease.workflow.is_some() {
+            self.settle(Target::Tx(conn), vec![lease.job_id], false)
+                .await
+                .map_err(|e| self.error(e))?;
+        }
         Ok(())
     }
 
@@ -118,6 +129,7 @@ impl<D: Driver> Engine<D> {
             .await
             .map_err(|e| self.error(e))?;
         self.places_freed(leases).await;
+        self.settle_after(&workflow_jobs(leases), false).await;
         Ok(done)
     }
 
@@ -154,6 +166,7 @@ impl<D: Driver> Engine<D> {
                 // The completions may be of other queues than the claim's (a worker serving
                 // several queues sends them along with whichever claim comes next).
                 self.places_freed(leases).await;
+                self.settle_after(&workflow_jobs(leases), false).await;
                 if jobs.is_empty() {
                     let claimed = self.claim_if_controlled(p).await;
                     self.count_claim(&r.queue, started, &claimed);
@@ -209,6 +222,9 @@ impl<D: Driver> Engine<D> {
                     .map_err(|e| self.error(e))?;
                 self.fenced(changed, lease).await?;
                 self.places_freed(std::slice::from_ref(lease)).await;
+                if lease.workflow.is_some() {
+                    self.settle_after(&[lease.job_id], true).await;
+                }
                 Ok(FailOutcome::Dead)
             }
         }
@@ -377,6 +393,10 @@ impl<D: Driver> Engine<D> {
             for (queue, n) in count_by(retry.iter().map(|x| x.queue.as_str())) {
                 self.wake(queue, n).await;
             }
+            // The jobs that died here may be dependencies in a workflow (one probe of the
+            // dependencies' index when they are not).
+            let died: Vec<_> = dead.iter().map(|x| x.id).collect();
+            self.settle_after(&died, true).await;
             // A short read was the last one; a round that moved nothing would only repeat.
             if expired.len() < RESCUE_CHUNK || round == 0 {
                 break;
@@ -387,4 +407,13 @@ impl<D: Driver> Engine<D> {
         }
         Ok(total)
     }
+}
+
+/// The jobs of `leases` that are steps of workflows.
+fn workflow_jobs(leases: &[Lease]) -> Vec<crate::job::JobId> {
+    leases
+        .iter()
+        .filter(|l| l.workflow.is_some())
+        .map(|l| l.job_id)
+        .collect()
 }

@@ -126,6 +126,53 @@ impl JobContext {
         Ok(())
     }
 
+    /// What this job depends on (a step of a workflow), each with its step name, state and
+    /// recorded output; empty for a job without dependencies. Read from the database at each
+    /// call.
+    ///
+    /// # Errors
+    /// As [`Queue::dependencies`].
+    pub async fn dependencies(&self) -> crate::Result<Vec<crate::Dependency>> {
+        if self.job.workflow.is_none() {
+            return Ok(Vec::new());
+        }
+        self.queue.dependencies(self.job.id).await
+    }
+
+    /// The output recorded by the dependency named `step`, deserialized; `None` when it
+    /// recorded none or this job has no such dependency.
+    ///
+    /// # Errors
+    /// A retryable [`JobError`] when the dependencies cannot be read; a permanent one when the
+    /// output does not fit `T`.
+    pub async fn dependency_output<T: DeserializeOwned>(
+        &self,
+        step: &str,
+    ) -> Result<Option<T>, JobError> {
+        let deps = self
+            .dependencies()
+            .await
+            .map_err(|e| JobError::retryable(e.to_string()))?;
+        let Some(dep) = deps.into_iter().find(|d| d.step == step) else {
+            return Ok(None);
+        };
+        dep.output::<T>().map_err(|e| {
+            JobError::permanent(format!(
+                "the output of step {step:?} does not deserialize into {}: {e}",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+
+    /// How the jobs this one depends on ended: for a batch's callback, how many members
+    /// completed, died or were cancelled.
+    ///
+    /// # Errors
+    /// As [`Queue::dependencies`].
+    pub async fn batch_counts(&self) -> crate::Result<crate::BatchCounts> {
+        Ok(crate::BatchCounts::of(&self.dependencies().await?))
+    }
+
     /// The job's id.
     pub fn id(&self) -> JobId {
         self.job.id

@@ -1069,7 +1069,8 @@ async fn sample_gauges(
     }
 }
 
-/// Returns expired leases to pending now and then until the worker stops.
+/// Returns expired leases to pending, and settles waiting workflow jobs, now and then until
+/// the worker stops.
 async fn rescue(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
     loop {
         match shared.queue.rescue_expired().await {
@@ -1082,6 +1083,10 @@ async fn rescue(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<
             Err(e) => {
                 tracing::warn!(target: LOG_TARGET, error = %e, "rescue of expired leases failed")
             }
+        }
+        // Workflow jobs a dead process left waiting although their dependencies finished.
+        if let Err(e) = shared.queue.settle_waiting().await {
+            tracing::warn!(target: LOG_TARGET, error = %e, "the sweep of waiting workflow jobs failed");
         }
         tokio::select! {
             biased;
