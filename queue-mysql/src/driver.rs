@@ -9,8 +9,9 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
+use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
 };
@@ -148,7 +149,7 @@ fn chrono_micros(d: Duration) -> chrono::Duration {
     chrono::Duration::microseconds(micros(d))
 }
 
-/// Queues counted per `job_stats` statement (ten values bound per queue).
+/// Queues counted per `job_stats` statement (twelve values bound per queue).
 const STATS_QUEUES: usize = 100;
 
 /// Binds the filter of `job_ids` / `job_count`: queue, states, kind, age.
@@ -172,6 +173,11 @@ fn text(row: &MySqlRow, col: &str) -> Result<String, sqlx::Error> {
 
 fn opt_text(row: &MySqlRow, col: &str) -> Result<Option<String>, sqlx::Error> {
     row.try_get_unchecked::<Option<String>, _>(col)
+}
+
+/// A nullable BINARY(16) column as a UUID.
+fn opt_uuid(row: &MySqlRow, col: &str) -> Result<Option<Uuid>, sqlx::Error> {
+    row.try_get::<Option<Uuid>, _>(col)
 }
 
 fn payload(row: &MySqlRow) -> Result<Box<RawValue>, sqlx::Error> {
@@ -249,8 +255,9 @@ fn bind_definition<'q>(
         .bind(s.version)
 }
 
-/// A row of `job_get` or `job_list`: the whole job, with its error history and output (NULL in
-/// `job_list`, which leaves them to `job_get`).
+/// A row of `job_get`, `job_list` or `workflow_jobs`: the whole job, with its error history and
+/// output (NULL in `job_list` and `workflow_jobs`, which leave them to `job_get`) and its step
+/// (NULL in `job_list`); `depends_on` is left to `job_deps`.
 fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
     let errors = match opt_text(row, "errors")? {
         Some(text) => queue_core::job::parse_errors(&text).map_err(decode)?,
@@ -275,6 +282,10 @@ fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
         snoozes: row.try_get("snoozes")?,
         errors,
         output: json_column(row, "output")?,
+        workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+        step: opt_text(row, "step")?,
+        blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+        depends_on: Vec::new(),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -312,6 +323,10 @@ impl Candidate {
                 snoozes: row.try_get("snoozes")?,
                 errors: Vec::new(),
                 output: None,
+                workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+                step: None,
+                blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+                depends_on: Vec::new(),
                 created_at,
                 updated_at: created_at,
                 finished_at: None,
@@ -363,10 +378,12 @@ impl MySqlDriver {
                     .bind(job.queue())
                     .bind(job.payload_json())
                     .bind(job.priority_value())
+                    .bind(job.initial_state().as_str())
                     .bind(job.max_attempts_value())
                     .bind(micros(*delay))
                     .bind(job.dedup_key_value())
-                    .bind(job.kind_value());
+                    .bind(job.kind_value())
+                    .bind(job.workflow_id().map(|w| w.0));
                 if meta {
                     q = q
                         .bind(job.meta_json())
@@ -1171,7 +1188,13 @@ impl Driver for MySqlDriver {
         for chunk in queues.chunks(STATS_QUEUES) {
             let mut q = sqlx::query(self.sql.job_stats(chunk.len()));
             for name in chunk {
-                q = q.bind(name).bind(name).bind(name).bind(name).bind(name);
+                q = q
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name);
                 for _ in 0..3 {
                     q = q.bind(name).bind(cap);
                 }
@@ -1179,6 +1202,7 @@ impl Driver for MySqlDriver {
             for r in q.fetch_all(&self.pool).await? {
                 stats.push(QueueStats {
                     queue: text(&r, "queue")?,
+                    waiting: count(&r, "waiting")?,
                     available: count(&r, "available")?,
                     scheduled: count(&r, "scheduled")?,
                     running: count(&r, "running")?,
