@@ -8,7 +8,8 @@
 -- not lock (or skip) the rows of a subquery, so a controlled claim holding the row does not make
 -- it invisible here.
 SELECT id, queue, payload, priority, attempts, max_attempts, run_at, last_error, dedup_key,
-       kind, meta, timeout_us, snoozes, created_at, version, UTC_TIMESTAMP(6) AS db_now
+       kind, meta, timeout_us, snoozes, workflow_id, blocked_by, created_at, version,
+       UTC_TIMESTAMP(6) AS db_now
 FROM {prefix}jobs
 WHERE queue = ? AND state = 'pending' AND run_at <= UTC_TIMESTAMP(6)
   AND (? OR NOT EXISTS (

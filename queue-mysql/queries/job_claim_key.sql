@@ -11,7 +11,8 @@
 -- SKIP LOCKED still passes over rows that a cancel or an edit holds.
 -- Binds: queue, key (its UTF-8 bytes), limit.
 SELECT id, queue, payload, priority, attempts, max_attempts, run_at, last_error, dedup_key,
-       kind, meta, timeout_us, snoozes, created_at, version, UTC_TIMESTAMP(6) AS db_now
+       kind, meta, timeout_us, snoozes, workflow_id, blocked_by, created_at, version,
+       UTC_TIMESTAMP(6) AS db_now
 FROM {prefix}jobs FORCE INDEX (key_claim)
 WHERE queue = ? AND pending_key = ? AND state = 'pending' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY claim_priority, run_at, id

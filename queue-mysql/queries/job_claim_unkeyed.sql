@@ -4,7 +4,8 @@
 -- looks for them at most once a second per process while it last found none. Step 2 is
 -- job_claim_update. Binds: queue, limit.
 SELECT id, queue, payload, priority, attempts, max_attempts, run_at, last_error, dedup_key,
-       kind, meta, timeout_us, snoozes, created_at, version, UTC_TIMESTAMP(6) AS db_now
+       kind, meta, timeout_us, snoozes, workflow_id, blocked_by, created_at, version,
+       UTC_TIMESTAMP(6) AS db_now
 FROM {prefix}jobs
 WHERE queue = ? AND state = 'pending' AND concurrency_key IS NULL AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY claim_priority, run_at, id

@@ -9,8 +9,9 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
+use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
     Job, JobId, JobState, Lease, Leased, ListRequest, NewJob, QueueControl, QueueStats,
 };
@@ -24,10 +25,14 @@ use crate::migrate::{statements, MIGRATIONS};
 use crate::server::ServerInfo;
 use crate::sql::Statements;
 
-/// Rows per multi-row INSERT (at most 11 placeholders each, far below the protocol's 65,535).
+/// Rows per multi-row INSERT (at most 13 placeholders each, far below the protocol's 65,535).
 const INSERT_CHUNK_ROWS: usize = 500;
 /// Leases per `job_complete_many` / `job_rescue` statement (3 placeholders each, under 65,535).
 const PAIR_CHUNK: usize = 20_000;
+/// Ids per statement of the workflow statements over lists of jobs (at most 3 placeholders
+/// each: `workflow_block_update`), and rows per `workflow_steps_insert` /
+/// `workflow_deps_insert` (3 placeholders each).
+const ID_CHUNK: usize = 20_000;
 /// How long `migrate` waits for another process's migration to finish.
 const MIGRATION_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -148,7 +153,7 @@ fn chrono_micros(d: Duration) -> chrono::Duration {
     chrono::Duration::microseconds(micros(d))
 }
 
-/// Queues counted per `job_stats` statement (ten values bound per queue).
+/// Queues counted per `job_stats` statement (twelve values bound per queue).
 const STATS_QUEUES: usize = 100;
 
 /// Binds the filter of `job_ids` / `job_count`: queue, states, kind, age.
@@ -172,6 +177,11 @@ fn text(row: &MySqlRow, col: &str) -> Result<String, sqlx::Error> {
 
 fn opt_text(row: &MySqlRow, col: &str) -> Result<Option<String>, sqlx::Error> {
     row.try_get_unchecked::<Option<String>, _>(col)
+}
+
+/// A nullable BINARY(16) column as a UUID.
+fn opt_uuid(row: &MySqlRow, col: &str) -> Result<Option<Uuid>, sqlx::Error> {
+    row.try_get::<Option<Uuid>, _>(col)
 }
 
 fn payload(row: &MySqlRow) -> Result<Box<RawValue>, sqlx::Error> {
@@ -249,8 +259,9 @@ fn bind_definition<'q>(
         .bind(s.version)
 }
 
-/// A row of `job_get` or `job_list`: the whole job, with its error history and output (NULL in
-/// `job_list`, which leaves them to `job_get`).
+/// A row of `job_get`, `job_list` or `workflow_jobs`: the whole job, with its error history and
+/// output (NULL in `job_list` and `workflow_jobs`, which leave them to `job_get`) and its step
+/// (NULL in `job_list`); `depends_on` is left to `job_deps`.
 fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
     let errors = match opt_text(row, "errors")? {
         Some(text) => queue_core::job::parse_errors(&text).map_err(decode)?,
@@ -275,6 +286,10 @@ fn job_from_row(row: &MySqlRow) -> Result<Job, sqlx::Error> {
         snoozes: row.try_get("snoozes")?,
         errors,
         output: json_column(row, "output")?,
+        workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+        step: opt_text(row, "step")?,
+        blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+        depends_on: Vec::new(),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -312,6 +327,10 @@ impl Candidate {
                 snoozes: row.try_get("snoozes")?,
                 errors: Vec::new(),
                 output: None,
+                workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+                step: None,
+                blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+                depends_on: Vec::new(),
                 created_at,
                 updated_at: created_at,
                 finished_at: None,
@@ -363,10 +382,12 @@ impl MySqlDriver {
                     .bind(job.queue())
                     .bind(job.payload_json())
                     .bind(job.priority_value())
+                    .bind(job.initial_state().as_str())
                     .bind(job.max_attempts_value())
                     .bind(micros(*delay))
                     .bind(job.dedup_key_value())
-                    .bind(job.kind_value());
+                    .bind(job.kind_value())
+                    .bind(job.workflow_id().map(|w| w.0));
                 if meta {
                     q = q
                         .bind(job.meta_json())
@@ -475,6 +496,80 @@ impl MySqlDriver {
             .collect()
     }
 
+    /// `workflow_block` on `conn` (inside a transaction): per chunk of ids, the locking SELECT
+    /// of the jobs to cancel with their blocking dependency, then the UPDATE of exactly those.
+    async fn block_on(
+        &self,
+        conn: &mut MySqlConnection,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let mut cancelled = Vec::new();
+        for chunk in sorted_ids(waiting).chunks(ID_CHUNK) {
+            let mut q = sqlx::query(self.sql.workflow_block(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            let blocked = q
+                .fetch_all(&mut *conn)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok((
+                        r.try_get::<Uuid, _>("id")?,
+                        r.try_get::<Uuid, _>("blocked_by")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            if blocked.is_empty() {
+                continue;
+            }
+            let mut q = sqlx::query(self.sql.workflow_block_update(blocked.len()));
+            for (id, dep) in &blocked {
+                q = q.bind(*id).bind(*dep);
+            }
+            for (id, _) in &blocked {
+                q = q.bind(*id);
+            }
+            let done = q.execute(&mut *conn).await?;
+            check_locked("workflow_block", done.rows_affected(), blocked.len())?;
+            cancelled.extend(blocked.into_iter().map(|(id, _)| JobId(id)));
+        }
+        Ok(cancelled)
+    }
+
+    /// `workflow_promote` on `conn` (inside a transaction): per chunk of ids, the locking
+    /// SELECT of the jobs whose dependencies are resolved, then the UPDATE of exactly those.
+    async fn promote_on(
+        &self,
+        conn: &mut MySqlConnection,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let mut promoted = Vec::new();
+        for chunk in sorted_ids(waiting).chunks(ID_CHUNK) {
+            let mut q = sqlx::query(self.sql.workflow_promote(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            let ready = q
+                .fetch_all(&mut *conn)
+                .await?
+                .iter()
+                .map(|r| Ok((JobId(r.try_get("id")?), text(r, "queue")?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            if ready.is_empty() {
+                continue;
+            }
+            let mut q = sqlx::query(self.sql.workflow_promote_update(ready.len()));
+            for (id, _) in &ready {
+                q = q.bind(id.0);
+            }
+            let done = q.execute(&mut *conn).await?;
+            check_locked("workflow_promote", done.rows_affected(), ready.len())?;
+            promoted.extend(ready);
+        }
+        Ok(promoted)
+    }
+
     /// `job_complete_many` on `conn`, in statements of at most [`PAIR_CHUNK`] leases.
     async fn complete_on(
         &self,
@@ -509,6 +604,37 @@ impl MySqlDriver {
             .await?;
         Ok(done.rows_affected())
     }
+}
+
+/// A row of `workflow_get`, `workflow_lock` or `workflow_list`.
+fn workflow_from_row(row: &MySqlRow) -> Result<StoredWorkflow, sqlx::Error> {
+    Ok(StoredWorkflow {
+        id: WorkflowId(row.try_get("id")?),
+        name: opt_text(row, "name")?,
+        open: row.try_get("open")?,
+        callback: opt_uuid(row, "callback")?.map(JobId),
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// `ids` in ascending order without repeats, so that statements over several chunks of them
+/// lock rows in one global order.
+fn sorted_ids(ids: &[JobId]) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The rows an UPDATE by ids changed must be the rows its locking SELECT locked.
+fn check_locked(what: &str, changed: u64, locked: usize) -> Result<(), sqlx::Error> {
+    if changed == locked as u64 {
+        return Ok(());
+    }
+    // Cannot happen while the rows are locked; refuse rather than report what was not done.
+    Err(sqlx::Error::Protocol(format!(
+        "{what} updated {changed} of {locked} locked rows"
+    )))
 }
 
 /// A concurrency key as stored (VARBINARY: the UTF-8 bytes the driver bound).
@@ -1171,7 +1297,13 @@ impl Driver for MySqlDriver {
         for chunk in queues.chunks(STATS_QUEUES) {
             let mut q = sqlx::query(self.sql.job_stats(chunk.len()));
             for name in chunk {
-                q = q.bind(name).bind(name).bind(name).bind(name).bind(name);
+                q = q
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name)
+                    .bind(name);
                 for _ in 0..3 {
                     q = q.bind(name).bind(cap);
                 }
@@ -1179,6 +1311,7 @@ impl Driver for MySqlDriver {
             for r in q.fetch_all(&self.pool).await? {
                 stats.push(QueueStats {
                     queue: text(&r, "queue")?,
+                    waiting: count(&r, "waiting")?,
                     available: count(&r, "available")?,
                     scheduled: count(&r, "scheduled")?,
                     running: count(&r, "running")?,
@@ -1684,5 +1817,294 @@ impl Driver for MySqlDriver {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    // Workflows.
+
+    async fn workflow_insert(
+        &self,
+        conn: &mut MySqlConnection,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.workflow_insert.clone())
+            .bind(w.id.0)
+            .bind(w.name)
+            .bind(w.open)
+            .bind(w.callback.map(|j| j.0))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Multi-row INSERTs of at most [`ID_CHUNK`] rows and about half of `max_allowed_packet`
+    /// each, on the engine's transaction.
+    async fn workflow_steps_insert(
+        &self,
+        conn: &mut MySqlConnection,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), sqlx::Error> {
+        let budget = (self.server.max_packet / 2).max(1 << 20) as usize;
+        let mut start = 0;
+        while start < steps.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < steps.len() && end - start < ID_CHUNK {
+                let size = steps[end].1.len() + 64;
+                if end > start && bytes + size > budget {
+                    break;
+                }
+                bytes += size;
+                end += 1;
+            }
+            let mut q = sqlx::query(self.sql.workflow_steps_insert(end - start));
+            for (job, step) in &steps[start..end] {
+                q = q.bind(workflow.0).bind(job.0).bind(*step);
+            }
+            q.execute(&mut *conn).await?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Multi-row INSERTs of at most [`ID_CHUNK`] rows each, on the engine's transaction.
+    async fn workflow_deps_insert(
+        &self,
+        conn: &mut MySqlConnection,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), sqlx::Error> {
+        for chunk in edges.chunks(ID_CHUNK) {
+            let mut q = sqlx::query(self.sql.workflow_deps_insert(chunk.len()));
+            for e in chunk {
+                q = q.bind(e.dep.0).bind(e.job.0).bind(e.policy.code());
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_lock(
+        &self,
+        conn: &mut MySqlConnection,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        sqlx::query(self.sql.workflow_lock.clone())
+            .bind(id.0)
+            .fetch_optional(conn)
+            .await?
+            .as_ref()
+            .map(workflow_from_row)
+            .transpose()
+    }
+
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(self.sql.workflow_seal.clone())
+            .bind(id.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let mut pooled;
+        let conn: &mut MySqlConnection = match target {
+            Target::Pool => {
+                pooled = self.pool.acquire().await?;
+                &mut pooled
+            }
+            Target::Tx(conn) => conn,
+        };
+        let mut dependents = Vec::new();
+        for chunk in sorted_ids(finished).chunks(ID_CHUNK) {
+            let mut q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_dependents(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            dependents.extend(q.fetch_all(&mut *conn).await?);
+        }
+        // Each chunk's are distinct; a job depending on finished jobs of two chunks is in both.
+        dependents.sort_unstable();
+        dependents.dedup();
+        Ok(dependents.into_iter().map(JobId).collect())
+    }
+
+    /// In a transaction of the driver's (READ COMMITTED), or on the caller's: the locking
+    /// SELECT, then the UPDATE by ids with the state checked again (see
+    /// `queries/workflow_block.sql`).
+    async fn workflow_block(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        match target {
+            Target::Pool => {
+                let mut tx = self.pool.begin().await?;
+                let cancelled = self.block_on(&mut tx, waiting).await?;
+                tx.commit().await?;
+                Ok(cancelled)
+            }
+            Target::Tx(conn) => self.block_on(conn, waiting).await,
+        }
+    }
+
+    /// As `workflow_block`: every row is read by a locking read, so the decision is made from
+    /// the latest committed states whatever the isolation level (see
+    /// `queries/workflow_promote.sql`).
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, MySqlConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        match target {
+            Target::Pool => {
+                let mut tx = self.pool.begin().await?;
+                let promoted = self.promote_on(&mut tx, waiting).await?;
+                tx.commit().await?;
+                Ok(promoted)
+            }
+            Target::Tx(conn) => self.promote_on(conn, waiting).await,
+        }
+    }
+
+    /// A READ COMMITTED transaction: the locking SELECT of the jobs the retried ones blocked,
+    /// then the UPDATE of exactly those.
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
+        if retried.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.pool.begin().await?;
+        let mut reopened = Vec::new();
+        for chunk in sorted_ids(retried).chunks(ID_CHUNK) {
+            let mut q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_reopen(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            let mut blocked = q.fetch_all(&mut *tx).await?;
+            if blocked.is_empty() {
+                continue;
+            }
+            blocked.sort_unstable();
+            let mut q = sqlx::query(self.sql.workflow_reopen_update(blocked.len()));
+            for id in &blocked {
+                q = q.bind(*id);
+            }
+            let done = q.execute(&mut *tx).await?;
+            check_locked("workflow_reopen", done.rows_affected(), blocked.len())?;
+            reopened.extend(blocked.into_iter().map(JobId));
+        }
+        tx.commit().await?;
+        Ok(reopened)
+    }
+
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        limit: usize,
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let after = after.map(|id| id.0);
+        let ids: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_waiting.clone())
+            .bind(after)
+            .bind(after)
+            .bind(limit as u64)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        sqlx::query(self.sql.workflow_get.clone())
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(workflow_from_row)
+            .transpose()
+    }
+
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, sqlx::Error> {
+        sqlx::query(self.sql.workflow_jobs.clone())
+            .bind(id.0)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(job_from_row)
+            .collect()
+    }
+
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, sqlx::Error> {
+        sqlx::query(self.sql.workflow_edges.clone())
+            .bind(id.0)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(WorkflowEdge {
+                    job: JobId(r.try_get("job_id")?),
+                    dep: JobId(r.try_get("dep_id")?),
+                    policy: DepPolicy::from_code(r.try_get::<i16, _>("policy")?.into()),
+                })
+            })
+            .collect()
+    }
+
+    /// One row per workflow and state, newest workflow first: consecutive rows of one
+    /// workflow make its counts.
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, sqlx::Error> {
+        let before = before.map(|w| w.0);
+        let rows = sqlx::query(self.sql.workflow_list.clone())
+            .bind(before)
+            .bind(before)
+            .bind(limit as u64)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out: Vec<(StoredWorkflow, Vec<(JobState, u64)>)> = Vec::new();
+        for r in &rows {
+            let id = WorkflowId(r.try_get("id")?);
+            if out.last().is_none_or(|(w, _)| w.id != id) {
+                out.push((workflow_from_row(r)?, Vec::new()));
+            }
+            if let Some(state) = opt_text(r, "state")? {
+                let n = r.try_get::<i64, _>("jobs")?.max(0) as u64;
+                if let Some((_, counts)) = out.last_mut() {
+                    counts.push((parse_state(&state)?, n));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
+        sqlx::query(self.sql.job_deps.clone())
+            .bind(id.0)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(Dependency {
+                    id: JobId(r.try_get("dep_id")?),
+                    step: opt_text(r, "step")?.unwrap_or_default(),
+                    policy: DepPolicy::from_code(r.try_get::<i16, _>("policy")?.into()),
+                    state: opt_text(r, "state")?
+                        .as_deref()
+                        .map(parse_state)
+                        .transpose()?,
+                    output: json_column(r, "output")?,
+                })
+            })
+            .collect()
     }
 }

@@ -69,6 +69,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedule_kinds",
         sql: include_str!("../migrations/0011_schedule_kinds.sql"),
     },
+    Migration {
+        version: 12,
+        name: "workflows",
+        sql: include_str!("../migrations/0012_workflows.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`
@@ -123,6 +128,33 @@ mod tests {
         assert!(stmts[3].starts_with("ALTER TABLE abc_queues"));
         assert_eq!(stmts[3].matches("ADD COLUMN").count(), 5);
         assert!(stmts[4].starts_with("CREATE TABLE IF NOT EXISTS abc_queue_key_rates"));
+        for stmt in &stmts {
+            assert!(!stmt.contains("--") && !stmt.contains("{prefix}"));
+        }
+    }
+
+    #[test]
+    fn the_workflow_migration_alters_jobs_once_and_adds_no_index_there() {
+        let m = &MIGRATIONS[11];
+        assert_eq!((m.version, m.name), (12, "workflows"));
+        let stmts = statements(m.sql, "abc_");
+        assert_eq!(stmts.len(), 4);
+        let alters: Vec<&String> = stmts
+            .iter()
+            .filter(|s| s.starts_with("ALTER TABLE abc_jobs"))
+            .collect();
+        assert_eq!(alters.len(), 1);
+        assert_eq!(alters[0].matches("ADD COLUMN").count(), 2);
+        assert!(!alters[0].contains("KEY") && !alters[0].contains("ALGORITHM"));
+        for (stmt, table) in stmts[1..]
+            .iter()
+            .zip(["workflows", "workflow_jobs", "job_deps"])
+        {
+            assert!(
+                stmt.starts_with(&format!("CREATE TABLE IF NOT EXISTS abc_{table} (")),
+                "{stmt}"
+            );
+        }
         for stmt in &stmts {
             assert!(!stmt.contains("--") && !stmt.contains("{prefix}"));
         }

@@ -91,6 +91,24 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     schedule_touch,
     schedule_advance,
     schedule_delete,
+    workflow_insert,
+    workflow_steps_insert,
+    workflow_deps_insert,
+    workflow_lock,
+    workflow_seal,
+    workflow_dependents,
+    workflow_block,
+    workflow_block_update,
+    workflow_promote,
+    workflow_promote_update,
+    workflow_reopen,
+    workflow_reopen_update,
+    workflow_waiting,
+    workflow_get,
+    workflow_jobs,
+    workflow_edges,
+    workflow_list,
+    job_deps,
 );
 
 /// `n` copies of `item` joined by `sep`.
@@ -116,6 +134,21 @@ fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
     AssertSqlSafe(out).into_sql_str()
 }
 
+/// A one-row INSERT (`... VALUES (...)`) made into one of `rows` rows, its VALUES tuple repeated.
+fn values_rows(statement: &SqlStr, rows: usize) -> SqlStr {
+    if rows == 1 {
+        return statement.clone();
+    }
+    let text = statement.as_str();
+    let (head, row) = text.rsplit_once("VALUES").unwrap_or((text, ""));
+    let row = row.trim();
+    let mut sql = String::with_capacity(head.len() + 8 + rows * (row.len() + 2));
+    sql.push_str(head);
+    sql.push_str("VALUES ");
+    sql.push_str(&repeat(row, rows, ", "));
+    AssertSqlSafe(sql).into_sql_str()
+}
+
 impl Statements {
     /// A multi-row INSERT of `rows` rows: `job_insert`, or `job_insert_meta` (with each job's
     /// metadata, timeout and concurrency key) when `meta`.
@@ -125,17 +158,57 @@ impl Statements {
         } else {
             &self.job_insert
         };
-        if rows == 1 {
-            return statement.clone();
-        }
-        let text = statement.as_str();
-        let (head, row) = text.rsplit_once("VALUES").unwrap_or((text, ""));
-        let row = row.trim();
-        let mut sql = String::with_capacity(head.len() + 8 + rows * (row.len() + 2));
-        sql.push_str(head);
-        sql.push_str("VALUES ");
-        sql.push_str(&repeat(row, rows, ", "));
-        AssertSqlSafe(sql).into_sql_str()
+        values_rows(statement, rows)
+    }
+
+    /// `workflow_steps_insert` of `rows` rows.
+    pub(crate) fn workflow_steps_insert(&self, rows: usize) -> SqlStr {
+        values_rows(&self.workflow_steps_insert, rows)
+    }
+
+    /// `workflow_deps_insert` of `rows` rows.
+    pub(crate) fn workflow_deps_insert(&self, rows: usize) -> SqlStr {
+        values_rows(&self.workflow_deps_insert, rows)
+    }
+
+    pub(crate) fn workflow_dependents(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_dependents, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_block(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_block, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_block_update(&self, rows: usize) -> SqlStr {
+        expand(
+            &self.workflow_block_update,
+            &[
+                ("{blocked_cases}", cases(rows)),
+                ("{ids}", placeholders(rows)),
+            ],
+        )
+    }
+
+    pub(crate) fn workflow_promote(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_promote, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_promote_update(&self, ids: usize) -> SqlStr {
+        expand(
+            &self.workflow_promote_update,
+            &[("{ids}", placeholders(ids))],
+        )
+    }
+
+    pub(crate) fn workflow_reopen(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_reopen, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_reopen_update(&self, ids: usize) -> SqlStr {
+        expand(
+            &self.workflow_reopen_update,
+            &[("{ids}", placeholders(ids))],
+        )
     }
 
     pub(crate) fn job_dedup_live(&self, queues: usize, keys: usize) -> SqlStr {
@@ -249,10 +322,22 @@ mod tests {
         assert!(u.as_str().contains("id IN (?, ?)"));
         let ins = s.job_insert_rows(3, false);
         assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
-        assert_eq!(ins.as_str().matches('?').count(), 24);
+        assert_eq!(ins.as_str().matches('?').count(), 30);
         let ins = s.job_insert_rows(3, true);
         assert_eq!(ins.as_str().matches("UTC_TIMESTAMP(6)").count(), 9);
-        assert_eq!(ins.as_str().matches('?').count(), 33);
+        assert_eq!(ins.as_str().matches('?').count(), 39);
+        // The state and the workflow are bound in both forms (a workflow's jobs may wait).
+        for rows in [1, 3] {
+            for meta in [false, true] {
+                let ins = s.job_insert_rows(rows, meta);
+                assert!(
+                    ins.as_str().contains("kind, workflow_id"),
+                    "{}",
+                    ins.as_str()
+                );
+                assert!(!ins.as_str().contains("'pending'"), "{}", ins.as_str());
+            }
+        }
         assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
         assert!(s.job_prune(3).as_str().contains("state IN (?, ?, ?)"));
         assert!(s
@@ -261,7 +346,8 @@ mod tests {
             .contains("queue IN (?) AND dedup_live IN (?, ?)"));
         let stats = s.job_stats(2);
         assert_eq!(stats.as_str().matches("UNION ALL").count(), 1);
-        assert_eq!(stats.as_str().matches('?').count(), 22);
+        assert_eq!(stats.as_str().matches('?').count(), 24);
+        assert_eq!(stats.as_str().matches("state = 'waiting'").count(), 2);
         assert!(s
             .job_delete_many(3, 2)
             .as_str()
@@ -302,6 +388,52 @@ mod tests {
         }
         for insert in [s.job_insert_rows(1, true), s.job_insert_unique.clone()] {
             assert!(insert.as_str().contains("concurrency_key, version"));
+        }
+        // Workflows: multi-row inserts, id lists expanded, the two-step statements locking
+        // every row they read and updating by id with the state checked again.
+        let steps = s.workflow_steps_insert(2);
+        assert!(steps.as_str().ends_with("VALUES (?, ?, ?), (?, ?, ?)"));
+        let deps = s.workflow_deps_insert(3);
+        assert_eq!(deps.as_str().matches('?').count(), 9);
+        assert!(s
+            .workflow_dependents(2)
+            .as_str()
+            .contains("d.dep_id IN (?, ?) AND j.state = 'waiting'"));
+        for select in [s.workflow_block(2), s.workflow_promote(2)] {
+            assert!(select
+                .as_str()
+                .contains("j.id IN (?, ?) AND j.state = 'waiting'"));
+            assert!(select.as_str().starts_with("SELECT STRAIGHT_JOIN"));
+            assert!(select.as_str().ends_with("FOR UPDATE"));
+        }
+        assert!(s.workflow_reopen(1).as_str().ends_with("FOR UPDATE"));
+        let block = s.workflow_block_update(2);
+        assert!(block
+            .as_str()
+            .contains("CASE id WHEN ? THEN ? WHEN ? THEN ? END"));
+        assert!(block
+            .as_str()
+            .contains("WHERE id IN (?, ?) AND state = 'waiting'"));
+        assert!(s
+            .workflow_promote_update(2)
+            .as_str()
+            .contains("WHERE id IN (?, ?) AND state = 'waiting'"));
+        assert!(s
+            .workflow_reopen_update(2)
+            .as_str()
+            .contains("WHERE id IN (?, ?) AND state = 'cancelled'"));
+        for cancel in [&s.job_cancel, &s.job_cancel_many] {
+            assert!(cancel
+                .as_str()
+                .contains("state IN ('waiting', 'pending', 'running')"));
+        }
+        for claim in [
+            &s.job_claim,
+            &s.job_candidates,
+            &s.job_claim_key,
+            &s.job_claim_unkeyed,
+        ] {
+            assert!(claim.as_str().contains("workflow_id, blocked_by"));
         }
         let all = format!("{s:?}");
         assert!(!all.contains("{prefix}"));

@@ -1,0 +1,3 @@
+-- name: workflow_get
+-- A workflow's row. Binds: id.
+SELECT id, name, open, callback, created_at FROM {prefix}workflows WHERE id = ?
