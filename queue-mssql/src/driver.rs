@@ -11,7 +11,9 @@ use queue_core::engine::{
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
     StoredSchedule, Target, UniqueInsert,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
+use queue_core::{
+    Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats, WorkflowId,
+};
 use serde_json::value::RawValue;
 use tiberius::Row;
 use uuid::Uuid;
@@ -53,8 +55,16 @@ fn bytes<'r>(row: &'r Row, col: &str) -> Result<Option<&'r [u8]>, MsSqlError> {
 }
 
 fn uuid_of(row: &Row, col: &str) -> Result<Uuid, MsSqlError> {
-    let b = bytes(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))?;
-    Uuid::from_slice(b).map_err(|_| decode(format!("{col} has {} bytes, not 16", b.len())))
+    opt_uuid(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))
+}
+
+/// An id column that may be NULL (`workflow_id`, `blocked_by`, `callback`).
+fn opt_uuid(row: &Row, col: &str) -> Result<Option<Uuid>, MsSqlError> {
+    bytes(row, col)?
+        .map(|b| {
+            Uuid::from_slice(b).map_err(|_| decode(format!("{col} has {} bytes, not 16", b.len())))
+        })
+        .transpose()
 }
 
 fn opt_text(row: &Row, col: &str) -> Result<Option<String>, MsSqlError> {
@@ -147,6 +157,12 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
             .map_or(0, |n| u32::try_from(n).unwrap_or(0)),
         errors: Vec::new(),
         output: None,
+        workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+        // Read by job_get and workflow_jobs only, which add the column.
+        step: None,
+        blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+        // Filled by the engine from job_deps.
+        depends_on: Vec::new(),
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         finished_at: opt_time(row, "finished_at")?,
@@ -155,13 +171,14 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
     Ok((job, token))
 }
 
-/// A row of `job_get`: the job with its error history and output.
+/// A row of `job_get`: the job with its error history, output and step name.
 pub(crate) fn job_detail_from_row(row: &Row) -> Result<Job, MsSqlError> {
     let (mut job, _) = job_from_row(row)?;
     if let Some(errors) = opt_text(row, "errors")? {
         job.errors = queue_core::job::parse_errors(&errors).map_err(decode)?;
     }
     job.output = json_column(row, "output")?;
+    job.step = opt_text(row, "step")?;
     Ok(job)
 }
 
@@ -414,6 +431,8 @@ fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> 
         v.push(job.meta_json());
         v.push(job.timeout_value().map(micros));
         v.push(job.concurrency_key_value().map(str::as_bytes));
+        v.push(job.initial_state().as_str());
+        v.push(job.workflow_id());
     }
     v
 }
@@ -540,6 +559,7 @@ fn stats_cap(cap: Option<u64>) -> i64 {
 fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
     Ok(QueueStats {
         queue: text(r, "queue")?,
+        waiting: count(r, "waiting")?,
         available: count(r, "available")?,
         scheduled: count(r, "scheduled")?,
         running: count(r, "running")?,
@@ -1572,7 +1592,7 @@ mod tests {
     }
 
     /// A row as `OUTPUT inserted.*` of a claim returns it.
-    fn claimed_row(token: Option<Uuid>, dedup: Option<&str>) -> Row {
+    fn claimed_row(token: Option<Uuid>, dedup: Option<&str>, workflow: Option<Uuid>) -> Row {
         let id = Uuid::now_v7();
         Row::builder()
             .column(
@@ -1620,11 +1640,14 @@ mod tests {
             )
             // A row from before the column existed: NULL counts as no snooze.
             .column("snoozes", ColumnType::Int4, None::<i32>.into_sql())
+            .column("workflow_id", ColumnType::BigBinary, workflow.map(|w| w.as_bytes().to_vec()).into_sql())
+            .column("blocked_by", ColumnType::BigBinary, None::<Vec<u8>>.into_sql())
             .build()
     }
 
     #[test]
     fn job_rows_decode_their_history_and_output() {
+        let (workflow, blocker) = (Uuid::now_v7(), Uuid::now_v7());
         let row = Row::builder()
             .column("id", ColumnType::BigBinary, Uuid::now_v7().as_bytes().to_vec().into_sql())
             .column("queue", ColumnType::NVarchar, "q".into_sql())
@@ -1654,8 +1677,15 @@ mod tests {
                     .into_sql(),
             )
             .column("output", ColumnType::NVarchar, None::<&str>.into_sql())
+            .column("workflow_id", ColumnType::BigBinary, Some(workflow.as_bytes().to_vec()).into_sql())
+            .column("blocked_by", ColumnType::BigBinary, Some(blocker.as_bytes().to_vec()).into_sql())
+            .column("step", ColumnType::NVarchar, "resize ✂".into_sql())
             .build();
         let job = job_detail_from_row(&row).unwrap();
+        // A step of a workflow, cancelled because the job it needed died.
+        assert_eq!(job.workflow, Some(WorkflowId(workflow)));
+        assert_eq!(job.blocked_by, Some(JobId(blocker)));
+        assert_eq!(job.step.as_deref(), Some("resize ✂"));
         assert_eq!(job.snoozes, 3);
         assert_eq!(job.errors.len(), 2);
         assert_eq!(job.errors[0].worker, None);
@@ -1668,7 +1698,8 @@ mod tests {
     #[test]
     fn claimed_rows_decode_into_leases() {
         let token = Uuid::new_v4();
-        let rows = [claimed_row(Some(token), Some("k "))];
+        let workflow = Uuid::now_v7();
+        let rows = [claimed_row(Some(token), Some("k "), Some(workflow))];
         let leased = leased(&rows).unwrap();
         let l = &leased[0];
         assert_eq!(l.job.queue, "emails");
@@ -1697,11 +1728,16 @@ mod tests {
         assert_eq!(l.lease.expires_at, at(30));
         assert_eq!(l.lease.attempt, 2);
         assert_eq!(l.lease.job_id, l.job.id);
+        // A step of a workflow: the lease knows it (its end lets the steps after it go on).
+        assert_eq!(l.job.workflow, Some(WorkflowId(workflow)));
+        assert_eq!(l.lease.workflow, Some(WorkflowId(workflow)));
+        assert_eq!((l.job.blocked_by, l.job.step.as_deref()), (None, None));
+        assert!(l.job.depends_on.is_empty());
     }
 
     #[test]
     fn a_claimed_row_without_a_token_is_refused() {
-        let err = leased(&[claimed_row(None, None)]).unwrap_err();
+        let err = leased(&[claimed_row(None, None, None)]).unwrap_err();
         assert!(err.to_string().contains("no lease token"), "{err}");
     }
 
@@ -2260,6 +2296,7 @@ mod tests {
             expires_at: at(0),
             attempt: 1,
             max_attempts: 1,
+            workflow: None,
         };
         // A statement, its text, its values, and the placeholders that are NULL with the types
         // they are declared as.
@@ -2289,6 +2326,7 @@ mod tests {
                     (10, "nvarchar(4000)"),
                     (11, "bigint"),
                     (12, "varbinary(max)"),
+                    (14, "varbinary(max)"),
                 ],
             ),
             (
@@ -2602,15 +2640,21 @@ mod tests {
         assert_eq!(v[9], ColumnData::String(Some(r#"{"a":1}"#.into())));
         assert_eq!(v[10], ColumnData::I64(Some(2_000)));
         assert_eq!(v[11], ColumnData::Binary(None), "no concurrency key");
-        assert_eq!(v[15], ColumnData::I32(Some(3)));
-        assert_eq!(v[17], ColumnData::I32(Some(1)));
-        assert_eq!(v[18], ColumnData::I32(Some(500_000)));
-        assert_eq!(v[19], ColumnData::Binary(None));
-        assert_eq!(v[20], ColumnData::String(None));
-        assert_eq!(v[21], ColumnData::String(None));
-        assert_eq!(v[22], ColumnData::I64(None));
+        // A job pushed alone: pending (its state bound, as a workflow's waiting step's is), no
+        // workflow (a NULL of the id's type).
+        assert_eq!(v[12], ColumnData::String(Some("pending".into())));
+        assert_eq!(v[13], ColumnData::Binary(None));
+        assert_eq!(v[17], ColumnData::I32(Some(3)));
+        assert_eq!(v[19], ColumnData::I32(Some(1)));
+        assert_eq!(v[20], ColumnData::I32(Some(500_000)));
+        assert_eq!(v[21], ColumnData::Binary(None));
+        assert_eq!(v[22], ColumnData::String(None));
+        assert_eq!(v[23], ColumnData::String(None));
+        assert_eq!(v[24], ColumnData::I64(None));
         // The key as its UTF-8 bytes (binary comparisons, whatever the collation).
-        assert_eq!(v[23], ColumnData::Binary(Some("Acmé".as_bytes().into())));
+        assert_eq!(v[25], ColumnData::Binary(Some("Acmé".as_bytes().into())));
+        assert_eq!(v[26], ColumnData::String(Some("pending".into())));
+        assert_eq!(v[27], ColumnData::Binary(None));
     }
     #[test]
     fn bulk_values_follow_the_statements() {
@@ -2669,6 +2713,7 @@ mod tests {
     fn stats_rows_decode() {
         let row = Row::builder()
             .column("queue", ColumnType::NVarchar, "emails".into_sql())
+            .column("waiting", ColumnType::Int8, 9i64.into_sql())
             .column("available", ColumnType::Int8, 4i64.into_sql())
             .column("scheduled", ColumnType::Int8, 1i64.into_sql())
             .column("running", ColumnType::Int8, 2i64.into_sql())
@@ -2680,6 +2725,7 @@ mod tests {
         let s = stats_from_row(&row).unwrap();
         assert_eq!(s.queue, "emails");
         assert_eq!(s.oldest_due, Some(at(0)));
+        assert_eq!(s.waiting, 9);
         assert_eq!(
             (
                 s.available,

@@ -15,9 +15,10 @@ use queue_core::engine::statements::load;
 /// Most parameters one request may carry.
 pub(crate) const MAX_PARAMETERS: usize = 2_100;
 /// Values each job binds in `job_insert`.
-pub(crate) const INSERT_VALUES: usize = 12;
-/// Jobs per INSERT (12 parameters each, 2,088 in all).
-pub(crate) const INSERT_ROWS: usize = 174;
+pub(crate) const INSERT_VALUES: usize = 14;
+/// Jobs per INSERT (14 parameters each, 2,086 in all: 150 would be exactly the limit, with no
+/// room left).
+pub(crate) const INSERT_ROWS: usize = 149;
 /// `(id, token)` or `(id, version)` pairs per statement (2 parameters each, plus the fixed
 /// ones), and at most this many rows locked by one statement, far below the 5,000 locks at
 /// which SQL Server escalates to a table lock.
@@ -176,7 +177,8 @@ fn expand(text: &str, markers: &[(&str, String)]) -> String {
 impl Statements {
     /// An INSERT of `rows` jobs ([`INSERT_VALUES`] each, from `@P1`).
     pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
-        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
+        let row =
+            "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
         expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
     }
 
@@ -430,7 +432,11 @@ mod tests {
         let cancel = f(&s.job_cancel_many_for(2));
         assert!(cancel.contains(
             "WHERE id IN (CAST(@P1 AS BINARY(16)), CAST(@P2 AS BINARY(16))) \
-             AND state IN (N'pending', N'running')"
+             AND state IN (N'pending', N'running', N'waiting')"
+        ));
+        // One job: the same states (a waiting step of a workflow is cancelled too).
+        assert!(f(&s.job_cancel).ends_with(
+            "WHERE id = CAST(@P1 AS BINARY(16)) AND state IN (N'pending', N'running', N'waiting')"
         ));
         let retry = f(&s.job_retry_many_for(1));
         assert!(retry.ends_with(
@@ -488,7 +494,24 @@ mod tests {
             "SELECT queue, COUNT_BIG(*) FROM [jobs_s].[jobs] WHERE state = N'running' \
              AND (@P1 IS NULL OR queue = @P1) GROUP BY queue;"
         ));
-        assert_eq!(text.matches("GROUP BY").count(), 1, "{text}");
+        // Waiting jobs: the same, over the waiting index, into their own table variable; their
+        // queues are listed too.
+        assert!(text.contains(
+            "SELECT queue, COUNT_BIG(*) FROM [jobs_s].[jobs] WHERE state = N'waiting' \
+             AND (@P1 IS NULL OR queue = @P1) GROUP BY queue;"
+        ));
+        assert!(text.contains(
+            "INSERT INTO @queues (queue, running) SELECT w.queue, 0 FROM @waiting AS w \
+             WHERE NOT EXISTS (SELECT 1 FROM @queues AS q WHERE q.queue = w.queue);"
+        ));
+        // Before the look-up of the one queue asked for, so that it is not listed twice.
+        assert!(
+            text.find("FROM @waiting AS w").unwrap()
+                < text.find("IF @P1 IS NOT NULL AND NOT EXISTS").unwrap()
+        );
+        assert!(text.contains("LEFT JOIN @waiting AS w ON w.queue = q.queue"));
+        assert!(text.contains("WHERE COALESCE(w.waiting, 0) + p.available"));
+        assert_eq!(text.matches("GROUP BY").count(), 2, "{text}");
         // The others: skipped to, one seek per index and queue, only without a queue filter.
         assert!(text.contains("WHILE @P1 IS NULL BEGIN"));
         for step in [
@@ -511,7 +534,10 @@ mod tests {
         assert!(text.contains(
             "MIN(CASE WHEN j.run_at <= @now THEN j.run_at END) AS oldest_due FROM [jobs_s].[jobs] AS j"
         ));
-        assert!(text.contains("SELECT q.queue, p.available, p.scheduled, q.running, p.oldest_due,"));
+        assert!(text.contains(
+            "SELECT q.queue, COALESCE(w.waiting, 0) AS waiting, p.available, p.scheduled, \
+             q.running, p.oldest_due,"
+        ));
         for state in ["completed", "dead", "cancelled"] {
             let want = format!(
                 "SELECT COUNT_BIG(*) AS n FROM (SELECT TOP (@P2) j.id FROM [jobs_s].[jobs] AS j \
@@ -998,13 +1024,20 @@ mod tests {
         assert!(migration.contains("key_cursor VARBINARY(800) NULL"));
         // Every push stores the key, as bound (too long a value fails, never cut by a CAST).
         let insert = flat(&s.job_insert_rows(1));
-        assert!(insert.contains("timeout_us, concurrency_key, created_at, updated_at) SELECT"));
-        assert!(insert.contains("v.timeout_us, v.concurrency_key, SYSUTCDATETIME()"));
+        assert!(insert.contains(
+            "timeout_us, concurrency_key, workflow_id, created_at, updated_at) SELECT"
+        ));
+        assert!(insert.contains(
+            "v.timeout_us, v.concurrency_key, CAST(v.workflow_id AS BINARY(16)), SYSUTCDATETIME()"
+        ));
         assert!(insert.ends_with(
             "AS v (id, queue, payload, priority, max_attempts, delay_s, delay_us, dedup_key, \
-             kind, meta, timeout_us, concurrency_key)"
+             kind, meta, timeout_us, concurrency_key, state, workflow_id)"
         ));
-        assert!(insert.contains("@P11, @P12)"), "{insert}");
+        assert!(insert.contains("@P11, @P12, @P13, @P14)"), "{insert}");
+        // The state is bound (pending, or waiting for a workflow's step), never a literal.
+        assert!(insert.contains("v.priority, v.state, 0, v.max_attempts"), "{insert}");
+        assert!(!insert.contains("N'pending'"), "{insert}");
         assert!(!insert.contains("CAST(v.concurrency_key"), "{insert}");
         // Every comparison with a bound key compares the column's type (the bytes as bound:
         // a key has at most 800), never a `max` value.
@@ -1098,6 +1131,7 @@ mod tests {
             ("job_key_leases", &*s.job_key_leases, "state = N'running'"),
             ("job_stats", &*s.job_stats, "state = N'pending'"),
             ("job_stats", &*s.job_stats, "state = N'running'"),
+            ("job_stats", &*s.job_stats, "state = N'waiting'"),
             (
                 "job_stats",
                 &*s.job_stats,
