@@ -9,10 +9,12 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
+    WorkflowInsert,
 };
 use queue_core::{
-    Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats, WorkflowId,
+    DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl,
+    QueueStats, WorkflowId,
 };
 use serde_json::value::RawValue;
 use tiberius::Row;
@@ -24,7 +26,7 @@ use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
 use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
 use crate::sql::{
     dateadd_parts, Statements, BULK_IDS, INSERT_ROWS, INSERT_VALUES, IN_LIST,
-    MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
+    MAX_ROWS_PER_STATEMENT, PAIR_ROWS, WORKFLOW_ROWS,
 };
 
 /// The savepoint a multi-statement insert sets inside a caller's transaction.
@@ -569,6 +571,135 @@ fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
         cancelled: count(r, "cancelled")?,
         ..QueueStats::default()
     })
+}
+
+/// A row of `workflows` (`workflow_lock`, `workflow_get`, `workflow_list`).
+fn workflow_from_row(row: &Row) -> Result<StoredWorkflow, MsSqlError> {
+    Ok(StoredWorkflow {
+        id: WorkflowId(uuid_of(row, "id")?),
+        name: opt_text(row, "name")?,
+        open: row
+            .try_get::<bool, _>("open")?
+            .ok_or_else(|| decode("open is NULL"))?,
+        callback: opt_uuid(row, "callback")?.map(JobId),
+        created_at: time(row, "created_at")?,
+    })
+}
+
+/// The values of `workflow_insert` (`@P1..@P4`): the id, the name (NULL: none), whether it is
+/// an open batch, the callback (NULL: none).
+fn workflow_insert_values<'a>(w: &WorkflowInsert<'a>) -> Params<'a> {
+    params![w.id, w.name, w.open, w.callback]
+}
+
+/// The values of one `workflow_steps_insert`: the workflow, then each job and its step name.
+fn steps_values<'a>(workflow: WorkflowId, steps: &[(JobId, &'a str)]) -> Params<'a> {
+    let mut params = Params::with_capacity(1 + 2 * steps.len());
+    params.push(workflow);
+    for (job, step) in steps {
+        params.push(*job);
+        params.push(*step);
+    }
+    params
+}
+
+/// The values of one `workflow_deps_insert`: per edge, the job depended on, the job that
+/// waits, the policy's code (`int`, stored as SMALLINT).
+fn edges_values<'a>(edges: &[WorkflowEdge]) -> Params<'a> {
+    let mut params = Params::with_capacity(3 * edges.len());
+    for e in edges {
+        params.push(e.dep);
+        params.push(e.job);
+        params.push(i32::from(e.policy.code()));
+    }
+    params
+}
+
+/// A stored dependency policy (SMALLINT).
+fn policy(row: &Row) -> Result<DepPolicy, MsSqlError> {
+    row.try_get::<i16, _>("policy")?
+        .map(|code| DepPolicy::from_code(i64::from(code)))
+        .ok_or_else(|| decode("policy is NULL"))
+}
+
+/// A row of `workflow_edges`.
+fn edge_from_row(row: &Row) -> Result<WorkflowEdge, MsSqlError> {
+    Ok(WorkflowEdge {
+        job: JobId(uuid_of(row, "job_id")?),
+        dep: JobId(uuid_of(row, "dep_id")?),
+        policy: policy(row)?,
+    })
+}
+
+/// A row of `job_deps`: the dependency's job, its step, the policy, and what the job is now
+/// (no state: deleted).
+fn dependency_from_row(row: &Row) -> Result<Dependency, MsSqlError> {
+    Ok(Dependency {
+        id: JobId(uuid_of(row, "dep_id")?),
+        step: text(row, "step")?,
+        policy: policy(row)?,
+        state: opt_text(row, "state")?
+            .as_deref()
+            .map(parse_state)
+            .transpose()?,
+        output: json_column(row, "output")?,
+    })
+}
+
+/// A row of `workflow_jobs`: the job as `job_list` returns it, with its step name.
+fn workflow_job_from_row(row: &Row) -> Result<Job, MsSqlError> {
+    let (mut job, _) = job_from_row(row)?;
+    job.step = Some(text(row, "step")?);
+    Ok(job)
+}
+
+/// A workflow as `workflow_list` returns it: its row and how many of its jobs are in each state.
+type Listed = (StoredWorkflow, Vec<(JobState, u64)>);
+
+/// The rows of `workflow_list` (one per workflow and state, newest workflow first) as
+/// workflows with their counts per state, in lifecycle order; the row of a workflow's deleted
+/// jobs (no state, a count of 0) counts nothing.
+fn workflow_list_from_rows(rows: &[Row]) -> Result<Vec<Listed>, MsSqlError> {
+    let mut out: Vec<Listed> = Vec::new();
+    for row in rows {
+        let id = WorkflowId(uuid_of(row, "id")?);
+        if out.last().map(|(w, _)| w.id) != Some(id) {
+            out.push((workflow_from_row(row)?, Vec::new()));
+        }
+        let n = count(row, "n")?;
+        if let (Some(state), Some((_, counts))) = (opt_text(row, "state")?, out.last_mut()) {
+            if n > 0 {
+                counts.push((parse_state(&state)?, n));
+            }
+        }
+    }
+    for (_, counts) in &mut out {
+        counts.sort_by_key(|(s, _)| JobState::ALL.iter().position(|x| x == s));
+    }
+    Ok(out)
+}
+
+/// The job ids of `rows` (column `col`).
+fn job_ids(rows: &[Row], col: &str) -> Result<Vec<JobId>, MsSqlError> {
+    rows.iter().map(|r| Ok(JobId(uuid_of(r, col)?))).collect()
+}
+
+/// Runs the statement `sql_for(n)` of a list of `n` ids for each chunk of `ids` (at most
+/// [`BULK_IDS`]: one parameter each, from `@P1`) on `conn`; the rows of every chunk. No id is
+/// no statement (`IN ()` would not parse).
+async fn fetch_ids(
+    conn: &mut MsSqlConnection,
+    ids: &[JobId],
+    sql_for: impl Fn(usize) -> String + Send,
+) -> Result<Vec<Row>, MsSqlError> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(BULK_IDS) {
+        rows.extend(
+            conn.fetch(&sql_for(chunk.len()), id_values(chunk, &[]))
+                .await?,
+        );
+    }
+    Ok(rows)
 }
 
 /// `(start, end)` of each chunk of `n` items, `size` at most.
@@ -1577,6 +1708,193 @@ impl Driver for MsSqlDriver {
             .execute(&self.sql.schedule_delete, params![name, version])
             .await
     }
+
+    // Workflows.
+
+    /// A duplicate id fails on the workflows table's primary key, its only unique index: it is
+    /// reported as [`UniqueIndex::WorkflowId`]. XACT_ABORT is off, so the error leaves the
+    /// transaction open for the engine to roll back.
+    async fn workflow_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), MsSqlError> {
+        tx.connection()
+            .execute(&self.sql.workflow_insert, workflow_insert_values(&w))
+            .await
+            .map_err(|e| e.in_unique_index(UniqueIndex::WorkflowId))?;
+        Ok(())
+    }
+
+    /// One INSERT per 500 jobs (`WORKFLOW_ROWS`), in the caller's transaction.
+    async fn workflow_steps_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), MsSqlError> {
+        let conn = tx.connection();
+        for chunk in steps.chunks(WORKFLOW_ROWS) {
+            let sql = self.sql.workflow_steps_insert_for(chunk.len());
+            conn.execute(&sql, steps_values(workflow, chunk)).await?;
+        }
+        Ok(())
+    }
+
+    /// One INSERT per 500 dependencies (`WORKFLOW_ROWS`), in the caller's transaction.
+    async fn workflow_deps_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), MsSqlError> {
+        let conn = tx.connection();
+        for chunk in edges.chunks(WORKFLOW_ROWS) {
+            let sql = self.sql.workflow_deps_insert_for(chunk.len());
+            conn.execute(&sql, edges_values(chunk)).await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_lock(
+        &self,
+        tx: &mut MsSqlTransaction,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.workflow_lock, params![id])
+            .await?;
+        rows.first().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, MsSqlError> {
+        self.conn()
+            .await?
+            .execute(&self.sql.workflow_seal, params![id])
+            .await
+    }
+
+    /// One statement per 1,000 finished jobs (`BULK_IDS`); a job waiting for several of them
+    /// is listed once.
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        if finished.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, finished, |n| self.sql.workflow_dependents_for(n)).await?;
+        let mut ids = job_ids(&rows, "job_id")?;
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// One statement per 1,000 jobs (`BULK_IDS`), each atomic by itself (on the pool, a job
+    /// is cancelled or not whatever becomes of the others).
+    async fn workflow_block(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, waiting, |n| self.sql.workflow_block_for(n)).await?;
+        job_ids(&rows, "id")
+    }
+
+    /// One statement per 1,000 jobs (`BULK_IDS`), as `workflow_block`.
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, MsSqlError> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, waiting, |n| self.sql.workflow_promote_for(n)).await?;
+        rows.iter()
+            .map(|r| Ok((JobId(uuid_of(r, "id")?), text(r, "queue")?)))
+            .collect()
+    }
+
+    /// One statement per 1,000 retried jobs (`BULK_IDS`).
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, MsSqlError> {
+        if retried.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn().await?;
+        let rows = fetch_ids(&mut conn, retried, |n| self.sql.workflow_reopen_for(n)).await?;
+        job_ids(&rows, "id")
+    }
+
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        n: usize,
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.workflow_waiting, params![after, limit(n)])
+            .await?;
+        job_ids(&rows, "id")
+    }
+
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_get, params![id]).await?;
+        rows.first().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_jobs, params![id]).await?;
+        rows.iter().map(workflow_job_from_row).collect()
+    }
+
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_edges, params![id]).await?;
+        rows.iter().map(edge_from_row).collect()
+    }
+
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        n: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.workflow_list, params![before, limit(n)])
+            .await?;
+        workflow_list_from_rows(&rows)
+    }
+
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_deps, params![id]).await?;
+        rows.iter().map(dependency_from_row).collect()
+    }
 }
 
 #[cfg(test)]
@@ -1640,8 +1958,16 @@ mod tests {
             )
             // A row from before the column existed: NULL counts as no snooze.
             .column("snoozes", ColumnType::Int4, None::<i32>.into_sql())
-            .column("workflow_id", ColumnType::BigBinary, workflow.map(|w| w.as_bytes().to_vec()).into_sql())
-            .column("blocked_by", ColumnType::BigBinary, None::<Vec<u8>>.into_sql())
+            .column(
+                "workflow_id",
+                ColumnType::BigBinary,
+                workflow.map(|w| w.as_bytes().to_vec()).into_sql(),
+            )
+            .column(
+                "blocked_by",
+                ColumnType::BigBinary,
+                None::<Vec<u8>>.into_sql(),
+            )
             .build()
     }
 
