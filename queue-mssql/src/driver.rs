@@ -666,7 +666,7 @@ fn workflow_list_from_rows(rows: &[Row]) -> Result<Vec<Listed>, MsSqlError> {
         if out.last().map(|(w, _)| w.id) != Some(id) {
             out.push((workflow_from_row(row)?, Vec::new()));
         }
-        let n = count(row, "n")?;
+        let n = count(row, "jobs")?;
         if let (Some(state), Some((_, counts))) = (opt_text(row, "state")?, out.last_mut()) {
             if n > 0 {
                 counts.push((parse_state(&state)?, n));
@@ -3199,7 +3199,7 @@ mod tests {
             )
             .column("created_at", ColumnType::Datetime2, at(0).into_sql())
             .column("state", ColumnType::NVarchar, state.into_sql())
-            .column("n", ColumnType::Int8, n.into_sql())
+            .column("jobs", ColumnType::Int8, n.into_sql())
             .build()
     }
 

@@ -1707,7 +1707,7 @@ mod tests {
         assert!(
             list.contains(
                 "SELECT w.id, w.name, w.[open], w.callback, w.created_at, j.state, \
-             COUNT_BIG(j.id) AS n FROM w \
+             COUNT_BIG(j.id) AS jobs FROM w \
              LEFT JOIN [jobs_s].[workflow_jobs] AS n ON n.workflow_id = w.id \
              LEFT JOIN [jobs_s].[jobs] AS j ON j.id = n.job_id \
              GROUP BY w.id, w.name, w.[open], w.callback, w.created_at, j.state \
