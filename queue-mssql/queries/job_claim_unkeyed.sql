@@ -31,7 +31,7 @@ SET state = N'running',
     lease_expires_at = DATEADD(MICROSECOND, @P4, DATEADD(SECOND, @P3, SYSUTCDATETIME())),
     worker = @P5,
     updated_at = SYSUTCDATETIME()
-OUTPUT inserted.id, inserted.queue, inserted.payload, inserted.priority, inserted.state, inserted.attempts, inserted.max_attempts, inserted.run_at, inserted.lease_token, inserted.lease_expires_at, inserted.worker, inserted.last_error, inserted.dedup_key, inserted.created_at, inserted.updated_at, inserted.finished_at, inserted.kind, inserted.meta, inserted.timeout_us, inserted.snoozes
+OUTPUT inserted.id, inserted.queue, inserted.payload, inserted.priority, inserted.state, inserted.attempts, inserted.max_attempts, inserted.run_at, inserted.lease_token, inserted.lease_expires_at, inserted.worker, inserted.last_error, inserted.dedup_key, inserted.created_at, inserted.updated_at, inserted.finished_at, inserted.kind, inserted.meta, inserted.timeout_us, inserted.snoozes, inserted.workflow_id, inserted.blocked_by
 FROM [{schema}].[jobs] AS j
 INNER JOIN c ON j.id = c.id
 WHERE j.state = N'pending' AND j.concurrency_key IS NULL AND j.run_at <= SYSUTCDATETIME()

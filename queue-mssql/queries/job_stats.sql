@@ -6,7 +6,10 @@
 -- finished row. One request, one round trip, however many queues there are.
 --
 -- The queues. Running jobs are few (one per lease held): one pass over the filtered index
--- jobs_lease_idx (which includes queue) counts them per queue and lists their queues. The
+-- jobs_lease_idx (which includes queue) counts them per queue and lists their queues. Waiting
+-- jobs (steps of workflows) are counted exactly the same way, in one pass over the filtered
+-- index jobs_waiting_idx (which includes queue), into @waiting, and their queues are listed
+-- too (a queue whose jobs all wait is listed). The
 -- queues with pending or finished jobs are found by skipping from one queue to the next along
 -- the two filtered indexes that start with queue, jobs_claim_idx (pending) and
 -- jobs_finished_queue_idx (finished): each step is a TOP (1) seek past the last queue found in
@@ -26,7 +29,8 @@
 -- carries the literal filter of the index it is meant for (`state = N'pending'`, `state =
 -- N'running'`, `state IN (N'completed', N'dead', N'cancelled')`): SQL Server matches a
 -- filtered index only to a literal predicate. A queue whose counts are all zero (@P1 without
--- jobs, or a queue emptied meanwhile) is left out. oldest_due: the run_at of the queue's
+-- jobs, or a queue emptied meanwhile) is left out. waiting: the queue's count in @waiting (0
+-- when it has none). oldest_due: the run_at of the queue's
 -- longest-waiting available job (NULL: none), in the same pass as the pending counts.
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @after NVARCHAR(128) = N'', @next NVARCHAR(128);
@@ -39,6 +43,18 @@ SELECT queue, COUNT_BIG(*)
 FROM [{schema}].[jobs]
 WHERE state = N'running' AND (@P1 IS NULL OR queue = @P1)
 GROUP BY queue;
+DECLARE @waiting TABLE (
+    queue   NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,
+    waiting BIGINT NOT NULL
+);
+INSERT INTO @waiting (queue, waiting)
+SELECT queue, COUNT_BIG(*)
+FROM [{schema}].[jobs]
+WHERE state = N'waiting' AND (@P1 IS NULL OR queue = @P1)
+GROUP BY queue;
+INSERT INTO @queues (queue, running)
+SELECT w.queue, 0 FROM @waiting AS w
+WHERE NOT EXISTS (SELECT 1 FROM @queues AS q WHERE q.queue = w.queue);
 IF @P1 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @queues)
     INSERT INTO @queues (queue, running) VALUES (@P1, 0);
 WHILE @P1 IS NULL
@@ -58,9 +74,10 @@ BEGIN
         INSERT INTO @queues (queue, running) VALUES (@next, 0);
     SET @after = @next;
 END;
-SELECT q.queue, p.available, p.scheduled, q.running, p.oldest_due, c.n AS completed,
-       d.n AS dead, x.n AS cancelled
+SELECT q.queue, COALESCE(w.waiting, 0) AS waiting, p.available, p.scheduled, q.running,
+       p.oldest_due, c.n AS completed, d.n AS dead, x.n AS cancelled
 FROM @queues AS q
+LEFT JOIN @waiting AS w ON w.queue = q.queue
 CROSS APPLY (
     SELECT COALESCE(SUM(CASE WHEN j.run_at <= @now THEN CAST(1 AS BIGINT) ELSE 0 END), 0)
                AS available,
@@ -84,5 +101,5 @@ CROSS APPLY (
     FROM (SELECT TOP (@P2) j.id FROM [{schema}].[jobs] AS j
           WHERE j.queue = q.queue AND j.state = N'cancelled'
             AND j.state IN (N'completed', N'dead', N'cancelled')) AS t) AS x
-WHERE p.available + p.scheduled + q.running + c.n + d.n + x.n > 0
+WHERE COALESCE(w.waiting, 0) + p.available + p.scheduled + q.running + c.n + d.n + x.n > 0
 ORDER BY q.queue;

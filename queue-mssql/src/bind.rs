@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
-use queue_core::JobId;
+use queue_core::{JobId, WorkflowId};
 use tiberius::{ColumnData, IntoSql};
 use uuid::Uuid;
 
@@ -142,6 +142,17 @@ impl<'a> Bind<'a> for JobId {
     }
 }
 
+/// `varbinary` of 16 bytes: a workflow id, stored as job ids are (`BINARY(16)`, big-endian).
+impl<'a> Bind<'a> for WorkflowId {
+    fn bind(self) -> ColumnData<'a> {
+        ColumnData::Binary(Some(Cow::Owned(self.0.as_bytes().to_vec())))
+    }
+
+    fn null() -> ColumnData<'a> {
+        ColumnData::Binary(None)
+    }
+}
+
 /// `uniqueidentifier`: lease tokens (tiberius writes SQL Server's mixed-endian GUID bytes).
 impl<'a> Bind<'a> for Uuid {
     fn bind(self) -> ColumnData<'a> {
@@ -222,8 +233,10 @@ mod tests {
             None::<bool>,
             None::<Uuid>,
             None::<String>,
+            None::<WorkflowId>,
+            Some(WorkflowId(id.0)),
         ];
-        assert_eq!(p.len(), 13);
+        assert_eq!(p.len(), 15);
         let v = p.values();
         assert_eq!(v[0], ColumnData::String(None));
         assert_eq!(v[1], ColumnData::String(Some("q".into())));
@@ -241,6 +254,9 @@ mod tests {
         assert_eq!(v[10], ColumnData::Bit(None));
         assert_eq!(v[11], ColumnData::Guid(None));
         assert_eq!(v[12], ColumnData::String(None));
+        // A workflow id is bound as a job id is.
+        assert_eq!(v[13], ColumnData::Binary(None));
+        assert_eq!(v[14], v[5]);
     }
 
     /// A value and a NULL of every type the statements bind, as a server receives them: each is

@@ -9,9 +9,13 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
+    WorkflowInsert,
 };
-use queue_core::{Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats};
+use queue_core::{
+    DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl,
+    QueueStats, WorkflowId,
+};
 use serde_json::value::RawValue;
 use tiberius::Row;
 use uuid::Uuid;
@@ -22,7 +26,7 @@ use crate::migrate::{lock_name, LOCK_TIMEOUT_MS, MIGRATIONS};
 use crate::pool::{MsSqlConnection, MsSqlTransaction, Pool};
 use crate::sql::{
     dateadd_parts, Statements, BULK_IDS, INSERT_ROWS, INSERT_VALUES, IN_LIST,
-    MAX_ROWS_PER_STATEMENT, PAIR_ROWS,
+    MAX_ROWS_PER_STATEMENT, PAIR_ROWS, WORKFLOW_ROWS,
 };
 
 /// The savepoint a multi-statement insert sets inside a caller's transaction.
@@ -53,8 +57,16 @@ fn bytes<'r>(row: &'r Row, col: &str) -> Result<Option<&'r [u8]>, MsSqlError> {
 }
 
 fn uuid_of(row: &Row, col: &str) -> Result<Uuid, MsSqlError> {
-    let b = bytes(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))?;
-    Uuid::from_slice(b).map_err(|_| decode(format!("{col} has {} bytes, not 16", b.len())))
+    opt_uuid(row, col)?.ok_or_else(|| decode(format!("{col} is NULL")))
+}
+
+/// An id column that may be NULL (`workflow_id`, `blocked_by`, `callback`).
+fn opt_uuid(row: &Row, col: &str) -> Result<Option<Uuid>, MsSqlError> {
+    bytes(row, col)?
+        .map(|b| {
+            Uuid::from_slice(b).map_err(|_| decode(format!("{col} has {} bytes, not 16", b.len())))
+        })
+        .transpose()
 }
 
 fn opt_text(row: &Row, col: &str) -> Result<Option<String>, MsSqlError> {
@@ -147,6 +159,12 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
             .map_or(0, |n| u32::try_from(n).unwrap_or(0)),
         errors: Vec::new(),
         output: None,
+        workflow: opt_uuid(row, "workflow_id")?.map(WorkflowId),
+        // Read by job_get and workflow_jobs only, which add the column.
+        step: None,
+        blocked_by: opt_uuid(row, "blocked_by")?.map(JobId),
+        // Filled by the engine from job_deps.
+        depends_on: Vec::new(),
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         finished_at: opt_time(row, "finished_at")?,
@@ -155,13 +173,14 @@ pub(crate) fn job_from_row(row: &Row) -> Result<(Job, Option<Uuid>), MsSqlError>
     Ok((job, token))
 }
 
-/// A row of `job_get`: the job with its error history and output.
+/// A row of `job_get`: the job with its error history, output and step name.
 pub(crate) fn job_detail_from_row(row: &Row) -> Result<Job, MsSqlError> {
     let (mut job, _) = job_from_row(row)?;
     if let Some(errors) = opt_text(row, "errors")? {
         job.errors = queue_core::job::parse_errors(&errors).map_err(decode)?;
     }
     job.output = json_column(row, "output")?;
+    job.step = opt_text(row, "step")?;
     Ok(job)
 }
 
@@ -414,6 +433,8 @@ fn insert_values<'a>(p: &JobInsert<'a>, start: usize, end: usize) -> Params<'a> 
         v.push(job.meta_json());
         v.push(job.timeout_value().map(micros));
         v.push(job.concurrency_key_value().map(str::as_bytes));
+        v.push(job.initial_state().as_str());
+        v.push(job.workflow_id());
     }
     v
 }
@@ -540,6 +561,7 @@ fn stats_cap(cap: Option<u64>) -> i64 {
 fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
     Ok(QueueStats {
         queue: text(r, "queue")?,
+        waiting: count(r, "waiting")?,
         available: count(r, "available")?,
         scheduled: count(r, "scheduled")?,
         running: count(r, "running")?,
@@ -549,6 +571,135 @@ fn stats_from_row(r: &Row) -> Result<QueueStats, MsSqlError> {
         cancelled: count(r, "cancelled")?,
         ..QueueStats::default()
     })
+}
+
+/// A row of `workflows` (`workflow_lock`, `workflow_get`, `workflow_list`).
+fn workflow_from_row(row: &Row) -> Result<StoredWorkflow, MsSqlError> {
+    Ok(StoredWorkflow {
+        id: WorkflowId(uuid_of(row, "id")?),
+        name: opt_text(row, "name")?,
+        open: row
+            .try_get::<bool, _>("open")?
+            .ok_or_else(|| decode("open is NULL"))?,
+        callback: opt_uuid(row, "callback")?.map(JobId),
+        created_at: time(row, "created_at")?,
+    })
+}
+
+/// The values of `workflow_insert` (`@P1..@P4`): the id, the name (NULL: none), whether it is
+/// an open batch, the callback (NULL: none).
+fn workflow_insert_values<'a>(w: &WorkflowInsert<'a>) -> Params<'a> {
+    params![w.id, w.name, w.open, w.callback]
+}
+
+/// The values of one `workflow_steps_insert`: the workflow, then each job and its step name.
+fn steps_values<'a>(workflow: WorkflowId, steps: &[(JobId, &'a str)]) -> Params<'a> {
+    let mut params = Params::with_capacity(1 + 2 * steps.len());
+    params.push(workflow);
+    for (job, step) in steps {
+        params.push(*job);
+        params.push(*step);
+    }
+    params
+}
+
+/// The values of one `workflow_deps_insert`: per edge, the job depended on, the job that
+/// waits, the policy's code (`int`, stored as SMALLINT).
+fn edges_values<'a>(edges: &[WorkflowEdge]) -> Params<'a> {
+    let mut params = Params::with_capacity(3 * edges.len());
+    for e in edges {
+        params.push(e.dep);
+        params.push(e.job);
+        params.push(i32::from(e.policy.code()));
+    }
+    params
+}
+
+/// A stored dependency policy (SMALLINT).
+fn policy(row: &Row) -> Result<DepPolicy, MsSqlError> {
+    row.try_get::<i16, _>("policy")?
+        .map(|code| DepPolicy::from_code(i64::from(code)))
+        .ok_or_else(|| decode("policy is NULL"))
+}
+
+/// A row of `workflow_edges`.
+fn edge_from_row(row: &Row) -> Result<WorkflowEdge, MsSqlError> {
+    Ok(WorkflowEdge {
+        job: JobId(uuid_of(row, "job_id")?),
+        dep: JobId(uuid_of(row, "dep_id")?),
+        policy: policy(row)?,
+    })
+}
+
+/// A row of `job_deps`: the dependency's job, its step, the policy, and what the job is now
+/// (no state: deleted).
+fn dependency_from_row(row: &Row) -> Result<Dependency, MsSqlError> {
+    Ok(Dependency {
+        id: JobId(uuid_of(row, "dep_id")?),
+        step: text(row, "step")?,
+        policy: policy(row)?,
+        state: opt_text(row, "state")?
+            .as_deref()
+            .map(parse_state)
+            .transpose()?,
+        output: json_column(row, "output")?,
+    })
+}
+
+/// A row of `workflow_jobs`: the job as `job_list` returns it, with its step name.
+fn workflow_job_from_row(row: &Row) -> Result<Job, MsSqlError> {
+    let (mut job, _) = job_from_row(row)?;
+    job.step = Some(text(row, "step")?);
+    Ok(job)
+}
+
+/// A workflow as `workflow_list` returns it: its row and how many of its jobs are in each state.
+type Listed = (StoredWorkflow, Vec<(JobState, u64)>);
+
+/// The rows of `workflow_list` (one per workflow and state, newest workflow first) as
+/// workflows with their counts per state, in lifecycle order; the row of a workflow's deleted
+/// jobs (no state, a count of 0) counts nothing.
+fn workflow_list_from_rows(rows: &[Row]) -> Result<Vec<Listed>, MsSqlError> {
+    let mut out: Vec<Listed> = Vec::new();
+    for row in rows {
+        let id = WorkflowId(uuid_of(row, "id")?);
+        if out.last().map(|(w, _)| w.id) != Some(id) {
+            out.push((workflow_from_row(row)?, Vec::new()));
+        }
+        let n = count(row, "jobs")?;
+        if let (Some(state), Some((_, counts))) = (opt_text(row, "state")?, out.last_mut()) {
+            if n > 0 {
+                counts.push((parse_state(&state)?, n));
+            }
+        }
+    }
+    for (_, counts) in &mut out {
+        counts.sort_by_key(|(s, _)| JobState::ALL.iter().position(|x| x == s));
+    }
+    Ok(out)
+}
+
+/// The job ids of `rows` (column `col`).
+fn job_ids(rows: &[Row], col: &str) -> Result<Vec<JobId>, MsSqlError> {
+    rows.iter().map(|r| Ok(JobId(uuid_of(r, col)?))).collect()
+}
+
+/// Runs the statement `sql_for(n)` of a list of `n` ids for each chunk of `ids` (at most
+/// [`BULK_IDS`]: one parameter each, from `@P1`) on `conn`; the rows of every chunk. No id is
+/// no statement (`IN ()` would not parse).
+async fn fetch_ids(
+    conn: &mut MsSqlConnection,
+    ids: &[JobId],
+    sql_for: impl Fn(usize) -> String + Send,
+) -> Result<Vec<Row>, MsSqlError> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(BULK_IDS) {
+        rows.extend(
+            conn.fetch(&sql_for(chunk.len()), id_values(chunk, &[]))
+                .await?,
+        );
+    }
+    Ok(rows)
 }
 
 /// `(start, end)` of each chunk of `n` items, `size` at most.
@@ -1557,6 +1708,193 @@ impl Driver for MsSqlDriver {
             .execute(&self.sql.schedule_delete, params![name, version])
             .await
     }
+
+    // Workflows.
+
+    /// A duplicate id fails on the workflows table's primary key, its only unique index: it is
+    /// reported as [`UniqueIndex::WorkflowId`]. XACT_ABORT is off, so the error leaves the
+    /// transaction open for the engine to roll back.
+    async fn workflow_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), MsSqlError> {
+        tx.connection()
+            .execute(&self.sql.workflow_insert, workflow_insert_values(&w))
+            .await
+            .map_err(|e| e.in_unique_index(UniqueIndex::WorkflowId))?;
+        Ok(())
+    }
+
+    /// One INSERT per 500 jobs (`WORKFLOW_ROWS`), in the caller's transaction.
+    async fn workflow_steps_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), MsSqlError> {
+        let conn = tx.connection();
+        for chunk in steps.chunks(WORKFLOW_ROWS) {
+            let sql = self.sql.workflow_steps_insert_for(chunk.len());
+            conn.execute(&sql, steps_values(workflow, chunk)).await?;
+        }
+        Ok(())
+    }
+
+    /// One INSERT per 500 dependencies (`WORKFLOW_ROWS`), in the caller's transaction.
+    async fn workflow_deps_insert(
+        &self,
+        tx: &mut MsSqlTransaction,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), MsSqlError> {
+        let conn = tx.connection();
+        for chunk in edges.chunks(WORKFLOW_ROWS) {
+            let sql = self.sql.workflow_deps_insert_for(chunk.len());
+            conn.execute(&sql, edges_values(chunk)).await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_lock(
+        &self,
+        tx: &mut MsSqlTransaction,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.workflow_lock, params![id])
+            .await?;
+        rows.first().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, MsSqlError> {
+        self.conn()
+            .await?
+            .execute(&self.sql.workflow_seal, params![id])
+            .await
+    }
+
+    /// One statement per 1,000 finished jobs (`BULK_IDS`); a job waiting for several of them
+    /// is listed once.
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        if finished.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, finished, |n| self.sql.workflow_dependents_for(n)).await?;
+        let mut ids = job_ids(&rows, "job_id")?;
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// One statement per 1,000 jobs (`BULK_IDS`), each atomic by itself (on the pool, a job
+    /// is cancelled or not whatever becomes of the others).
+    async fn workflow_block(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, waiting, |n| self.sql.workflow_block_for(n)).await?;
+        job_ids(&rows, "id")
+    }
+
+    /// One statement per 1,000 jobs (`BULK_IDS`), as `workflow_block`.
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, MsSqlTransaction>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, MsSqlError> {
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pooled;
+        let conn: &mut MsSqlConnection = match target {
+            Target::Pool => {
+                pooled = self.conn().await?;
+                &mut pooled
+            }
+            Target::Tx(tx) => tx.connection(),
+        };
+        let rows = fetch_ids(conn, waiting, |n| self.sql.workflow_promote_for(n)).await?;
+        rows.iter()
+            .map(|r| Ok((JobId(uuid_of(r, "id")?), text(r, "queue")?)))
+            .collect()
+    }
+
+    /// One statement per 1,000 retried jobs (`BULK_IDS`).
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, MsSqlError> {
+        if retried.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn().await?;
+        let rows = fetch_ids(&mut conn, retried, |n| self.sql.workflow_reopen_for(n)).await?;
+        job_ids(&rows, "id")
+    }
+
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        n: usize,
+    ) -> Result<Vec<JobId>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.workflow_waiting, params![after, limit(n)])
+            .await?;
+        job_ids(&rows, "id")
+    }
+
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_get, params![id]).await?;
+        rows.first().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_jobs, params![id]).await?;
+        rows.iter().map(workflow_job_from_row).collect()
+    }
+
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, MsSqlError> {
+        let rows = self.fetch(&self.sql.workflow_edges, params![id]).await?;
+        rows.iter().map(edge_from_row).collect()
+    }
+
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        n: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, MsSqlError> {
+        let rows = self
+            .fetch(&self.sql.workflow_list, params![before, limit(n)])
+            .await?;
+        workflow_list_from_rows(&rows)
+    }
+
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, MsSqlError> {
+        let rows = self.fetch(&self.sql.job_deps, params![id]).await?;
+        rows.iter().map(dependency_from_row).collect()
+    }
 }
 
 #[cfg(test)]
@@ -1572,7 +1910,7 @@ mod tests {
     }
 
     /// A row as `OUTPUT inserted.*` of a claim returns it.
-    fn claimed_row(token: Option<Uuid>, dedup: Option<&str>) -> Row {
+    fn claimed_row(token: Option<Uuid>, dedup: Option<&str>, workflow: Option<Uuid>) -> Row {
         let id = Uuid::now_v7();
         Row::builder()
             .column(
@@ -1620,11 +1958,22 @@ mod tests {
             )
             // A row from before the column existed: NULL counts as no snooze.
             .column("snoozes", ColumnType::Int4, None::<i32>.into_sql())
+            .column(
+                "workflow_id",
+                ColumnType::BigBinary,
+                workflow.map(|w| w.as_bytes().to_vec()).into_sql(),
+            )
+            .column(
+                "blocked_by",
+                ColumnType::BigBinary,
+                None::<Vec<u8>>.into_sql(),
+            )
             .build()
     }
 
     #[test]
     fn job_rows_decode_their_history_and_output() {
+        let (workflow, blocker) = (Uuid::now_v7(), Uuid::now_v7());
         let row = Row::builder()
             .column("id", ColumnType::BigBinary, Uuid::now_v7().as_bytes().to_vec().into_sql())
             .column("queue", ColumnType::NVarchar, "q".into_sql())
@@ -1654,8 +2003,15 @@ mod tests {
                     .into_sql(),
             )
             .column("output", ColumnType::NVarchar, None::<&str>.into_sql())
+            .column("workflow_id", ColumnType::BigBinary, Some(workflow.as_bytes().to_vec()).into_sql())
+            .column("blocked_by", ColumnType::BigBinary, Some(blocker.as_bytes().to_vec()).into_sql())
+            .column("step", ColumnType::NVarchar, "resize ✂".into_sql())
             .build();
         let job = job_detail_from_row(&row).unwrap();
+        // A step of a workflow, cancelled because the job it needed died.
+        assert_eq!(job.workflow, Some(WorkflowId(workflow)));
+        assert_eq!(job.blocked_by, Some(JobId(blocker)));
+        assert_eq!(job.step.as_deref(), Some("resize ✂"));
         assert_eq!(job.snoozes, 3);
         assert_eq!(job.errors.len(), 2);
         assert_eq!(job.errors[0].worker, None);
@@ -1668,7 +2024,8 @@ mod tests {
     #[test]
     fn claimed_rows_decode_into_leases() {
         let token = Uuid::new_v4();
-        let rows = [claimed_row(Some(token), Some("k "))];
+        let workflow = Uuid::now_v7();
+        let rows = [claimed_row(Some(token), Some("k "), Some(workflow))];
         let leased = leased(&rows).unwrap();
         let l = &leased[0];
         assert_eq!(l.job.queue, "emails");
@@ -1697,11 +2054,16 @@ mod tests {
         assert_eq!(l.lease.expires_at, at(30));
         assert_eq!(l.lease.attempt, 2);
         assert_eq!(l.lease.job_id, l.job.id);
+        // A step of a workflow: the lease knows it (its end lets the steps after it go on).
+        assert_eq!(l.job.workflow, Some(WorkflowId(workflow)));
+        assert_eq!(l.lease.workflow, Some(WorkflowId(workflow)));
+        assert_eq!((l.job.blocked_by, l.job.step.as_deref()), (None, None));
+        assert!(l.job.depends_on.is_empty());
     }
 
     #[test]
     fn a_claimed_row_without_a_token_is_refused() {
-        let err = leased(&[claimed_row(None, None)]).unwrap_err();
+        let err = leased(&[claimed_row(None, None, None)]).unwrap_err();
         assert!(err.to_string().contains("no lease token"), "{err}");
     }
 
@@ -2260,6 +2622,7 @@ mod tests {
             expires_at: at(0),
             attempt: 1,
             max_attempts: 1,
+            workflow: None,
         };
         // A statement, its text, its values, and the placeholders that are NULL with the types
         // they are declared as.
@@ -2289,6 +2652,7 @@ mod tests {
                     (10, "nvarchar(4000)"),
                     (11, "bigint"),
                     (12, "varbinary(max)"),
+                    (14, "varbinary(max)"),
                 ],
             ),
             (
@@ -2455,6 +2819,45 @@ mod tests {
                 schedule_update_values(&stored, 1),
                 &[(12, "datetime2"), (13, "varbinary(max)"), (14, "datetime2")],
             ),
+            (
+                "workflow_insert",
+                sql.workflow_insert.to_string(),
+                workflow_insert_values(&WorkflowInsert {
+                    id: WorkflowId::new(),
+                    name: None,
+                    open: false,
+                    callback: None,
+                }),
+                &[(2, "nvarchar(4000)"), (4, "varbinary(max)")],
+            ),
+            (
+                "workflow_steps_insert",
+                sql.workflow_steps_insert_for(1),
+                steps_values(WorkflowId::new(), &[(JobId::new(), "a")]),
+                &[],
+            ),
+            (
+                "workflow_deps_insert",
+                sql.workflow_deps_insert_for(1),
+                edges_values(&[WorkflowEdge {
+                    job: JobId::new(),
+                    dep: JobId::new(),
+                    policy: DepPolicy::AnyOutcome,
+                }]),
+                &[],
+            ),
+            (
+                "workflow_waiting",
+                sql.workflow_waiting.to_string(),
+                params![None::<JobId>, limit(100)],
+                &[(1, "varbinary(max)")],
+            ),
+            (
+                "workflow_list",
+                sql.workflow_list.to_string(),
+                params![None::<WorkflowId>, limit(50)],
+                &[(1, "varbinary(max)")],
+            ),
         ];
         let expected: Vec<(&str, &[(usize, &str)])> = cases
             .iter()
@@ -2602,15 +3005,21 @@ mod tests {
         assert_eq!(v[9], ColumnData::String(Some(r#"{"a":1}"#.into())));
         assert_eq!(v[10], ColumnData::I64(Some(2_000)));
         assert_eq!(v[11], ColumnData::Binary(None), "no concurrency key");
-        assert_eq!(v[15], ColumnData::I32(Some(3)));
-        assert_eq!(v[17], ColumnData::I32(Some(1)));
-        assert_eq!(v[18], ColumnData::I32(Some(500_000)));
-        assert_eq!(v[19], ColumnData::Binary(None));
-        assert_eq!(v[20], ColumnData::String(None));
-        assert_eq!(v[21], ColumnData::String(None));
-        assert_eq!(v[22], ColumnData::I64(None));
+        // A job pushed alone: pending (its state bound, as a workflow's waiting step's is), no
+        // workflow (a NULL of the id's type).
+        assert_eq!(v[12], ColumnData::String(Some("pending".into())));
+        assert_eq!(v[13], ColumnData::Binary(None));
+        assert_eq!(v[17], ColumnData::I32(Some(3)));
+        assert_eq!(v[19], ColumnData::I32(Some(1)));
+        assert_eq!(v[20], ColumnData::I32(Some(500_000)));
+        assert_eq!(v[21], ColumnData::Binary(None));
+        assert_eq!(v[22], ColumnData::String(None));
+        assert_eq!(v[23], ColumnData::String(None));
+        assert_eq!(v[24], ColumnData::I64(None));
         // The key as its UTF-8 bytes (binary comparisons, whatever the collation).
-        assert_eq!(v[23], ColumnData::Binary(Some("Acmé".as_bytes().into())));
+        assert_eq!(v[25], ColumnData::Binary(Some("Acmé".as_bytes().into())));
+        assert_eq!(v[26], ColumnData::String(Some("pending".into())));
+        assert_eq!(v[27], ColumnData::Binary(None));
     }
     #[test]
     fn bulk_values_follow_the_statements() {
@@ -2669,6 +3078,7 @@ mod tests {
     fn stats_rows_decode() {
         let row = Row::builder()
             .column("queue", ColumnType::NVarchar, "emails".into_sql())
+            .column("waiting", ColumnType::Int8, 9i64.into_sql())
             .column("available", ColumnType::Int8, 4i64.into_sql())
             .column("scheduled", ColumnType::Int8, 1i64.into_sql())
             .column("running", ColumnType::Int8, 2i64.into_sql())
@@ -2680,6 +3090,7 @@ mod tests {
         let s = stats_from_row(&row).unwrap();
         assert_eq!(s.queue, "emails");
         assert_eq!(s.oldest_due, Some(at(0)));
+        assert_eq!(s.waiting, 9);
         assert_eq!(
             (
                 s.available,
@@ -2693,5 +3104,401 @@ mod tests {
         );
         // The engine sets the cap it counted with.
         assert_eq!(s.count_cap, None);
+    }
+
+    #[test]
+    fn workflow_values_follow_the_statements() {
+        let id = WorkflowId::new();
+        let callback = JobId::new();
+        let bytes = |b: &[u8]| ColumnData::Binary(Some(b.to_vec().into()));
+        // workflow_insert: id, name, open, callback.
+        let v = workflow_insert_values(&WorkflowInsert {
+            id,
+            name: Some("album-42"),
+            open: true,
+            callback: Some(callback),
+        });
+        assert_eq!(
+            v.values(),
+            &[
+                bytes(id.0.as_bytes()),
+                ColumnData::String(Some("album-42".into())),
+                ColumnData::Bit(Some(true)),
+                bytes(callback.0.as_bytes()),
+            ]
+        );
+        // workflow_steps_insert: the workflow, then each job and its step.
+        let (a, b) = (JobId::new(), JobId::new());
+        let v = steps_values(id, &[(a, "fetch"), (b, "resize ✂")]);
+        assert_eq!(
+            v.values(),
+            &[
+                bytes(id.0.as_bytes()),
+                bytes(a.0.as_bytes()),
+                ColumnData::String(Some("fetch".into())),
+                bytes(b.0.as_bytes()),
+                ColumnData::String(Some("resize ✂".into())),
+            ]
+        );
+        // workflow_deps_insert: per edge the job depended on, the job that waits, the code.
+        let v = edges_values(&[
+            WorkflowEdge {
+                job: b,
+                dep: a,
+                policy: DepPolicy::Completed,
+            },
+            WorkflowEdge {
+                job: a,
+                dep: b,
+                policy: DepPolicy::AnyOutcome,
+            },
+        ]);
+        assert_eq!(
+            v.values(),
+            &[
+                bytes(a.0.as_bytes()),
+                bytes(b.0.as_bytes()),
+                ColumnData::I32(Some(0)),
+                bytes(b.0.as_bytes()),
+                bytes(a.0.as_bytes()),
+                ColumnData::I32(Some(1)),
+            ]
+        );
+    }
+
+    fn workflow_row(
+        id: Uuid,
+        name: Option<&'static str>,
+        open: bool,
+        callback: Option<Uuid>,
+    ) -> Row {
+        workflow_count_row(id, name, open, callback, None, 0)
+    }
+
+    /// A row of `workflow_list` (the columns of `workflow_get`, then a state and a count).
+    fn workflow_count_row(
+        id: Uuid,
+        name: Option<&'static str>,
+        open: bool,
+        callback: Option<Uuid>,
+        state: Option<&'static str>,
+        n: i64,
+    ) -> Row {
+        Row::builder()
+            .column(
+                "id",
+                ColumnType::BigBinary,
+                id.as_bytes().to_vec().into_sql(),
+            )
+            .column("name", ColumnType::NVarchar, name.into_sql())
+            .column("open", ColumnType::Bit, open.into_sql())
+            .column(
+                "callback",
+                ColumnType::BigBinary,
+                callback.map(|c| c.as_bytes().to_vec()).into_sql(),
+            )
+            .column("created_at", ColumnType::Datetime2, at(0).into_sql())
+            .column("state", ColumnType::NVarchar, state.into_sql())
+            .column("jobs", ColumnType::Int8, n.into_sql())
+            .build()
+    }
+
+    #[test]
+    fn workflow_rows_decode() {
+        let (id, callback) = (Uuid::now_v7(), Uuid::now_v7());
+        let w =
+            workflow_from_row(&workflow_row(id, Some("nightly"), true, Some(callback))).unwrap();
+        assert_eq!(
+            w,
+            StoredWorkflow {
+                id: WorkflowId(id),
+                name: Some("nightly".into()),
+                open: true,
+                callback: Some(JobId(callback)),
+                created_at: at(0),
+            }
+        );
+        let w = workflow_from_row(&workflow_row(id, None, false, None)).unwrap();
+        assert_eq!((w.name, w.open, w.callback), (None, false, None));
+
+        // Edges: the policy as stored (SMALLINT).
+        let edge = |policy: Option<i16>| {
+            Row::builder()
+                .column(
+                    "job_id",
+                    ColumnType::BigBinary,
+                    id.as_bytes().to_vec().into_sql(),
+                )
+                .column(
+                    "dep_id",
+                    ColumnType::BigBinary,
+                    callback.as_bytes().to_vec().into_sql(),
+                )
+                .column("policy", ColumnType::Int2, policy.into_sql())
+                .build()
+        };
+        assert_eq!(
+            edge_from_row(&edge(Some(1))).unwrap(),
+            WorkflowEdge {
+                job: JobId(id),
+                dep: JobId(callback),
+                policy: DepPolicy::AnyOutcome,
+            }
+        );
+        assert_eq!(
+            edge_from_row(&edge(Some(0))).unwrap().policy,
+            DepPolicy::Completed
+        );
+        assert!(edge_from_row(&edge(None)).is_err());
+
+        // Dependencies: a finished one with its output, and one whose job was deleted.
+        let dep =
+            |state: Option<&'static str>, output: Option<&'static str>, step: &'static str| {
+                Row::builder()
+                    .column(
+                        "dep_id",
+                        ColumnType::BigBinary,
+                        id.as_bytes().to_vec().into_sql(),
+                    )
+                    .column("step", ColumnType::NVarchar, step.into_sql())
+                    .column("policy", ColumnType::Int2, 0i16.into_sql())
+                    .column("state", ColumnType::NVarchar, state.into_sql())
+                    .column("output", ColumnType::NVarchar, output.into_sql())
+                    .build()
+            };
+        let d = dependency_from_row(&dep(Some("completed"), Some(r#"{"n":1}"#), "a")).unwrap();
+        assert_eq!(
+            (d.id, d.step.as_str(), d.policy, d.state),
+            (
+                JobId(id),
+                "a",
+                DepPolicy::Completed,
+                Some(JobState::Completed)
+            )
+        );
+        assert_eq!(d.output.as_deref().map(RawValue::get), Some(r#"{"n":1}"#));
+        let gone = dependency_from_row(&dep(None, None, "")).unwrap();
+        assert_eq!((gone.state, gone.output.is_none()), (None, true));
+        assert!(dependency_from_row(&dep(Some("zombie"), None, "a")).is_err());
+    }
+
+    #[test]
+    fn a_workflows_jobs_decode_with_their_steps() {
+        let workflow = Uuid::now_v7();
+        let row = |step: Option<&'static str>| {
+            let row = claimed_row(None, None, Some(workflow));
+            // A row of workflow_jobs has job_list's columns and the step.
+            let mut b = Row::builder();
+            for (c, v) in row.cells() {
+                b = b.column(c.name(), c.column_type(), v.clone());
+            }
+            b.column("step", ColumnType::NVarchar, step.into_sql())
+                .build()
+        };
+        let job = workflow_job_from_row(&row(Some("fetch"))).unwrap();
+        assert_eq!(job.step.as_deref(), Some("fetch"));
+        assert_eq!(job.workflow, Some(WorkflowId(workflow)));
+        // workflow_jobs joins workflow_jobs: every row has its step.
+        assert!(workflow_job_from_row(&row(None)).is_err());
+    }
+
+    #[test]
+    fn workflow_list_rows_group_by_workflow_newest_first() {
+        let (new, old, empty) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let rows = [
+            workflow_count_row(new, Some("n"), false, None, Some("running"), 1),
+            workflow_count_row(new, Some("n"), false, None, Some("waiting"), 3),
+            // Its deleted jobs: no state, nothing counted.
+            workflow_count_row(new, Some("n"), false, None, None, 0),
+            workflow_count_row(old, None, true, Some(empty), Some("completed"), 2),
+            // A workflow whose jobs were all deleted.
+            workflow_count_row(empty, None, false, None, None, 0),
+        ];
+        let listed = workflow_list_from_rows(&rows).unwrap();
+        let ids: Vec<WorkflowId> = listed.iter().map(|(w, _)| w.id).collect();
+        assert_eq!(ids, [WorkflowId(new), WorkflowId(old), WorkflowId(empty)]);
+        // Counts in lifecycle order, whatever order the rows came in.
+        assert_eq!(
+            listed[0].1,
+            [(JobState::Waiting, 3), (JobState::Running, 1)]
+        );
+        assert_eq!(listed[0].0.name.as_deref(), Some("n"));
+        assert_eq!(listed[1].1, [(JobState::Completed, 2)]);
+        assert!(listed[1].0.open);
+        assert_eq!(listed[1].0.callback, Some(JobId(empty)));
+        assert!(listed[2].1.is_empty());
+        assert!(workflow_list_from_rows(&[]).unwrap().is_empty());
+    }
+
+    /// A driver on the local stand-in server (one session), whose requests come back when the
+    /// driver is dropped.
+    async fn stand_in() -> (
+        MsSqlDriver,
+        tokio::task::JoinHandle<Vec<crate::wire::Request>>,
+    ) {
+        let (config, server) = crate::wire::server().await;
+        let pool = bb8::Pool::builder()
+            .max_size(1)
+            .build_unchecked(crate::pool::ConnectionManager::new(config));
+        let driver = MsSqlDriver {
+            pool,
+            schema: "s".into(),
+            sql: Statements::new(&[("{schema}", "s")]),
+        };
+        (driver, server)
+    }
+
+    /// The statements and values of the RPC requests, after the session's own batches.
+    fn rpcs(requests: &[crate::wire::Request]) -> Vec<(String, Vec<crate::wire::Sent>)> {
+        requests
+            .iter()
+            .filter_map(|r| match r {
+                crate::wire::Request::Rpc(sql, params) => Some((sql.clone(), params.clone())),
+                crate::wire::Request::Batch(_) => None,
+            })
+            .collect()
+    }
+
+    /// A workflow's rows go out on the caller's transaction, in chunks of `WORKFLOW_ROWS`,
+    /// every value bound; nothing is sent for an empty list.
+    #[tokio::test]
+    async fn a_workflows_rows_are_inserted_in_the_callers_transaction() {
+        let (driver, server) = stand_in().await;
+        let id = WorkflowId::new();
+        let jobs: Vec<JobId> = (0..WORKFLOW_ROWS + 1).map(|_| JobId::new()).collect();
+        let steps: Vec<(JobId, &str)> = jobs.iter().map(|j| (*j, "step")).collect();
+        let edges: Vec<WorkflowEdge> = jobs
+            .windows(2)
+            .map(|w| WorkflowEdge {
+                job: w[1],
+                dep: w[0],
+                policy: DepPolicy::Completed,
+            })
+            .collect();
+        let mut tx = driver.tx_begin().await.unwrap();
+        let conn = MsSqlDriver::tx_conn(&mut tx);
+        driver
+            .workflow_insert(
+                conn,
+                WorkflowInsert {
+                    id,
+                    name: Some("w"),
+                    open: false,
+                    callback: None,
+                },
+            )
+            .await
+            .unwrap();
+        driver
+            .workflow_steps_insert(conn, id, &steps)
+            .await
+            .unwrap();
+        driver.workflow_steps_insert(conn, id, &[]).await.unwrap();
+        driver.workflow_deps_insert(conn, &edges).await.unwrap();
+        driver.workflow_deps_insert(conn, &[]).await.unwrap();
+        driver.workflow_lock(conn, id).await.unwrap();
+        driver.tx_commit(tx).await.unwrap();
+        let statements = (
+            driver.sql.workflow_insert.to_string(),
+            driver.sql.workflow_steps_insert_for(WORKFLOW_ROWS),
+            driver.sql.workflow_steps_insert_for(1),
+            driver.sql.workflow_deps_insert_for(WORKFLOW_ROWS),
+            driver.sql.workflow_lock.to_string(),
+        );
+        drop(driver);
+        let requests = server.await.unwrap();
+        let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
+        let from = requests.iter().position(|r| *r == begin).unwrap();
+        assert!(rpcs(&requests[..from]).is_empty());
+        let sent = rpcs(&requests[from..]);
+        let texts: Vec<&str> = sent.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                statements.0.as_str(),
+                statements.1.as_str(),
+                statements.2.as_str(),
+                statements.3.as_str(),
+                statements.4.as_str(),
+            ]
+        );
+        let counts: Vec<usize> = sent.iter().map(|(_, p)| p.len()).collect();
+        assert_eq!(
+            counts,
+            [4, 1 + 2 * WORKFLOW_ROWS, 1 + 2, 3 * WORKFLOW_ROWS, 1]
+        );
+        // The last step's chunk: the workflow, its job and its name.
+        let last = &sent[2].1;
+        assert_eq!(last[0].value.as_deref(), Some(id.0.as_bytes().as_slice()));
+        assert_eq!(
+            last[1].value.as_deref(),
+            Some(jobs[WORKFLOW_ROWS].0.as_bytes().as_slice())
+        );
+        // The policy as an int.
+        assert_eq!(sent[3].1[2].declared, "int");
+        assert!(matches!(
+            requests.last(),
+            Some(crate::wire::Request::Batch(c)) if c.starts_with("COMMIT")
+        ));
+    }
+
+    /// Settling goes out in statements of at most 1,000 ids (`BULK_IDS`), each id bound as
+    /// the jobs table stores it; an empty list sends nothing.
+    #[tokio::test]
+    async fn settling_binds_its_ids_in_chunks() {
+        let (driver, server) = stand_in().await;
+        let ids: Vec<JobId> = (0..BULK_IDS + 1).map(|_| JobId::new()).collect();
+        // The stand-in returns no rows: nothing waits, nothing changes.
+        assert!(driver
+            .workflow_dependents(Target::Pool, &ids)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(driver
+            .workflow_block(Target::Pool, &ids[..2])
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(driver
+            .workflow_promote(Target::Pool, &ids[..1])
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(driver.workflow_reopen(&ids[..3]).await.unwrap().is_empty());
+        for empty in [
+            driver.workflow_dependents(Target::Pool, &[]).await.unwrap(),
+            driver.workflow_block(Target::Pool, &[]).await.unwrap(),
+            driver.workflow_reopen(&[]).await.unwrap(),
+        ] {
+            assert!(empty.is_empty());
+        }
+        assert!(driver
+            .workflow_promote(Target::Pool, &[])
+            .await
+            .unwrap()
+            .is_empty());
+        let statements = [
+            driver.sql.workflow_dependents_for(BULK_IDS),
+            driver.sql.workflow_dependents_for(1),
+            driver.sql.workflow_block_for(2),
+            driver.sql.workflow_promote_for(1),
+            driver.sql.workflow_reopen_for(3),
+        ];
+        drop(driver);
+        let sent = rpcs(&server.await.unwrap());
+        let texts: Vec<&str> = sent.iter().map(|(s, _)| s.as_str()).collect();
+        let want: Vec<&str> = statements.iter().map(String::as_str).collect();
+        assert_eq!(texts, want);
+        let counts: Vec<usize> = sent.iter().map(|(_, p)| p.len()).collect();
+        assert_eq!(counts, [BULK_IDS, 1, 2, 1, 3]);
+        assert_eq!(
+            sent[1].1[0].value.as_deref(),
+            Some(ids[BULK_IDS].0.as_bytes().as_slice())
+        );
+        for (_, params) in &sent {
+            for p in params {
+                assert_eq!(p.value.as_ref().map(Vec::len), Some(16), "{p:?}");
+            }
+        }
     }
 }

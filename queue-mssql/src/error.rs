@@ -13,6 +13,16 @@ pub enum MsSqlError {
     /// tiberius or the server reported an error.
     #[error(transparent)]
     Tds(#[from] TdsError),
+    /// A duplicate key (2601 or 2627) met by a statement that can meet only one unique index,
+    /// so the driver knows which (`workflow_insert`: the workflows table's primary key). The
+    /// server's error is the source; the message is its message.
+    #[error("{source}")]
+    Duplicate {
+        /// The index the statement's row clashed in.
+        index: UniqueIndex,
+        /// The server's error.
+        source: TdsError,
+    },
     /// No pooled connection became free, or could be made, within the connect timeout.
     #[error("no connection to SQL Server within {0:?}")]
     PoolTimedOut(Duration),
@@ -28,10 +38,26 @@ impl MsSqlError {
     /// The SQL Server error number, when the server reported the error.
     pub fn number(&self) -> Option<u32> {
         match self {
-            MsSqlError::Tds(e) => e.code(),
+            MsSqlError::Tds(e) | MsSqlError::Duplicate { source: e, .. } => e.code(),
             _ => None,
         }
     }
+
+    /// This error, from a statement whose only unique index is `index`: a duplicate key
+    /// (2601, 2627) becomes [`MsSqlError::Duplicate`] naming it; anything else is unchanged.
+    pub(crate) fn in_unique_index(self, index: UniqueIndex) -> Self {
+        match self {
+            MsSqlError::Tds(e) if e.code().is_some_and(is_duplicate) => {
+                MsSqlError::Duplicate { index, source: e }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Whether `number` is a duplicate key, in a unique index (2601) or constraint (2627).
+fn is_duplicate(number: u32) -> bool {
+    matches!(number, DUPLICATE_IN_UNIQUE_INDEX | DUPLICATE_IN_CONSTRAINT)
 }
 
 impl From<bb8::RunError<TdsError>> for MsSqlError {
@@ -61,7 +87,9 @@ const DUPLICATE_IN_UNIQUE_INDEX: u32 = 2601;
 /// A duplicate key in a unique or primary key *constraint*: the jobs table has one, `jobs_pkey`.
 /// Classified as "unknown index", so the engine looks for a clashing live dedup key before it
 /// calls it an id clash: correct also on T-SQL implementations that report 2627 for unique
-/// indexes (Babelfish does).
+/// indexes (Babelfish does). A statement that can meet only one unique index says which
+/// ([`MsSqlError::in_unique_index`]: the workflows table's primary key, `workflows_pkey`, for
+/// `workflow_insert`), and is classified as that index.
 const DUPLICATE_IN_CONSTRAINT: u32 = 2627;
 /// The server cannot take work now: SqlClient's and EF Core's transient list (connection
 /// broken 20, 64, 233, 10053, 10054, 10060; database unavailable 4060; shutting down 6005;
@@ -77,9 +105,7 @@ pub fn classify_number(number: u32) -> DriverFault {
     match number {
         DEADLOCK | LOCK_TIMEOUT => DriverFault::LockConflict,
         n if SNAPSHOT_CONFLICT.contains(&n) => DriverFault::LockConflict,
-        DUPLICATE_IN_UNIQUE_INDEX | DUPLICATE_IN_CONSTRAINT => {
-            DriverFault::UniqueViolation(UniqueIndex::Unknown)
-        }
+        n if is_duplicate(n) => DriverFault::UniqueViolation(UniqueIndex::Unknown),
         n if UNAVAILABLE.contains(&n) => DriverFault::Unavailable,
         _ => DriverFault::Other,
     }
@@ -92,6 +118,7 @@ pub fn classify_number(number: u32) -> DriverFault {
 pub(crate) fn classify(err: &MsSqlError) -> DriverFault {
     match err {
         MsSqlError::Tds(e) => classify_tds(e),
+        MsSqlError::Duplicate { index, .. } => DriverFault::UniqueViolation(*index),
         MsSqlError::PoolTimedOut(_) => DriverFault::Unavailable,
         MsSqlError::Decode(_) | MsSqlError::MigrationLock(_) => DriverFault::Other,
     }
@@ -144,6 +171,35 @@ mod tests {
                 "{n}"
             );
         }
+    }
+
+    #[test]
+    fn a_duplicate_whose_index_the_statement_knows_names_it() {
+        // workflow_insert's only unique index is the workflows table's primary key.
+        let dup = MsSqlError::Duplicate {
+            index: UniqueIndex::WorkflowId,
+            source: TdsError::Protocol("duplicate".into()),
+        };
+        assert_eq!(
+            classify(&dup),
+            DriverFault::UniqueViolation(UniqueIndex::WorkflowId)
+        );
+        assert_eq!(
+            dup.to_string(),
+            TdsError::Protocol("duplicate".into()).to_string()
+        );
+        // Only duplicates are renamed (a server error's number is read from the server's
+        // token, which has no public constructor: the numbers are checked here).
+        assert!(is_duplicate(2601) && is_duplicate(2627));
+        for n in [1205, 1222, 2628, 547, 8003] {
+            assert!(!is_duplicate(n), "{n}");
+        }
+        let other = MsSqlError::Tds(TdsError::Protocol("bad token".into()))
+            .in_unique_index(UniqueIndex::WorkflowId);
+        assert!(matches!(other, MsSqlError::Tds(_)), "{other:?}");
+        assert_eq!(classify(&other), DriverFault::Other);
+        let decode = MsSqlError::Decode("x".into()).in_unique_index(UniqueIndex::WorkflowId);
+        assert!(matches!(decode, MsSqlError::Decode(_)));
     }
 
     #[test]

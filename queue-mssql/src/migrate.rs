@@ -57,6 +57,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedule_kinds",
         sql: include_str!("../migrations/0010_schedule_kinds.sql"),
     },
+    Migration {
+        version: 11,
+        name: "workflows",
+        sql: include_str!("../migrations/0011_workflows.sql"),
+    },
 ];
 
 /// How long `migrate` waits for another process's migration to finish, in milliseconds:
@@ -351,7 +356,6 @@ mod tests {
             .find(|m| m.name == "schedule_kinds")
             .unwrap();
         assert_eq!(m.version, 10);
-        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(10));
         let sql = load(m.sql, &[("{schema}", "s1")]);
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         // Nullable, without a default, the jobs' kind's type; unless the column exists.
@@ -360,5 +364,82 @@ mod tests {
             "IF COL_LENGTH(N'[s1].[schedules]', N'kind') IS NULL \
              ALTER TABLE [s1].[schedules] ADD kind NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL;"
         );
+    }
+
+    #[test]
+    fn the_workflow_columns_constraint_index_and_tables_are_added_once() {
+        let m = MIGRATIONS.iter().find(|m| m.name == "workflows").unwrap();
+        assert_eq!(m.version, 11);
+        assert_eq!(MIGRATIONS.last().map(|l| l.version), Some(11));
+        let sql = load(m.sql, &[("{schema}", "s1")]);
+        assert!(!sql.contains("{schema}") && !sql.contains("--"));
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let steps: Vec<&str> = flat.split("; ").collect();
+        assert_eq!(steps.len(), 7, "{flat}");
+        // Two ids, nullable and without a default (a change of the catalogue only), in one
+        // ALTER under one guard.
+        assert_eq!(
+            steps[0],
+            "IF COL_LENGTH(N'[s1].[jobs]', N'workflow_id') IS NULL \
+             ALTER TABLE [s1].[jobs] ADD workflow_id BINARY(16) NULL, blocked_by BINARY(16) NULL"
+        );
+        // The state check, dropped if present and added again, checked (trusted), with
+        // `waiting` and every state it allowed before.
+        assert_eq!(
+            steps[1],
+            "IF EXISTS (SELECT 1 FROM sys.check_constraints \
+             WHERE parent_object_id = OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_state_check') \
+             ALTER TABLE [s1].[jobs] DROP CONSTRAINT jobs_state_check"
+        );
+        let states: Vec<String> = queue_core::JobState::ALL
+            .iter()
+            .map(|s| format!("N'{}'", s.as_str()))
+            .collect();
+        assert_eq!(
+            steps[2],
+            format!(
+                "ALTER TABLE [s1].[jobs] WITH CHECK ADD CONSTRAINT jobs_state_check \
+                 CHECK (state IN ({}))",
+                states.join(", ")
+            )
+        );
+        // The waiting jobs in id order, with their queue, unless the index exists.
+        assert_eq!(
+            steps[3],
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = \
+             OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_waiting_idx') \
+             CREATE INDEX jobs_waiting_idx ON [s1].[jobs] (id) INCLUDE (queue) \
+             WHERE state = N'waiting'"
+        );
+        // The tables, unless they exist: ids as the jobs table stores them.
+        assert_eq!(
+            steps[4],
+            "IF OBJECT_ID(N'[s1].[workflows]', N'U') IS NULL CREATE TABLE [s1].[workflows] ( \
+             id BINARY(16) NOT NULL, name NVARCHAR(400) NULL, [open] BIT NOT NULL, \
+             callback BINARY(16) NULL, created_at DATETIME2(6) NOT NULL, \
+             CONSTRAINT workflows_pkey PRIMARY KEY CLUSTERED (id) )"
+        );
+        assert_eq!(
+            steps[5],
+            "IF OBJECT_ID(N'[s1].[workflow_jobs]', N'U') IS NULL \
+             CREATE TABLE [s1].[workflow_jobs] ( \
+             workflow_id BINARY(16) NOT NULL, job_id BINARY(16) NOT NULL, \
+             step NVARCHAR(400) NOT NULL, \
+             CONSTRAINT workflow_jobs_pkey PRIMARY KEY CLUSTERED (workflow_id, job_id) )"
+        );
+        assert_eq!(
+            steps[6],
+            "IF OBJECT_ID(N'[s1].[job_deps]', N'U') IS NULL CREATE TABLE [s1].[job_deps] ( \
+             dep_id BINARY(16) NOT NULL, job_id BINARY(16) NOT NULL, policy SMALLINT NOT NULL, \
+             CONSTRAINT job_deps_pkey PRIMARY KEY CLUSTERED (dep_id, job_id), \
+             INDEX job_deps_job_idx NONCLUSTERED (job_id, dep_id) );"
+        );
+        // A step name or a workflow's name of 200 characters, each outside the BMP (two UTF-16
+        // units), fits.
+        const { assert!(2 * queue_core::workflow::MAX_STEP_CHARS == 400) };
+        // Nothing outside the ALTER names a new column of jobs (it would not compile in this
+        // batch).
+        assert_eq!(flat.matches("blocked_by").count(), 1, "{flat}");
+        assert!(!sql.contains(" VARCHAR"), "{sql}");
     }
 }

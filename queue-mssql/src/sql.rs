@@ -15,9 +15,10 @@ use queue_core::engine::statements::load;
 /// Most parameters one request may carry.
 pub(crate) const MAX_PARAMETERS: usize = 2_100;
 /// Values each job binds in `job_insert`.
-pub(crate) const INSERT_VALUES: usize = 12;
-/// Jobs per INSERT (12 parameters each, 2,088 in all).
-pub(crate) const INSERT_ROWS: usize = 174;
+pub(crate) const INSERT_VALUES: usize = 14;
+/// Jobs per INSERT (14 parameters each, 2,086 in all: 150 would be exactly the limit, with no
+/// room left).
+pub(crate) const INSERT_ROWS: usize = 149;
 /// `(id, token)` or `(id, version)` pairs per statement (2 parameters each, plus the fixed
 /// ones), and at most this many rows locked by one statement, far below the 5,000 locks at
 /// which SQL Server escalates to a table lock.
@@ -30,6 +31,9 @@ pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 1_000;
 /// `job_delete_many`): the engine's whole batch of 1,000 in one statement, one parameter each
 /// (plus at most the three finished states), and no more rows than any other statement locks.
 pub(crate) const BULK_IDS: usize = MAX_ROWS_PER_STATEMENT;
+/// Rows of `workflow_jobs` (2 parameters each, plus the workflow) or `job_deps` (3 each) per
+/// INSERT of a workflow's push.
+pub(crate) const WORKFLOW_ROWS: usize = 500;
 
 // Every chunk fits one request, and no statement locks enough rows to escalate to a table lock
 // (5,000 locks by one statement).
@@ -39,6 +43,8 @@ const _: () = {
     assert!(2 * IN_LIST <= MAX_PARAMETERS);
     assert!(BULK_IDS + 5 <= MAX_PARAMETERS);
     assert!(BULK_IDS <= MAX_ROWS_PER_STATEMENT);
+    // The steps bind one more value than two per row, the dependencies three per row.
+    assert!(3 * WORKFLOW_ROWS < MAX_PARAMETERS && WORKFLOW_ROWS <= MAX_ROWS_PER_STATEMENT);
     assert!(PAIR_ROWS <= MAX_ROWS_PER_STATEMENT && INSERT_ROWS <= MAX_ROWS_PER_STATEMENT);
     assert!(MAX_ROWS_PER_STATEMENT < 5_000);
 };
@@ -140,6 +146,21 @@ statements!(
     schedule_touch,
     schedule_advance,
     schedule_delete,
+    workflow_insert,
+    workflow_steps_insert,
+    workflow_deps_insert,
+    workflow_lock,
+    workflow_seal,
+    workflow_dependents,
+    workflow_block,
+    workflow_promote,
+    workflow_reopen,
+    workflow_waiting,
+    workflow_get,
+    workflow_jobs,
+    workflow_edges,
+    workflow_list,
+    job_deps,
 );
 
 /// `count` tuples made from `template`, whose `{}` are replaced by consecutive placeholder
@@ -176,7 +197,8 @@ fn expand(text: &str, markers: &[(&str, String)]) -> String {
 impl Statements {
     /// An INSERT of `rows` jobs ([`INSERT_VALUES`] each, from `@P1`).
     pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
-        let row = "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
+        let row =
+            "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
         expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
     }
 
@@ -246,6 +268,42 @@ impl Statements {
                 ("{states}", tuples("@P{}", 1 + n, states)),
             ],
         )
+    }
+
+    /// `workflow_steps_insert` for `n` jobs (after the workflow, `@P1`).
+    pub(crate) fn workflow_steps_insert_for(&self, n: usize) -> String {
+        expand(
+            &self.workflow_steps_insert,
+            &[("{steps}", tuples("(@P{}, @P{})", 2, n))],
+        )
+    }
+
+    /// `workflow_deps_insert` for `n` dependencies (from `@P1`).
+    pub(crate) fn workflow_deps_insert_for(&self, n: usize) -> String {
+        expand(
+            &self.workflow_deps_insert,
+            &[("{edges}", tuples("(@P{}, @P{}, @P{})", 1, n))],
+        )
+    }
+
+    /// `workflow_dependents` for `n` finished jobs (from `@P1`).
+    pub(crate) fn workflow_dependents_for(&self, n: usize) -> String {
+        expand(&self.workflow_dependents, &[("{ids}", ids(n))])
+    }
+
+    /// `workflow_block` for `n` waiting jobs (from `@P1`).
+    pub(crate) fn workflow_block_for(&self, n: usize) -> String {
+        expand(&self.workflow_block, &[("{ids}", ids(n))])
+    }
+
+    /// `workflow_promote` for `n` waiting jobs (from `@P1`).
+    pub(crate) fn workflow_promote_for(&self, n: usize) -> String {
+        expand(&self.workflow_promote, &[("{ids}", ids(n))])
+    }
+
+    /// `workflow_reopen` for `n` retried jobs (from `@P1`).
+    pub(crate) fn workflow_reopen_for(&self, n: usize) -> String {
+        expand(&self.workflow_reopen, &[("{ids}", ids(n))])
     }
 }
 
@@ -382,6 +440,15 @@ mod tests {
             ("schedule_touch", 2),
             ("schedule_advance", 5),
             ("schedule_delete", 2),
+            ("workflow_insert", 4),
+            ("workflow_lock", 1),
+            ("workflow_seal", 1),
+            ("workflow_waiting", 2),
+            ("workflow_get", 1),
+            ("workflow_jobs", 1),
+            ("workflow_edges", 1),
+            ("workflow_list", 2),
+            ("job_deps", 1),
         ] {
             let text = s.all().into_iter().find(|(n, _)| *n == name).unwrap().1;
             gapless(name, text, n);
@@ -409,7 +476,23 @@ mod tests {
             gapless("job_ids", &s.job_ids_for(n), 6 + n);
             gapless("job_count", &s.job_count_for(n), 4 + n);
         }
+        for n in [1, 7, WORKFLOW_ROWS] {
+            gapless(
+                "workflow_steps_insert",
+                &s.workflow_steps_insert_for(n),
+                1 + 2 * n,
+            );
+            gapless(
+                "workflow_deps_insert",
+                &s.workflow_deps_insert_for(n),
+                3 * n,
+            );
+        }
         for n in [1, 7, BULK_IDS] {
+            gapless("workflow_dependents", &s.workflow_dependents_for(n), n);
+            gapless("workflow_block", &s.workflow_block_for(n), n);
+            gapless("workflow_promote", &s.workflow_promote_for(n), n);
+            gapless("workflow_reopen", &s.workflow_reopen_for(n), n);
             gapless("job_cancel_many", &s.job_cancel_many_for(n), n);
             gapless("job_retry_many", &s.job_retry_many_for(n), n);
             for states in 1..=3 {
@@ -430,7 +513,11 @@ mod tests {
         let cancel = f(&s.job_cancel_many_for(2));
         assert!(cancel.contains(
             "WHERE id IN (CAST(@P1 AS BINARY(16)), CAST(@P2 AS BINARY(16))) \
-             AND state IN (N'pending', N'running')"
+             AND state IN (N'pending', N'running', N'waiting')"
+        ));
+        // One job: the same states (a waiting step of a workflow is cancelled too).
+        assert!(f(&s.job_cancel).ends_with(
+            "WHERE id = CAST(@P1 AS BINARY(16)) AND state IN (N'pending', N'running', N'waiting')"
         ));
         let retry = f(&s.job_retry_many_for(1));
         assert!(retry.ends_with(
@@ -488,7 +575,24 @@ mod tests {
             "SELECT queue, COUNT_BIG(*) FROM [jobs_s].[jobs] WHERE state = N'running' \
              AND (@P1 IS NULL OR queue = @P1) GROUP BY queue;"
         ));
-        assert_eq!(text.matches("GROUP BY").count(), 1, "{text}");
+        // Waiting jobs: the same, over the waiting index, into their own table variable; their
+        // queues are listed too.
+        assert!(text.contains(
+            "SELECT queue, COUNT_BIG(*) FROM [jobs_s].[jobs] WHERE state = N'waiting' \
+             AND (@P1 IS NULL OR queue = @P1) GROUP BY queue;"
+        ));
+        assert!(text.contains(
+            "INSERT INTO @queues (queue, running) SELECT w.queue, 0 FROM @waiting AS w \
+             WHERE NOT EXISTS (SELECT 1 FROM @queues AS q WHERE q.queue = w.queue);"
+        ));
+        // Before the look-up of the one queue asked for, so that it is not listed twice.
+        assert!(
+            text.find("FROM @waiting AS w").unwrap()
+                < text.find("IF @P1 IS NOT NULL AND NOT EXISTS").unwrap()
+        );
+        assert!(text.contains("LEFT JOIN @waiting AS w ON w.queue = q.queue"));
+        assert!(text.contains("WHERE COALESCE(w.waiting, 0) + p.available"));
+        assert_eq!(text.matches("GROUP BY").count(), 2, "{text}");
         // The others: skipped to, one seek per index and queue, only without a queue filter.
         assert!(text.contains("WHILE @P1 IS NULL BEGIN"));
         for step in [
@@ -511,7 +615,10 @@ mod tests {
         assert!(text.contains(
             "MIN(CASE WHEN j.run_at <= @now THEN j.run_at END) AS oldest_due FROM [jobs_s].[jobs] AS j"
         ));
-        assert!(text.contains("SELECT q.queue, p.available, p.scheduled, q.running, p.oldest_due,"));
+        assert!(text.contains(
+            "SELECT q.queue, COALESCE(w.waiting, 0) AS waiting, p.available, p.scheduled, \
+             q.running, p.oldest_due,"
+        ));
         for state in ["completed", "dead", "cancelled"] {
             let want = format!(
                 "SELECT COUNT_BIG(*) AS n FROM (SELECT TOP (@P2) j.id FROM [jobs_s].[jobs] AS j \
@@ -998,13 +1105,22 @@ mod tests {
         assert!(migration.contains("key_cursor VARBINARY(800) NULL"));
         // Every push stores the key, as bound (too long a value fails, never cut by a CAST).
         let insert = flat(&s.job_insert_rows(1));
-        assert!(insert.contains("timeout_us, concurrency_key, created_at, updated_at) SELECT"));
-        assert!(insert.contains("v.timeout_us, v.concurrency_key, SYSUTCDATETIME()"));
+        assert!(insert
+            .contains("timeout_us, concurrency_key, workflow_id, created_at, updated_at) SELECT"));
+        assert!(insert.contains(
+            "v.timeout_us, v.concurrency_key, CAST(v.workflow_id AS BINARY(16)), SYSUTCDATETIME()"
+        ));
         assert!(insert.ends_with(
             "AS v (id, queue, payload, priority, max_attempts, delay_s, delay_us, dedup_key, \
-             kind, meta, timeout_us, concurrency_key)"
+             kind, meta, timeout_us, concurrency_key, state, workflow_id)"
         ));
-        assert!(insert.contains("@P11, @P12)"), "{insert}");
+        assert!(insert.contains("@P11, @P12, @P13, @P14)"), "{insert}");
+        // The state is bound (pending, or waiting for a workflow's step), never a literal.
+        assert!(
+            insert.contains("v.priority, v.state, 0, v.max_attempts"),
+            "{insert}"
+        );
+        assert!(!insert.contains("N'pending'"), "{insert}");
         assert!(!insert.contains("CAST(v.concurrency_key"), "{insert}");
         // Every comparison with a bound key compares the column's type (the bytes as bound:
         // a key has at most 800), never a `max` value.
@@ -1098,6 +1214,12 @@ mod tests {
             ("job_key_leases", &*s.job_key_leases, "state = N'running'"),
             ("job_stats", &*s.job_stats, "state = N'pending'"),
             ("job_stats", &*s.job_stats, "state = N'running'"),
+            ("job_stats", &*s.job_stats, "state = N'waiting'"),
+            (
+                "workflow_waiting",
+                &*s.workflow_waiting,
+                "state = N'waiting'",
+            ),
             (
                 "job_stats",
                 &*s.job_stats,
@@ -1185,6 +1307,11 @@ mod tests {
             ),
             ("job_retry", KeyRule::Restores),
             ("job_retry_many", KeyRule::Restores),
+            // Steps of workflows (the only jobs that wait) are never unique: their unique_live
+            // is NULL in every state, so moving them leaves it alone.
+            ("workflow_block", KeyRule::Keeps),
+            ("workflow_promote", KeyRule::Keeps),
+            ("workflow_reopen", KeyRule::Keeps),
         ];
         // Every statement that writes a state is in the table (or is job_rescue, below), so a
         // new one cannot forget the key.
@@ -1384,6 +1511,227 @@ mod tests {
         assert!(s
             .schedule_list
             .contains("LEFT JOIN [jobs_s].[jobs] AS j ON j.id = s.last_job"));
+    }
+
+    #[test]
+    fn every_job_row_carries_its_workflow() {
+        let s = sql();
+        // The claims return the rows as stored, through OUTPUT, with the columns job_from_row
+        // decodes: the workflow (which the lease carries) and the blocking dependency last.
+        for (name, text) in [
+            ("job_claim", &*s.job_claim),
+            ("job_claim_candidates", &*s.job_claim_candidates),
+            ("job_claim_key", &*s.job_claim_key),
+            ("job_claim_unkeyed", &*s.job_claim_unkeyed),
+        ] {
+            assert!(
+                text.contains(
+                    "inserted.timeout_us, inserted.snoozes, inserted.workflow_id, \
+                     inserted.blocked_by\n"
+                ),
+                "{name}: {text}"
+            );
+        }
+        // The reads: job_list's columns; job_get's and workflow_jobs's with them (workflow_jobs
+        // and job_get add the step, job_get the history and output).
+        let list = flat(&s.job_list);
+        let columns = list
+            .split_once("SELECT TOP (@P4) ")
+            .unwrap()
+            .1
+            .split_once(" FROM")
+            .unwrap()
+            .0;
+        assert!(
+            columns.ends_with("snoozes, workflow_id, blocked_by"),
+            "{columns}"
+        );
+        let aliased = columns
+            .split(", ")
+            .map(|c| format!("j.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(
+            flat(&s.workflow_jobs).split_once(" FROM").unwrap().0,
+            format!("SELECT {aliased}, n.step")
+        );
+        let get = flat(&s.job_get);
+        assert!(get.contains(", j.errors, j.output, j.workflow_id, j.blocked_by, n.step FROM"));
+        assert!(get.contains(
+            "LEFT JOIN [jobs_s].[workflow_jobs] AS n \
+             ON n.workflow_id = j.workflow_id AND n.job_id = j.id \
+             WHERE j.id = CAST(@P1 AS BINARY(16))"
+        ));
+    }
+
+    #[test]
+    fn workflow_statements_bind_their_values_and_decide_from_committed_rows() {
+        let s = sql();
+        // The row: every value bound, the clock the database's; `open` is reserved: bracketed.
+        assert_eq!(
+            flat(&s.workflow_insert),
+            "INSERT INTO [jobs_s].[workflows] (id, name, [open], callback, created_at) \
+             VALUES (CAST(@P1 AS BINARY(16)), @P2, @P3, CAST(@P4 AS BINARY(16)), \
+             SYSUTCDATETIME())"
+        );
+        assert_eq!(
+            flat(&s.workflow_steps_insert_for(2)),
+            "INSERT INTO [jobs_s].[workflow_jobs] (workflow_id, job_id, step) \
+             SELECT CAST(@P1 AS BINARY(16)), CAST(v.job_id AS BINARY(16)), v.step \
+             FROM (VALUES (@P2, @P3), (@P4, @P5)) AS v (job_id, step)"
+        );
+        assert_eq!(
+            flat(&s.workflow_deps_insert_for(2)),
+            "INSERT INTO [jobs_s].[job_deps] (dep_id, job_id, policy) \
+             SELECT CAST(v.dep_id AS BINARY(16)), CAST(v.job_id AS BINARY(16)), \
+             CAST(v.policy AS SMALLINT) \
+             FROM (VALUES (@P1, @P2, @P3), (@P4, @P5, @P6)) AS v (dep_id, job_id, policy)"
+        );
+        // The lock: an update lock on the row, held to the end of the transaction.
+        assert_eq!(
+            flat(&s.workflow_lock),
+            "SELECT id, name, [open], callback, created_at \
+             FROM [jobs_s].[workflows] WITH (UPDLOCK, ROWLOCK) \
+             WHERE id = CAST(@P1 AS BINARY(16))"
+        );
+        assert_eq!(
+            flat(&s.workflow_get),
+            flat(&s.workflow_lock).replace(" WITH (UPDLOCK, ROWLOCK)", "")
+        );
+        assert_eq!(
+            flat(&s.workflow_seal),
+            "UPDATE [jobs_s].[workflows] SET [open] = 0 \
+             WHERE id = CAST(@P1 AS BINARY(16)) AND [open] = 1"
+        );
+        // `open` appears nowhere unbracketed.
+        for (name, text) in s.all() {
+            let w = words(text);
+            let bare = w.iter().filter(|x| *x == "OPEN").count();
+            assert_eq!(bare, text.matches("[open]").count(), "{name}: {text}");
+        }
+
+        let ids2 = "(CAST(@P1 AS BINARY(16)), CAST(@P2 AS BINARY(16)))";
+        // Dependents: by job_deps' primary key, waiting jobs only, each listed once.
+        let dependents = flat(&s.workflow_dependents_for(2));
+        assert_eq!(
+            dependents,
+            format!(
+                "SELECT DISTINCT d.job_id FROM [jobs_s].[job_deps] AS d WITH (READCOMMITTEDLOCK) \
+                 INNER JOIN [jobs_s].[jobs] AS j WITH (READCOMMITTEDLOCK) ON j.id = d.job_id \
+                 WHERE d.dep_id IN {ids2} AND j.state = N'waiting'"
+            )
+        );
+        // What holds a job back or cancels it, read the same way in both statements: every
+        // read besides the updated rows is a locking read of the latest committed rows.
+        let failed = "FROM [jobs_s].[job_deps] AS d WITH (READCOMMITTEDLOCK) \
+                      INNER JOIN [jobs_s].[jobs] AS p WITH (READCOMMITTEDLOCK) ON p.id = d.dep_id \
+                      WHERE d.job_id = j.id";
+        let block = flat(&s.workflow_block_for(2));
+        assert!(
+            block.starts_with(&format!(
+                "UPDATE j SET state = N'cancelled', blocked_by = ( SELECT MIN(d.dep_id) {failed} \
+             AND d.policy = 0 AND p.state IN (N'dead', N'cancelled')), \
+             finished_at = SYSUTCDATETIME(), updated_at = SYSUTCDATETIME() \
+             OUTPUT inserted.id FROM [jobs_s].[jobs] AS j"
+            )),
+            "{block}"
+        );
+        assert!(
+            block.ends_with(&format!(
+                "WHERE j.id IN {ids2} AND j.state = N'waiting' AND EXISTS ( SELECT 1 {failed} \
+             AND d.policy = 0 AND p.state IN (N'dead', N'cancelled'))"
+            )),
+            "{block}"
+        );
+        let promote = flat(&s.workflow_promote_for(2));
+        assert!(
+            promote.starts_with(
+                "UPDATE j SET state = N'pending', \
+             run_at = CASE WHEN j.run_at > SYSUTCDATETIME() THEN j.run_at \
+             ELSE SYSUTCDATETIME() END, updated_at = SYSUTCDATETIME() \
+             OUTPUT inserted.id, inserted.queue FROM [jobs_s].[jobs] AS j"
+            ),
+            "{promote}"
+        );
+        assert!(
+            promote.contains(&format!(
+                "WHERE j.id IN {ids2} AND j.state = N'waiting' AND NOT EXISTS ( SELECT 1 {failed} \
+             AND NOT (p.state = N'completed' \
+             OR (d.policy = 1 AND p.state IN (N'dead', N'cancelled'))))"
+            )),
+            "{promote}"
+        );
+        assert!(promote.ends_with(
+            "AND NOT EXISTS ( SELECT 1 FROM [jobs_s].[workflows] AS w WITH (READCOMMITTEDLOCK) \
+             WHERE w.id = j.workflow_id AND w.callback = j.id AND w.[open] = 1)"
+        ), "{promote}");
+        // The row version is a ROWVERSION: it changes by itself, and cannot be assigned.
+        for (name, text) in [("workflow_block", &block), ("workflow_promote", &promote)] {
+            assert!(!text.contains("version"), "{name}: {text}");
+        }
+        assert_eq!(
+            flat(&s.workflow_reopen_for(2)),
+            format!(
+                "UPDATE [jobs_s].[jobs] SET state = N'waiting', blocked_by = NULL, \
+                 finished_at = NULL, updated_at = SYSUTCDATETIME() OUTPUT inserted.id \
+                 WHERE state = N'cancelled' AND blocked_by IN {ids2}"
+            )
+        );
+        // The sweep: a range of jobs_waiting_idx in id order.
+        assert_eq!(
+            flat(&s.workflow_waiting),
+            "SELECT TOP (@P2) id FROM [jobs_s].[jobs] WHERE state = N'waiting' \
+             AND (@P1 IS NULL OR id > CAST(@P1 AS BINARY(16))) ORDER BY id OPTION (RECOMPILE)"
+        );
+        // The reads of a workflow.
+        assert_eq!(
+            flat(&s.workflow_edges),
+            "SELECT d.job_id, d.dep_id, d.policy FROM [jobs_s].[job_deps] AS d \
+             INNER JOIN [jobs_s].[workflow_jobs] AS n \
+             ON n.job_id = d.job_id AND n.workflow_id = CAST(@P1 AS BINARY(16)) \
+             ORDER BY d.job_id, d.dep_id"
+        );
+        assert!(flat(&s.workflow_jobs).ends_with(
+            "FROM [jobs_s].[jobs] AS j INNER JOIN [jobs_s].[workflow_jobs] AS n \
+             ON n.job_id = j.id AND n.workflow_id = CAST(@P1 AS BINARY(16)) ORDER BY j.id"
+        ));
+        let list = flat(&s.workflow_list);
+        assert!(
+            list.starts_with(
+                "WITH w AS ( SELECT TOP (@P2) id, name, [open], callback, created_at \
+             FROM [jobs_s].[workflows] WHERE @P1 IS NULL OR id < CAST(@P1 AS BINARY(16)) \
+             ORDER BY id DESC )"
+            ),
+            "{list}"
+        );
+        assert!(
+            list.contains(
+                "SELECT w.id, w.name, w.[open], w.callback, w.created_at, j.state, \
+             COUNT_BIG(j.id) AS jobs FROM w \
+             LEFT JOIN [jobs_s].[workflow_jobs] AS n ON n.workflow_id = w.id \
+             LEFT JOIN [jobs_s].[jobs] AS j ON j.id = n.job_id \
+             GROUP BY w.id, w.name, w.[open], w.callback, w.created_at, j.state \
+             ORDER BY w.id DESC"
+            ),
+            "{list}"
+        );
+        assert_eq!(
+            flat(&s.job_deps),
+            "SELECT d.dep_id, COALESCE(n.step, N'') AS step, d.policy, p.state, p.output \
+             FROM [jobs_s].[job_deps] AS d \
+             LEFT JOIN [jobs_s].[jobs] AS p ON p.id = d.dep_id \
+             LEFT JOIN [jobs_s].[jobs] AS me ON me.id = d.job_id \
+             LEFT JOIN [jobs_s].[workflow_jobs] AS n \
+             ON n.workflow_id = me.workflow_id AND n.job_id = d.dep_id \
+             WHERE d.job_id = CAST(@P1 AS BINARY(16)) ORDER BY d.dep_id"
+        );
+        // T-SQL of SQL Server 2016: no GREATEST or LEAST (2022), no STRING_AGG (2017).
+        for (name, text) in s.all() {
+            let w = words(text);
+            for f in ["GREATEST", "LEAST", "STRING_AGG", "LIMIT"] {
+                assert!(!w.iter().any(|x| x == f), "{name} uses {f}");
+            }
+        }
     }
 
     #[test]
