@@ -480,6 +480,23 @@ impl Transactions for MsSqlFixture {
         Ok(id)
     }
 
+    async fn push_workflow_in_tx(
+        &self,
+        workflow: queue_core::Workflow,
+        marker: &str,
+        commit: bool,
+    ) -> queue_core::Result<queue_core::PushedWorkflow> {
+        let mut tx = self.queue.begin().await?;
+        self.insert_effect(&mut tx, marker).await?;
+        let pushed = self.queue.push_workflow_in_tx(&mut tx, workflow).await?;
+        if commit {
+            tx.commit().await.map_err(hook_error)?;
+        } else {
+            tx.rollback().await.map_err(hook_error)?;
+        }
+        Ok(pushed)
+    }
+
     async fn complete_in_tx(&self, lease: &Lease, marker: &str) -> queue_core::Result<()> {
         let mut tx = self.queue.begin().await?;
         self.insert_effect(&mut tx, marker).await?;

@@ -77,6 +77,19 @@ impl MsSqlQueue {
         self.engine.push_in(tx, job).await
     }
 
+    /// Stores a workflow inside the caller's transaction: it exists, with every job of it, iff
+    /// `tx` commits.
+    ///
+    /// # Errors
+    /// As [`queue_core::Queue::push_workflow`]. The transaction stays open; roll it back.
+    pub async fn push_workflow_in_tx(
+        &self,
+        tx: &mut MsSqlTransaction,
+        workflow: queue_core::Workflow,
+    ) -> Result<queue_core::PushedWorkflow> {
+        self.engine.push_workflow_in(tx, workflow).await
+    }
+
     /// Stores every job of `jobs` inside the caller's transaction: all exist iff `tx` commits.
     /// A failed batch stores nothing (a savepoint is rolled back when it took several
     /// statements) and leaves the caller's own writes in place.

@@ -84,6 +84,19 @@ impl MySqlQueue {
         self.engine.push_in(tx, job).await
     }
 
+    /// Stores a workflow inside the caller's transaction: it exists, with every job of it, iff
+    /// the transaction commits.
+    ///
+    /// # Errors
+    /// As [`queue_core::Queue::push_workflow`].
+    pub async fn push_workflow_in_tx(
+        &self,
+        tx: &mut Transaction<'_, MySql>,
+        workflow: queue_core::Workflow,
+    ) -> Result<queue_core::PushedWorkflow> {
+        self.engine.push_workflow_in(tx, workflow).await
+    }
+
     /// Stores `jobs` inside the caller's transaction: all of them iff the transaction commits.
     /// A failed batch stores nothing (a savepoint is rolled back) and leaves the caller's own
     /// writes in place.

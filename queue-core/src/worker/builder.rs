@@ -197,7 +197,9 @@ impl WorkerBuilder {
         self
     }
 
-    /// How often (jittered) to return expired leases to pending; `None` disables the rescuer
+    /// How often (jittered) to return expired leases to pending, and to sweep the waiting jobs
+    /// of workflows that a process which died mid-way left unsettled
+    /// ([`Queue::settle_waiting`](crate::Queue::settle_waiting)); `None` disables the rescuer
     /// (default 30 s).
     pub fn rescue_interval(mut self, every: Option<Duration>) -> Self {
         self.rescue_interval = every;
