@@ -204,8 +204,10 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
 /// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
 /// id uuid, queue text, payload json (its binary form is the text), priority int4,
 /// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8, concurrency_key
-/// text (each of the last five NULL when absent).
-fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
+/// text (each of the last five NULL when absent); with `workflow`, for those of
+/// `job_insert_copy_workflow`, also state text and workflow_id uuid (NULL for a job pushed
+/// alone).
+fn copy_rows(jobs: &[queue_core::NewJob], workflow: bool) -> Vec<u8> {
     fn field(out: &mut Vec<u8>, bytes: &[u8]) {
         out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
         out.extend_from_slice(bytes);
@@ -225,14 +227,16 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
                 + j.kind_value().map_or(0, str::len)
                 + j.meta_json().map_or(0, str::len)
                 + j.concurrency_key_value().map_or(0, str::len)
+                + if workflow { 36 } else { 0 }
         })
         .sum();
     let mut out = Vec::with_capacity(19 + size + 2);
     out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
     out.extend_from_slice(&0i32.to_be_bytes()); // flags
     out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
+    let fields: i16 = if workflow { 12 } else { 10 };
     for job in jobs {
-        out.extend_from_slice(&10i16.to_be_bytes());
+        out.extend_from_slice(&fields.to_be_bytes());
         field(&mut out, job.id().0.as_bytes());
         field(&mut out, job.queue().as_bytes());
         field(&mut out, job.payload_json().as_bytes());
@@ -244,6 +248,11 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
         let timeout = job.timeout_value().map(|t| micros(t).to_be_bytes());
         optional(&mut out, timeout.as_ref().map(|b| &b[..]));
         optional(&mut out, job.concurrency_key_value().map(str::as_bytes));
+        if workflow {
+            field(&mut out, job.initial_state().as_str().as_bytes());
+            let id = job.workflow_id().map(|w| *w.0.as_bytes());
+            optional(&mut out, id.as_ref().map(|b| &b[..]));
+        }
     }
     out.extend_from_slice(&(-1i16).to_be_bytes());
     out
@@ -323,8 +332,16 @@ impl PgDriver {
         conn: &mut PgConnection,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
-        let mut copy = conn.copy_in_raw(self.sql.job_insert_copy.as_str()).await?;
-        copy.send(copy_rows(p.jobs)).await?;
+        // Steps of a workflow carry their state and workflow; jobs pushed alone take the
+        // columns' defaults (pending, none) and send no more than before.
+        let workflow = p.jobs.iter().any(|j| j.workflow_slot().is_some());
+        let statement = if workflow {
+            &self.sql.job_insert_copy_workflow
+        } else {
+            &self.sql.job_insert_copy
+        };
+        let mut copy = conn.copy_in_raw(statement.as_str()).await?;
+        copy.send(copy_rows(p.jobs, workflow)).await?;
         copy.finish().await?;
         let notify = self.wakes(p.notify);
         if !notify.is_empty() {
@@ -359,6 +376,12 @@ impl PgDriver {
             let mut metas = Vec::with_capacity(chunk.len());
             let mut timeouts = Vec::with_capacity(chunk.len());
             let mut keys = Vec::with_capacity(chunk.len());
+            // Empty for a chunk of jobs pushed alone (the statement reads the missing elements
+            // as pending and no workflow), so that those cost no more than before.
+            let workflow = chunk.iter().any(|j| j.workflow_slot().is_some());
+            let steps = if workflow { chunk.len() } else { 0 };
+            let mut states = Vec::with_capacity(steps);
+            let mut workflows = Vec::with_capacity(steps);
             for (job, delay) in chunk.iter().zip(delays) {
                 ids.push(job.id().0);
                 queues.push(job.queue());
@@ -371,6 +394,10 @@ impl PgDriver {
                 metas.push(job.meta_json());
                 timeouts.push(job.timeout_value().map(micros));
                 keys.push(job.concurrency_key_value());
+                if workflow {
+                    states.push(job.initial_state().as_str());
+                    workflows.push(job.workflow_id().map(|w| w.0));
+                }
             }
             // Without wake-ups to send, the statement has no pg_notify at all (poll-only mode and
             // engines without NOTIFY have none to call).
@@ -394,7 +421,12 @@ impl PgDriver {
             if !notify.is_empty() {
                 query = query.bind(&self.channel).bind(notify);
             }
-            query.bind(&keys).execute(&mut *conn).await?;
+            query
+                .bind(&keys)
+                .bind(&states)
+                .bind(&workflows)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(())
     }

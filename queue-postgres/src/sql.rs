@@ -14,6 +14,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_insert,
     job_insert_plain,
     job_insert_copy,
+    job_insert_copy_workflow,
     job_dedup_live,
     job_insert_unique,
     job_unique_replace,
