@@ -10,8 +10,9 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
+use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
     EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
     WakeHub,
@@ -94,7 +95,8 @@ fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
         .map_err(|_| decode(format!("unknown job state {s:?} in the jobs table")))
 }
 
-/// A job row as returned by `RETURNING j.id, ...` / `SELECT j.id, ...`, with its lease token.
+/// A job row as returned by `RETURNING j.id, ...` / `SELECT j.id, ...`, with its lease token
+/// (its step and dependencies are read by `job_get`, `workflow_jobs` and `job_deps` only).
 fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     let state: String = row.try_get("state")?;
     let Json(payload): Json<Box<RawValue>> = row.try_get("payload")?;
@@ -121,6 +123,12 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         snoozes: unsigned(row.try_get("snoozes")?),
         errors: Vec::new(),
         output: None,
+        workflow: row
+            .try_get::<Option<Uuid>, _>("workflow_id")?
+            .map(WorkflowId),
+        step: None,
+        blocked_by: row.try_get::<Option<Uuid>, _>("blocked_by")?.map(JobId),
+        depends_on: Vec::new(),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -128,9 +136,10 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     Ok((job, row.try_get("lease_token")?))
 }
 
-/// A row of `job_get`: a job with its error history and output.
+/// A row of `job_get`: a job with its error history, output and step.
 fn job_detail_from_row(row: &PgRow) -> Result<Job, sqlx::Error> {
     let (mut job, _) = job_from_row(row)?;
+    job.step = row.try_get("step")?;
     if let Some(Json(errors)) = row.try_get::<Option<Json<Box<RawValue>>>, _>("errors")? {
         job.errors = queue_core::job::parse_errors(errors.get()).map_err(decode)?;
     }
