@@ -1011,7 +1011,17 @@ impl Driver for PgDriver {
         cap: Option<u64>,
     ) -> Result<Vec<QueueStats>, sqlx::Error> {
         let cap = cap.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
-        type Row = (String, i64, i64, i64, Option<DateTime<Utc>>, i64, i64, i64);
+        type Row = (
+            String,
+            i64,
+            i64,
+            i64,
+            i64,
+            Option<DateTime<Utc>>,
+            i64,
+            i64,
+            i64,
+        );
         let rows: Vec<Row> = on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
             .persistent(self.named())
             .bind(queue)
@@ -1020,9 +1030,20 @@ impl Driver for PgDriver {
         Ok(rows
             .into_iter()
             .map(
-                |(queue, available, scheduled, running, oldest_due, completed, dead, cancelled)| {
+                |(
+                    queue,
+                    waiting,
+                    available,
+                    scheduled,
+                    running,
+                    oldest_due,
+                    completed,
+                    dead,
+                    cancelled,
+                )| {
                     QueueStats {
                         queue,
+                        waiting: count(waiting),
                         available: count(available),
                         scheduled: count(scheduled),
                         running: count(running),
