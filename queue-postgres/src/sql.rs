@@ -81,6 +81,21 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     schedule_touch,
     schedule_advance,
     schedule_delete,
+    workflow_insert,
+    workflow_steps_insert,
+    workflow_deps_insert,
+    workflow_lock,
+    workflow_seal,
+    workflow_dependents,
+    workflow_block,
+    workflow_promote,
+    workflow_reopen,
+    workflow_waiting,
+    workflow_get,
+    workflow_jobs,
+    workflow_edges,
+    workflow_list,
+    job_deps,
 );
 
 #[cfg(test)]
