@@ -164,6 +164,14 @@ impl SqlBackend for Backend {
         q.push_in_tx(tx, job).await
     }
 
+    async fn push_workflow_in_tx(
+        q: &PostgresQueue,
+        tx: &mut Transaction<'static, Postgres>,
+        workflow: queue_core::Workflow,
+    ) -> queue_core::Result<queue_core::PushedWorkflow> {
+        q.push_workflow_in_tx(tx, workflow).await
+    }
+
     async fn complete_in_tx(
         q: &PostgresQueue,
         tx: &mut Transaction<'static, Postgres>,

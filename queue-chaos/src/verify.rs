@@ -205,7 +205,7 @@ pub(crate) async fn verify(
                     }
                 }
             }
-            JobState::Pending | JobState::Running => {
+            JobState::Waiting | JobState::Pending | JobState::Running => {
                 v.stuck += 1;
                 v.note(format!("job {} is still {} at the end", p.id, job.state));
             }

@@ -112,6 +112,7 @@ mod tests {
             expires_at: chrono::Utc::now(),
             attempt,
             max_attempts: max,
+            workflow: None,
         }
     }
 

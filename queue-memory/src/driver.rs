@@ -211,6 +211,7 @@ fn retried(mut row: JobRow, now: DateTime<Utc>) -> JobRow {
     row.state = JobState::Pending;
     row.attempts = 0;
     row.snoozes = 0;
+    row.blocked_by = None;
     row.run_at = now;
     row.finished_at = None;
     row.worker = None;

@@ -5,7 +5,7 @@
 -- a live job holds its dedup key, or on jobs_unique_idx when another job holds its unique key
 -- (the engine then names that job: job_unique_holder).
 UPDATE [{schema}].[jobs]
-SET state = N'pending', attempts = 0, snoozes = 0, run_at = SYSUTCDATETIME(), finished_at = NULL,
+SET state = N'pending', attempts = 0, snoozes = 0, blocked_by = NULL, run_at = SYSUTCDATETIME(), finished_at = NULL,
     updated_at = SYSUTCDATETIME(), worker = NULL, lease_token = NULL, lease_expires_at = NULL,
     unique_live = unique_key
 OUTPUT inserted.queue

@@ -6,7 +6,7 @@
 -- that another job holds (jobs_unique_idx, also another job of the same list), fails it as a
 -- whole with 2601, changing nothing; the engine then retries job by job.
 UPDATE [{schema}].[jobs]
-SET state = N'pending', attempts = 0, snoozes = 0, run_at = SYSUTCDATETIME(), finished_at = NULL,
+SET state = N'pending', attempts = 0, snoozes = 0, blocked_by = NULL, run_at = SYSUTCDATETIME(), finished_at = NULL,
     updated_at = SYSUTCDATETIME(), worker = NULL, lease_token = NULL, lease_expires_at = NULL,
     unique_live = unique_key
 WHERE id IN ({ids}) AND state IN (N'dead', N'cancelled')

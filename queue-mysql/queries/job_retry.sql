@@ -3,7 +3,7 @@
 -- with 1062 on dedup_live when a live job holds its key.
 UPDATE {prefix}jobs
 SET attempts = 0,
-    snoozes = 0,
+    snoozes = 0, blocked_by = NULL,
     run_at = UTC_TIMESTAMP(6),
     finished_at = NULL,
     lease_token = NULL,

@@ -4,7 +4,7 @@
 -- whole (1062), and the engine then retries job by job.
 UPDATE {prefix}jobs FORCE INDEX (PRIMARY)
 SET attempts = 0,
-    snoozes = 0,
+    snoozes = 0, blocked_by = NULL,
     run_at = UTC_TIMESTAMP(6),
     finished_at = NULL,
     lease_token = NULL,

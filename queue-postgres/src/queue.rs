@@ -59,6 +59,19 @@ impl PostgresQueue {
         self.engine.driver().listener.is_connected()
     }
 
+    /// Stores a workflow inside the caller's transaction: it exists, with every job of it, iff
+    /// the transaction commits.
+    ///
+    /// # Errors
+    /// As [`queue_core::Queue::push_workflow`].
+    pub async fn push_workflow_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        workflow: queue_core::Workflow,
+    ) -> Result<queue_core::PushedWorkflow> {
+        self.engine.push_workflow_in(tx, workflow).await
+    }
+
     /// Pushes `job` inside the caller's transaction: the job exists iff `tx` commits, and the
     /// NOTIFY that wakes workers is delivered at that commit.
     ///

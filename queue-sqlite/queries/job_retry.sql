@@ -4,7 +4,7 @@
 UPDATE queue_jobs
 SET state = 'pending',
     attempts = 0,
-    snoozes = 0,
+    snoozes = 0, blocked_by = NULL,
     run_at = ?2,
     finished_at = NULL,
     worker = NULL,

@@ -7,7 +7,7 @@ WITH p (now) AS (SELECT ?)
 UPDATE queue_jobs
 SET state = 'pending',
     attempts = 0,
-    snoozes = 0,
+    snoozes = 0, blocked_by = NULL,
     run_at = p.now,
     finished_at = NULL,
     worker = NULL,

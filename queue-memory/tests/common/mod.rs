@@ -116,14 +116,7 @@ impl Db {
 
     /// How many jobs of queue [`Q`] are in `state`.
     pub(crate) async fn count(&self, state: JobState) -> u64 {
-        let s = self.stats_of(Q).await;
-        match state {
-            JobState::Pending => s.available + s.scheduled,
-            JobState::Running => s.running,
-            JobState::Completed => s.completed,
-            JobState::Dead => s.dead,
-            JobState::Cancelled => s.cancelled,
-        }
+        self.stats_of(Q).await.count(state)
     }
 
     /// The store's clock now.
