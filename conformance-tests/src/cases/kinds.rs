@@ -764,7 +764,8 @@ pub async fn kinds_bad_input_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {
 
 /// A database made by the previous release's migrations, with a job in every state written as
 /// that release wrote them, is migrated forward: every job reads back as before (no kind, no
-/// metadata, history or output), and every job that can run again does, through a worker.
+/// metadata, history or output), and every job that can run again does, through a worker, as
+/// does a workflow pushed after the migration.
 pub async fn kinds_previous_release_migrates_and_its_jobs_run(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.unmigrated_fixture().await?;
     let Some(seeded) = fx.seed_previous_release().await? else {
@@ -819,10 +820,21 @@ pub async fn kinds_previous_release_migrates_and_its_jobs_run(ctx: Ctx) -> anyho
         })
         .build()?
         .start();
+    // The migrated table takes workflows: a diamond, run by the same worker.
+    let diamond = q
+        .push_workflow(
+            queue_core::Workflow::new()
+                .add("a", NewJob::new("legacy", &json!("a"))?)
+                .add_after("b", NewJob::new("legacy", &json!("b"))?, ["a"])
+                .add_after("c", NewJob::new("legacy", &json!("c"))?, ["a"])
+                .add_after("d", NewJob::new("legacy", &json!("d"))?, ["b", "c"]),
+        )
+        .await?;
     let run: Vec<JobId> = seeded
         .iter()
         .filter(|(_, s)| *s != JobState::Completed)
         .map(|(id, _)| *id)
+        .chain(diamond.jobs.iter().map(|(_, id)| *id))
         .chain([fresh])
         .collect();
     let done = eventually(Duration::from_secs(15), "every job ran", || {
