@@ -195,7 +195,7 @@ pub(crate) struct ListArgs {
     /// Only this queue.
     #[arg(long)]
     queue: Option<String>,
-    /// Only this state: pending, running, completed, dead or cancelled.
+    /// Only this state: waiting, pending, running, completed, dead or cancelled.
     #[arg(long)]
     state: Option<String>,
     /// Only jobs of this kind.
@@ -657,7 +657,8 @@ pub(crate) async fn stats(args: StatsArgs) -> Result<(), CliError> {
 }
 
 /// The names of a queue's counts, in the order the stats table and the dashboard show them.
-pub(crate) const COUNT_COLUMNS: [&str; 6] = [
+pub(crate) const COUNT_COLUMNS: [&str; 7] = [
+    "waiting",
     "available",
     "scheduled",
     "running",
@@ -667,8 +668,9 @@ pub(crate) const COUNT_COLUMNS: [&str; 6] = [
 ];
 
 /// The counts of `s`, in the order of [`COUNT_COLUMNS`].
-pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
+pub(crate) fn counts(s: &QueueStats) -> [u64; 7] {
     [
+        s.waiting,
         s.available,
         s.scheduled,
         s.running,
@@ -680,8 +682,9 @@ pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
 
 /// Whether each count of `s` stopped at the stats cap (in the order of [`COUNT_COLUMNS`]):
 /// there are at least that many, perhaps more.
-pub(crate) fn capped(s: &QueueStats) -> [bool; 6] {
+pub(crate) fn capped(s: &QueueStats) -> [bool; 7] {
     [
+        false,
         false,
         false,
         false,
@@ -811,6 +814,7 @@ pub(crate) fn key_words(s: &QueueStats) -> String {
 fn stats_json(s: &QueueStats) -> serde_json::Value {
     serde_json::json!({
         "queue": s.queue,
+        "waiting": s.waiting,
         "available": s.available,
         "scheduled": s.scheduled,
         "running": s.running,
@@ -1196,7 +1200,7 @@ mod tests {
         let big: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             big,
-            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-", "-"],
+            ["big", "0", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-", "-"],
             "{table}"
         );
         // Numbers stay right-aligned beside a capped one.

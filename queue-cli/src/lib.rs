@@ -64,7 +64,7 @@ enum Command {
     Get(admin::GetArgs),
     /// Bring a dead or cancelled job back to pending.
     Retry(admin::IdArgs),
-    /// Cancel a pending or running job.
+    /// Cancel a waiting, pending or running job.
     Cancel(admin::IdArgs),
     /// Change when a pending job runs (`--delay`, `--at`) or its priority (`--priority`).
     Reschedule(admin::RescheduleArgs),

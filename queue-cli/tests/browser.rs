@@ -323,17 +323,19 @@ async fn the_overview_refreshes_without_a_reload(c: &Client, fx: &Fixture) -> an
     push(q, "emails", "{}").await?;
     let server = serve(fx, &[], None)?;
     c.goto(&format!("{}/", server.url)).await?;
-    let first = live_text(c, "tr[data-queue='emails'] td.num a").await?;
+    let first = live_text(c, "tr[data-queue='emails'] td[data-count='available'] a").await?;
     ensure!(first.as_deref() == Some("1"), "{first:?}");
     c.execute("window.__notReloaded = true;", Vec::new())
         .await?;
     push(q, "emails", "{}").await?;
     push(q, "emails", "{}").await?;
     until("the overview shows 3 available jobs", || async {
-        Ok(live_text(c, "tr[data-queue='emails'] td.num a")
-            .await?
-            .as_deref()
-            == Some("3"))
+        Ok(
+            live_text(c, "tr[data-queue='emails'] td[data-count='available'] a")
+                .await?
+                .as_deref()
+                == Some("3"),
+        )
     })
     .await?;
     ensure!(script::<bool>(c, "return window.__notReloaded === true;").await?);
@@ -402,7 +404,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#bulk-count",
-        "No job matches: there is nothing to delete among the pending, completed, dead and \
+        "No job matches: there is nothing to delete among the waiting, pending, completed, dead and \
          cancelled jobs of queue emails of kind send, created more than 1h ago.",
     )
     .await?;
@@ -413,7 +415,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#bulk-count",
-        "This will cancel 5 jobs: the pending and running jobs of queue emails of kind send.",
+        "This will cancel 5 jobs: the waiting, pending and running jobs of queue emails of kind send.",
     )
     .await?;
     ensure!(
@@ -425,7 +427,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#notice",
-        "Cancelled 5 of the pending and running jobs of queue emails of kind send; skipped 0.",
+        "Cancelled 5 of the waiting, pending and running jobs of queue emails of kind send; skipped 0.",
     )
     .await?;
     for id in &send {

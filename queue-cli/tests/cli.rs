@@ -492,6 +492,7 @@ fn stats_row(url: &str, name: &str) -> Vec<String> {
         header,
         [
             "queue",
+            "waiting",
             "available",
             "scheduled",
             "running",
@@ -590,8 +591,8 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert_eq!(out, "paused queue emails\n");
     assert!(stats_of(&url, "emails").await.paused);
     let row = stats_row(&url, "emails");
-    assert_eq!(row[1], "5", "{row:?}");
-    assert_eq!(&row[7..10], ["paused", "-", "-"], "{row:?}");
+    assert_eq!(row[2], "5", "{row:?}");
+    assert_eq!(&row[8..11], ["paused", "-", "-"], "{row:?}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], true, "{json}");
     assert!(json["concurrency_limit"].is_null(), "{json}");
@@ -632,7 +633,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(said.contains("5 completed"), "{said}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], false, "{json}");
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "-", "-"]);
     // Resuming a running queue is not an error either.
     ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
 }
@@ -650,7 +651,7 @@ async fn limits_are_set_shown_and_removed() {
     let out = ok(&queue_cmd(&["limit", "emails", "5", "--url", &url], None));
     assert_eq!(out, "queue emails: at most 5 jobs run at once\n");
     assert_eq!(stats_of(&url, "emails").await.concurrency_limit, Some(5));
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "5", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "5", "-"]);
     assert_eq!(stats_json(&url, "emails")["concurrency_limit"], 5);
 
     // A queue without jobs is listed once it has a control.
@@ -659,7 +660,7 @@ async fn limits_are_set_shown_and_removed() {
     let row = stats_row(&url, "reports");
     assert_eq!(
         row,
-        ["reports", "0", "0", "0", "0", "0", "0", "running", "1", "-", "-"]
+        ["reports", "0", "0", "0", "0", "0", "0", "0", "running", "1", "-", "-"]
     );
 
     // Paused and limited: the line says both.
@@ -670,7 +671,7 @@ async fn limits_are_set_shown_and_removed() {
         "queue emails: at most 2 jobs run at once (paused: nothing runs until `queue resume \
          emails`)\n"
     );
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["paused", "2", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["paused", "2", "-"]);
     let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
     assert_eq!(
         out,
@@ -684,7 +685,7 @@ async fn limits_are_set_shown_and_removed() {
     assert_eq!(out, "queue emails: no concurrency limit\n");
     let s = stats_of(&url, "emails").await;
     assert_eq!((s.paused, s.concurrency_limit), (false, None));
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "-", "-"]);
     assert!(stats_json(&url, "emails")["concurrency_limit"].is_null());
     let controls = dbqueue::connect(&url)
         .await
@@ -725,7 +726,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         })
     );
     assert_eq!(s.concurrency_limit, None);
-    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "-", "100/1m"]);
+    assert_eq!(&stats_row(&url, "calls")[8..11], ["running", "-", "100/1m"]);
     let json = stats_json(&url, "calls");
     assert_eq!(json["rate_limit"]["limit"], 100, "{json}");
     assert_eq!(json["rate_limit"]["period_ms"], 60_000, "{json}");
@@ -739,7 +740,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         "queue calls: at most 3 jobs run at once, at most 5 jobs start per 500ms\n"
     );
     assert_eq!(
-        &stats_row(&url, "calls")[7..10],
+        &stats_row(&url, "calls")[8..11],
         ["running", "3", "5/500ms"]
     );
 
@@ -757,7 +758,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         assert!(err.contains(says), "{rate}: {err}");
     }
     assert_eq!(
-        &stats_row(&url, "calls")[7..10],
+        &stats_row(&url, "calls")[8..11],
         ["running", "3", "5/500ms"]
     );
 
@@ -766,7 +767,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         None,
     ));
     assert_eq!(out, "queue calls: no rate limit\n");
-    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "3", "-"]);
+    assert_eq!(&stats_row(&url, "calls")[8..11], ["running", "3", "-"]);
     assert!(stats_json(&url, "calls")["rate_limit"].is_null());
 }
 
@@ -818,7 +819,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         .unwrap();
     assert_eq!(got.len(), 1, "one job of key acme at a time");
     assert_eq!(
-        &stats_row(&url, "sync")[7..],
+        &stats_row(&url, "sync")[8..],
         ["running", "-", "-", "1/key"]
     );
     let table = ok(&queue_cmd(&["stats", "--url", &url], None));
@@ -841,7 +842,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         "queue sync: at most 5 jobs per concurrency key start per 1s\n"
     );
     assert_eq!(
-        &stats_row(&url, "sync")[7..],
+        &stats_row(&url, "sync")[8..],
         ["running", "-", "-", "1/key,5/1s/key"]
     );
     assert_eq!(
@@ -898,7 +899,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         None,
     ));
     assert_eq!(out, "queue sync: no key limit, fair shares off\n");
-    assert_eq!(&stats_row(&url, "sync")[7..], ["running", "-", "-", "-"]);
+    assert_eq!(&stats_row(&url, "sync")[8..], ["running", "-", "-", "-"]);
 }
 
 /// Bad input exits with status 2 and one line that names the field and the rule, and stores
@@ -1002,7 +1003,7 @@ async fn the_demo_respects_the_controls() {
     assert!(table[0].ends_with("state    limit  rate  keys"), "{out}");
     let cells: Vec<&str> = table[1].split_whitespace().collect();
     assert_eq!(cells[0], "narrow");
-    assert_eq!(&cells[7..10], ["running", "2", "-"], "{out}");
+    assert_eq!(&cells[8..11], ["running", "2", "-"], "{out}");
     let s = stats_of(&url, "narrow").await;
     assert_eq!(s.completed + s.dead, 60, "{s:?}");
 }
@@ -1042,6 +1043,7 @@ async fn stats_marks_counts_at_the_cap() {
         row,
         [
             "flood",
+            "0",
             "0",
             "0",
             "0",
@@ -1247,7 +1249,7 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout,
-            "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n"
+            "3 jobs to cancel: the waiting, pending and running jobs of queue emails of kind send\n"
         );
         let err = failed(&out);
         assert!(
@@ -1263,7 +1265,7 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     let out = ok(&queue_cmd(&args, None));
     assert_eq!(
         out,
-        "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n\
+        "3 jobs to cancel: the waiting, pending and running jobs of queue emails of kind send\n\
          cancelled 3 jobs, skipped 0\n"
     );
     for id in &send {
@@ -1301,8 +1303,8 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     ));
     assert_eq!(
         out,
-        "no job to delete among the pending, completed, dead and cancelled jobs of every queue, \
-         created more than 1h ago\n"
+        "no job to delete among the waiting, pending, completed, dead and cancelled jobs of every \
+         queue, created more than 1h ago\n"
     );
     assert_eq!(counts_of(&url, "emails").await, before);
 
@@ -1323,11 +1325,11 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     for (args, expected) in [
         (
             &["bulk", "cancel", "--state", "completed", "--yes"][..],
-            "error: invalid state: cancel applies to pending, running jobs, not completed",
+            "error: invalid state: cancel applies to waiting, pending, running jobs, not completed",
         ),
         (
             &["bulk", "delete", "--state", "running", "--yes"],
-            "error: invalid state: delete applies to pending, completed, dead, cancelled jobs",
+            "error: invalid state: delete applies to waiting, pending, completed, dead, cancelled jobs",
         ),
         (
             &["bulk", "delete", "--state", "lost", "--yes"],

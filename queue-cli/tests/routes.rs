@@ -121,12 +121,12 @@ async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow:
         .await?;
     let mut c = client(&fx);
     let page = c.get("/").await?.expect(StatusCode::OK)?;
-    // available, scheduled, running, completed, dead, cancelled
-    let emails: Vec<String> = (0..6)
+    // waiting, available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..7)
         .map(|i| cell(&page, "emails", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(emails == ["1", "0", "1", "2", "1", "1"], "{emails:?}");
-    ensure!(cell(&page, "reports", 1)? == "1");
+    ensure!(emails == ["0", "1", "0", "1", "2", "1", "1"], "{emails:?}");
+    ensure!(cell(&page, "reports", 2)? == "1");
     page.has(&format!(
         "href=\"{}\"",
         esc("/jobs?queue=emails&state=dead")
@@ -177,15 +177,18 @@ async fn capped_counts_read_as_at_least(fx: Arc<Fixture>) -> anyhow::Result<()> 
     let capped = capped_queue(&fx, 2).await?;
     let mut c = Client::new(router(Dashboard::new(capped, config())));
     let page = c.get("/").await?.expect(StatusCode::OK)?;
-    // available, scheduled, running, completed, dead, cancelled
-    let emails: Vec<String> = (0..6)
+    // waiting, available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..7)
         .map(|i| cell(&page, "emails", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(emails == ["0", "0", "0", "2+", "1", "0"], "{emails:?}");
-    let reports: Vec<String> = (0..6)
+    ensure!(emails == ["0", "0", "0", "0", "2+", "1", "0"], "{emails:?}");
+    let reports: Vec<String> = (0..7)
         .map(|i| cell(&page, "reports", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(reports == ["1", "0", "0", "1", "0", "0"], "{reports:?}");
+    ensure!(
+        reports == ["0", "1", "0", "0", "1", "0", "0"],
+        "{reports:?}"
+    );
     let totals = &page.body[page.body.find("<tfoot>").context("totals")?..];
     ensure!(
         totals.contains(">3+</a>") && totals.contains(">1</a>"),
@@ -198,7 +201,7 @@ async fn capped_counts_read_as_at_least(fx: Arc<Fixture>) -> anyhow::Result<()> 
     // The same database without the low cap counts every job.
     let mut exact = client(&fx);
     let page = exact.get("/").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&page, "emails", 3)? == "3");
+    ensure!(cell(&page, "emails", 4)? == "3");
     page.lacks("+</a>")?;
     Ok(())
 }
@@ -210,10 +213,10 @@ async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow:
     empty.has("No jobs yet")?.lacks("<html")?;
     push(q, "emails", "{}").await?;
     let one = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&one, "emails", 0)? == "1");
+    ensure!(cell(&one, "emails", 1)? == "1");
     push(q, "emails", "{}").await?;
     let two = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&two, "emails", 0)? == "2");
+    ensure!(cell(&two, "emails", 1)? == "2");
     Ok(())
 }
 
@@ -1061,7 +1064,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?;
     confirm
-        .has("This will cancel 4 jobs: the pending and running jobs of queue emails of kind send.")?
+        .has("This will cancel 4 jobs: the waiting, pending and running jobs of queue emails of kind send.")?
         .has("id=\"bulk-confirm\" class=\"danger\">Cancel 4 jobs</button>")?
         .has("<input type=\"hidden\" name=\"action\" value=\"cancel\">")?
         .has(&format!("name=\"csrf\" value=\"{}\"", c.csrf()))?;
@@ -1077,7 +1080,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?;
     page.has(
-        "Cancelled 4 of the pending and running jobs of queue emails of kind send; skipped 0.",
+        "Cancelled 4 of the waiting, pending and running jobs of queue emails of kind send; skipped 0.",
     )?
     .has("<h1>Queue emails: jobs of kind send</h1>")?;
     for id in &send {
@@ -1110,7 +1113,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?
         .has(
-            "No job matches: there is nothing to delete among the pending, completed, dead and \
+            "No job matches: there is nothing to delete among the waiting, pending, completed, dead and \
              cancelled jobs of queue emails, created more than 1h ago.",
         )?
         .lacks("id=\"bulk-confirm\"")?

@@ -193,8 +193,8 @@ pub(crate) fn count_at_least(n: u64, at_least: bool) -> String {
 /// much too).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
-    values: [u64; 6],
-    capped: [bool; 6],
+    values: [u64; 7],
+    capped: [bool; 7],
 }
 
 impl Counts {
@@ -214,20 +214,23 @@ impl Counts {
     }
 
     pub(crate) fn add(&mut self, other: &Counts) {
-        for i in 0..6 {
-            self.values[i] += other.values[i];
-            self.capped[i] |= other.capped[i];
+        for (value, more) in self.values.iter_mut().zip(other.values) {
+            *value += more;
+        }
+        for (capped, more) in self.capped.iter_mut().zip(other.capped) {
+            *capped |= more;
         }
     }
 
     /// The columns that count jobs in `state` (pending: available and scheduled).
     fn columns(state: JobState) -> &'static [usize] {
         match state {
-            JobState::Pending => &[0, 1],
-            JobState::Running => &[2],
-            JobState::Completed => &[3],
-            JobState::Dead => &[4],
-            JobState::Cancelled => &[5],
+            JobState::Waiting => &[0],
+            JobState::Pending => &[1, 2],
+            JobState::Running => &[3],
+            JobState::Completed => &[4],
+            JobState::Dead => &[5],
+            JobState::Cancelled => &[6],
         }
     }
 
@@ -328,6 +331,8 @@ pub(crate) struct Cell {
     pub(crate) value: String,
     pub(crate) href: String,
     pub(crate) class: &'static str,
+    /// What it counts: one of [`COUNT_COLUMNS`].
+    pub(crate) name: &'static str,
 }
 
 /// One queue of the overview.
@@ -466,10 +471,11 @@ impl ControlView {
 
 fn column_state(i: usize) -> JobState {
     match i {
-        0 | 1 => JobState::Pending,
-        2 => JobState::Running,
-        3 => JobState::Completed,
-        4 => JobState::Dead,
+        0 => JobState::Waiting,
+        1 | 2 => JobState::Pending,
+        3 => JobState::Running,
+        4 => JobState::Completed,
+        5 => JobState::Dead,
         _ => JobState::Cancelled,
     }
 }
@@ -484,6 +490,7 @@ fn cells(queue: Option<&str>, counts: &Counts) -> Vec<Cell> {
             value: count_at_least(n, at_least),
             href: jobs_href(queue, Some(column_state(i))),
             class: if n == 0 { "zero" } else { COUNT_COLUMNS[i] },
+            name: COUNT_COLUMNS[i],
         })
         .collect()
 }
@@ -617,6 +624,7 @@ impl JobRow {
         state: Option<JobState>,
     ) -> Self {
         let when = match job.state {
+            JobState::Waiting => "waits for its dependencies".to_owned(),
             JobState::Pending => format!("runs {}", relative(job.run_at, now)),
             JobState::Running => job
                 .lease_expires_at
@@ -1035,7 +1043,10 @@ impl JobView {
             output,
             output_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
-            can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
+            can_cancel: matches!(
+                job.state,
+                JobState::Waiting | JobState::Pending | JobState::Running
+            ),
             can_reschedule: job.state == JobState::Pending,
         }
     }
@@ -1117,7 +1128,7 @@ mod tests {
         assert_eq!(sum.all_text(), "100,015+");
         let cells = cells(Some("big"), &one);
         let shown: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
-        assert_eq!(shown, ["2", "1", "0", "100,000+", "3", "0"]);
+        assert_eq!(shown, ["0", "2", "1", "0", "100,000+", "3", "0"]);
         assert_eq!(Counts::default().all_text(), "0");
     }
 
