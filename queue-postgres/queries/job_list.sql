@@ -3,7 +3,7 @@
 -- null; $4 most rows. The cursor is an index condition even in a generic plan (the queue's connections
 -- keep one per statement): ids up to $3 but not $3, or up to the largest UUID when there is none.
 -- A job's history and output are read by job_get alone (they can be large).
-SELECT j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at, j.kind, j.meta, j.timeout_us, j.snoozes
+SELECT j.id, j.queue, j.payload, j.priority, j.state, j.attempts, j.max_attempts, j.run_at, j.lease_token, j.lease_expires_at, j.worker, j.last_error, j.dedup_key, j.created_at, j.updated_at, j.finished_at, j.kind, j.meta, j.timeout_us, j.snoozes, j.workflow_id, j.blocked_by
 FROM {schema}.jobs j
 WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.state = $2)
   AND ($5::text IS NULL OR j.kind = $5)

@@ -1,12 +1,14 @@
 -- name: job_stats
 -- Counts per queue and state; only queue $1 when not null. Pending jobs are counted along
--- jobs_claim_idx and running ones along jobs_lease_idx; completed, dead and cancelled jobs of
+-- jobs_claim_idx, running ones along jobs_lease_idx and waiting ones (steps of workflows)
+-- along jobs_waiting_idx, exactly; completed, dead and cancelled jobs of
 -- each queue along jobs_finished_queue_idx, up to $2 each (NULL: no cap), so that the
 -- statement reads a bounded range per queue and state rather than every finished row. The
 -- queues that have finished jobs are found by a skip scan of that index (one descent per
 -- queue). The literal states repeat the partial indexes' predicates, so that a generic plan
 -- can prove they apply. oldest_due: the run_at of the queue's longest-waiting available job
--- (NULL: none), read in the same pass as the pending counts.
+-- (NULL: none), read in the same pass as the pending counts. A queue with only waiting jobs is
+-- listed too.
 WITH RECURSIVE finished_queues (queue) AS (
     (SELECT queue FROM {schema}.jobs
      WHERE state IN ('completed', 'dead', 'cancelled') AND ($1::text IS NULL OR queue = $1)
@@ -19,16 +21,21 @@ WITH RECURSIVE finished_queues (queue) AS (
     FROM finished_queues f
     WHERE f.queue IS NOT NULL
 ),
-live (queue, available, scheduled, running, oldest_due) AS (
-    SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0,
+live (queue, available, scheduled, running, waiting, oldest_due) AS (
+    SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
            min(run_at) FILTER (WHERE run_at <= now())
     FROM {schema}.jobs
     WHERE state = 'pending' AND ($1::text IS NULL OR queue = $1)
     GROUP BY queue
     UNION ALL
-    SELECT queue, 0, 0, count(*), NULL::timestamptz
+    SELECT queue, 0, 0, count(*), 0, NULL::timestamptz
     FROM {schema}.jobs
     WHERE state = 'running' AND ($1::text IS NULL OR queue = $1)
+    GROUP BY queue
+    UNION ALL
+    SELECT queue, 0, 0, 0, count(*), NULL::timestamptz
+    FROM {schema}.jobs
+    WHERE state = 'waiting' AND ($1::text IS NULL OR queue = $1)
     GROUP BY queue
 ),
 queues (queue) AS (
@@ -37,6 +44,7 @@ queues (queue) AS (
     SELECT queue FROM live
 )
 SELECT q.queue,
+       coalesce((SELECT sum(waiting) FROM live l WHERE l.queue = q.queue), 0)::bigint AS waiting,
        coalesce((SELECT sum(available) FROM live l WHERE l.queue = q.queue), 0)::bigint AS available,
        coalesce((SELECT sum(scheduled) FROM live l WHERE l.queue = q.queue), 0)::bigint AS scheduled,
        coalesce((SELECT sum(running) FROM live l WHERE l.queue = q.queue), 0)::bigint AS running,

@@ -10,8 +10,9 @@ use queue_core::engine::{
     micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead,
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
-    StoredSchedule, Target, UniqueInsert,
+    StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
 };
+use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
     EngineProfile, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl, QueueStats,
     WakeHub,
@@ -94,7 +95,8 @@ fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
         .map_err(|_| decode(format!("unknown job state {s:?} in the jobs table")))
 }
 
-/// A job row as returned by `RETURNING j.id, ...` / `SELECT j.id, ...`, with its lease token.
+/// A job row as returned by `RETURNING j.id, ...` / `SELECT j.id, ...`, with its lease token
+/// (its step and dependencies are read by `job_get`, `workflow_jobs` and `job_deps` only).
 fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     let state: String = row.try_get("state")?;
     let Json(payload): Json<Box<RawValue>> = row.try_get("payload")?;
@@ -121,6 +123,12 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
         snoozes: unsigned(row.try_get("snoozes")?),
         errors: Vec::new(),
         output: None,
+        workflow: row
+            .try_get::<Option<Uuid>, _>("workflow_id")?
+            .map(WorkflowId),
+        step: None,
+        blocked_by: row.try_get::<Option<Uuid>, _>("blocked_by")?.map(JobId),
+        depends_on: Vec::new(),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -128,9 +136,10 @@ fn job_from_row(row: &PgRow) -> Result<(Job, Option<Uuid>), sqlx::Error> {
     Ok((job, row.try_get("lease_token")?))
 }
 
-/// A row of `job_get`: a job with its error history and output.
+/// A row of `job_get`: a job with its error history, output and step.
 fn job_detail_from_row(row: &PgRow) -> Result<Job, sqlx::Error> {
     let (mut job, _) = job_from_row(row)?;
+    job.step = row.try_get("step")?;
     if let Some(Json(errors)) = row.try_get::<Option<Json<Box<RawValue>>>, _>("errors")? {
         job.errors = queue_core::job::parse_errors(errors.get()).map_err(decode)?;
     }
@@ -164,6 +173,17 @@ fn schedule_from_row(row: &PgRow) -> Result<StoredSchedule, sqlx::Error> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         last_job_state: state.as_deref().map(parse_state).transpose()?,
+    })
+}
+
+/// A row of `workflows` (`workflow_lock`, `workflow_get`, `workflow_list`).
+fn workflow_from_row(row: &PgRow) -> Result<StoredWorkflow, sqlx::Error> {
+    Ok(StoredWorkflow {
+        id: WorkflowId(row.try_get("id")?),
+        name: row.try_get("name")?,
+        open: row.try_get("open")?,
+        callback: row.try_get::<Option<Uuid>, _>("callback")?.map(JobId),
+        created_at: row.try_get("created_at")?,
     })
 }
 
@@ -204,8 +224,10 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
 /// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
 /// id uuid, queue text, payload json (its binary form is the text), priority int4,
 /// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8, concurrency_key
-/// text (each of the last five NULL when absent).
-fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
+/// text (each of the last five NULL when absent); with `workflow`, for those of
+/// `job_insert_copy_workflow`, also state text and workflow_id uuid (NULL for a job pushed
+/// alone).
+fn copy_rows(jobs: &[queue_core::NewJob], workflow: bool) -> Vec<u8> {
     fn field(out: &mut Vec<u8>, bytes: &[u8]) {
         out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
         out.extend_from_slice(bytes);
@@ -225,14 +247,16 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
                 + j.kind_value().map_or(0, str::len)
                 + j.meta_json().map_or(0, str::len)
                 + j.concurrency_key_value().map_or(0, str::len)
+                + if workflow { 36 } else { 0 }
         })
         .sum();
     let mut out = Vec::with_capacity(19 + size + 2);
     out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
     out.extend_from_slice(&0i32.to_be_bytes()); // flags
     out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
+    let fields: i16 = if workflow { 12 } else { 10 };
     for job in jobs {
-        out.extend_from_slice(&10i16.to_be_bytes());
+        out.extend_from_slice(&fields.to_be_bytes());
         field(&mut out, job.id().0.as_bytes());
         field(&mut out, job.queue().as_bytes());
         field(&mut out, job.payload_json().as_bytes());
@@ -244,6 +268,11 @@ fn copy_rows(jobs: &[queue_core::NewJob]) -> Vec<u8> {
         let timeout = job.timeout_value().map(|t| micros(t).to_be_bytes());
         optional(&mut out, timeout.as_ref().map(|b| &b[..]));
         optional(&mut out, job.concurrency_key_value().map(str::as_bytes));
+        if workflow {
+            field(&mut out, job.initial_state().as_str().as_bytes());
+            let id = job.workflow_id().map(|w| *w.0.as_bytes());
+            optional(&mut out, id.as_ref().map(|b| &b[..]));
+        }
     }
     out.extend_from_slice(&(-1i16).to_be_bytes());
     out
@@ -323,8 +352,16 @@ impl PgDriver {
         conn: &mut PgConnection,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
-        let mut copy = conn.copy_in_raw(self.sql.job_insert_copy.as_str()).await?;
-        copy.send(copy_rows(p.jobs)).await?;
+        // Steps of a workflow carry their state and workflow; jobs pushed alone take the
+        // columns' defaults (pending, none) and send no more than before.
+        let workflow = p.jobs.iter().any(|j| j.workflow_slot().is_some());
+        let statement = if workflow {
+            &self.sql.job_insert_copy_workflow
+        } else {
+            &self.sql.job_insert_copy
+        };
+        let mut copy = conn.copy_in_raw(statement.as_str()).await?;
+        copy.send(copy_rows(p.jobs, workflow)).await?;
         copy.finish().await?;
         let notify = self.wakes(p.notify);
         if !notify.is_empty() {
@@ -359,6 +396,12 @@ impl PgDriver {
             let mut metas = Vec::with_capacity(chunk.len());
             let mut timeouts = Vec::with_capacity(chunk.len());
             let mut keys = Vec::with_capacity(chunk.len());
+            // Empty for a chunk of jobs pushed alone (the statement reads the missing elements
+            // as pending and no workflow), so that those cost no more than before.
+            let workflow = chunk.iter().any(|j| j.workflow_slot().is_some());
+            let steps = if workflow { chunk.len() } else { 0 };
+            let mut states = Vec::with_capacity(steps);
+            let mut workflows = Vec::with_capacity(steps);
             for (job, delay) in chunk.iter().zip(delays) {
                 ids.push(job.id().0);
                 queues.push(job.queue());
@@ -371,6 +414,10 @@ impl PgDriver {
                 metas.push(job.meta_json());
                 timeouts.push(job.timeout_value().map(micros));
                 keys.push(job.concurrency_key_value());
+                if workflow {
+                    states.push(job.initial_state().as_str());
+                    workflows.push(job.workflow_id().map(|w| w.0));
+                }
             }
             // Without wake-ups to send, the statement has no pg_notify at all (poll-only mode and
             // engines without NOTIFY have none to call).
@@ -394,7 +441,12 @@ impl PgDriver {
             if !notify.is_empty() {
                 query = query.bind(&self.channel).bind(notify);
             }
-            query.bind(&keys).execute(&mut *conn).await?;
+            query
+                .bind(&keys)
+                .bind(&states)
+                .bind(&workflows)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(())
     }
@@ -970,7 +1022,17 @@ impl Driver for PgDriver {
         cap: Option<u64>,
     ) -> Result<Vec<QueueStats>, sqlx::Error> {
         let cap = cap.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
-        type Row = (String, i64, i64, i64, Option<DateTime<Utc>>, i64, i64, i64);
+        type Row = (
+            String,
+            i64,
+            i64,
+            i64,
+            i64,
+            Option<DateTime<Utc>>,
+            i64,
+            i64,
+            i64,
+        );
         let rows: Vec<Row> = on_pool!(self, |e| sqlx::query_as(self.sql.job_stats.clone())
             .persistent(self.named())
             .bind(queue)
@@ -979,9 +1041,20 @@ impl Driver for PgDriver {
         Ok(rows
             .into_iter()
             .map(
-                |(queue, available, scheduled, running, oldest_due, completed, dead, cancelled)| {
+                |(
+                    queue,
+                    waiting,
+                    available,
+                    scheduled,
+                    running,
+                    oldest_due,
+                    completed,
+                    dead,
+                    cancelled,
+                )| {
                     QueueStats {
                         queue,
+                        waiting: count(waiting),
                         available: count(available),
                         scheduled: count(scheduled),
                         running: count(running),
@@ -1526,5 +1599,245 @@ impl Driver for PgDriver {
             .bind(version)
             .execute(e))?;
         Ok(done.rows_affected())
+    }
+
+    // Workflows.
+
+    async fn workflow_insert(
+        &self,
+        conn: &mut PgConnection,
+        w: WorkflowInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(self.sql.workflow_insert.clone())
+            .persistent(self.named())
+            .bind(w.id.0)
+            .bind(w.name)
+            .bind(w.open)
+            .bind(w.callback.map(|j| j.0))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn workflow_steps_insert(
+        &self,
+        conn: &mut PgConnection,
+        workflow: WorkflowId,
+        steps: &[(JobId, &str)],
+    ) -> Result<(), sqlx::Error> {
+        for chunk in steps.chunks(INSERT_CHUNK) {
+            let (jobs, names): (Vec<Uuid>, Vec<&str>) =
+                chunk.iter().map(|(job, step)| (job.0, *step)).unzip();
+            sqlx::query(self.sql.workflow_steps_insert.clone())
+                .persistent(self.named())
+                .bind(workflow.0)
+                .bind(&jobs)
+                .bind(&names)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_deps_insert(
+        &self,
+        conn: &mut PgConnection,
+        edges: &[WorkflowEdge],
+    ) -> Result<(), sqlx::Error> {
+        for chunk in edges.chunks(INSERT_CHUNK) {
+            let deps: Vec<Uuid> = chunk.iter().map(|e| e.dep.0).collect();
+            let jobs: Vec<Uuid> = chunk.iter().map(|e| e.job.0).collect();
+            let policies: Vec<i16> = chunk.iter().map(|e| e.policy.code()).collect();
+            sqlx::query(self.sql.workflow_deps_insert.clone())
+                .persistent(self.named())
+                .bind(&deps)
+                .bind(&jobs)
+                .bind(&policies)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn workflow_lock(
+        &self,
+        conn: &mut PgConnection,
+        id: WorkflowId,
+    ) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        let row = sqlx::query(self.sql.workflow_lock.clone())
+            .persistent(self.named())
+            .bind(id.0)
+            .fetch_optional(conn)
+            .await?;
+        row.as_ref().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_seal(&self, id: WorkflowId) -> Result<u64, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.workflow_seal.clone())
+            .persistent(self.named())
+            .bind(id.0)
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workflow_dependents(
+        &self,
+        target: Target<'_, PgConnection>,
+        finished: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids: Vec<Uuid> = finished.iter().map(|id| id.0).collect();
+        let q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_dependents.clone())
+            .persistent(self.named())
+            .bind(&ids);
+        let rows = match target {
+            Target::Pool => on_pool!(self, |e| q.fetch_all(e))?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        Ok(rows.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_block(
+        &self,
+        target: Target<'_, PgConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids: Vec<Uuid> = waiting.iter().map(|id| id.0).collect();
+        let q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_block.clone())
+            .persistent(self.named())
+            .bind(&ids);
+        let rows = match target {
+            Target::Pool => on_pool!(self, |e| q.fetch_all(e))?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        Ok(rows.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_promote(
+        &self,
+        target: Target<'_, PgConnection>,
+        waiting: &[JobId],
+    ) -> Result<Vec<(JobId, String)>, sqlx::Error> {
+        let ids: Vec<Uuid> = waiting.iter().map(|id| id.0).collect();
+        let q = sqlx::query_as::<_, (Uuid, String)>(self.sql.workflow_promote.clone())
+            .persistent(self.named())
+            .bind(&ids);
+        let rows = match target {
+            Target::Pool => on_pool!(self, |e| q.fetch_all(e))?,
+            Target::Tx(conn) => q.fetch_all(conn).await?,
+        };
+        Ok(rows.into_iter().map(|(id, q)| (JobId(id), q)).collect())
+    }
+
+    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
+        let ids: Vec<Uuid> = retried.iter().map(|id| id.0).collect();
+        let rows: Vec<Uuid> = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.workflow_reopen.clone()
+        )
+        .persistent(self.named())
+        .bind(&ids)
+        .fetch_all(e))?;
+        Ok(rows.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_waiting(
+        &self,
+        after: Option<JobId>,
+        n: usize,
+    ) -> Result<Vec<JobId>, sqlx::Error> {
+        let rows: Vec<Uuid> = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.workflow_waiting.clone()
+        )
+        .persistent(self.named())
+        .bind(after.map(|id| id.0))
+        .bind(limit(n))
+        .fetch_all(e))?;
+        Ok(rows.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, sqlx::Error> {
+        let row = on_pool!(self, |e| sqlx::query(self.sql.workflow_get.clone())
+            .persistent(self.named())
+            .bind(id.0)
+            .fetch_optional(e))?;
+        row.as_ref().map(workflow_from_row).transpose()
+    }
+
+    async fn workflow_jobs(&self, id: WorkflowId) -> Result<Vec<Job>, sqlx::Error> {
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.workflow_jobs.clone())
+            .persistent(self.named())
+            .bind(id.0)
+            .fetch_all(e))?;
+        rows.iter()
+            .map(|r| {
+                let (mut job, _) = job_from_row(r)?;
+                job.step = r.try_get("step")?;
+                Ok(job)
+            })
+            .collect()
+    }
+
+    async fn workflow_edges(&self, id: WorkflowId) -> Result<Vec<WorkflowEdge>, sqlx::Error> {
+        let rows: Vec<(Uuid, Uuid, i16)> =
+            on_pool!(self, |e| sqlx::query_as(self.sql.workflow_edges.clone())
+                .persistent(self.named())
+                .bind(id.0)
+                .fetch_all(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, dep, policy)| WorkflowEdge {
+                job: JobId(job),
+                dep: JobId(dep),
+                policy: DepPolicy::from_code(i64::from(policy)),
+            })
+            .collect())
+    }
+
+    async fn workflow_list(
+        &self,
+        before: Option<WorkflowId>,
+        n: usize,
+    ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, sqlx::Error> {
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.workflow_list.clone())
+            .persistent(self.named())
+            .bind(before.map(|id| id.0))
+            .bind(limit(n))
+            .fetch_all(e))?;
+        // One row per workflow and state, a workflow's rows together, newest first.
+        let mut out: Vec<(StoredWorkflow, Vec<(JobState, u64)>)> = Vec::new();
+        for row in &rows {
+            let id = WorkflowId(row.try_get("id")?);
+            if out.last().is_none_or(|(w, _)| w.id != id) {
+                out.push((workflow_from_row(row)?, Vec::new()));
+            }
+            // NULL for a workflow without jobs: its list of counts stays empty.
+            let state: Option<String> = row.try_get("state")?;
+            let jobs: Option<i64> = row.try_get("jobs")?;
+            if let (Some(state), Some(jobs), Some((_, counts))) = (state, jobs, out.last_mut()) {
+                counts.push((parse_state(&state)?, count(jobs)));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
+        let rows = on_pool!(self, |e| sqlx::query(self.sql.job_deps.clone())
+            .persistent(self.named())
+            .bind(id.0)
+            .fetch_all(e))?;
+        rows.iter()
+            .map(|row| {
+                let policy: i16 = row.try_get("policy")?;
+                let state: Option<String> = row.try_get("state")?;
+                Ok(Dependency {
+                    id: JobId(row.try_get("dep_id")?),
+                    step: row.try_get("step")?,
+                    policy: DepPolicy::from_code(i64::from(policy)),
+                    state: state.as_deref().map(parse_state).transpose()?,
+                    output: row
+                        .try_get::<Option<Json<Box<RawValue>>>, _>("output")?
+                        .map(|Json(o)| o),
+                })
+            })
+            .collect()
     }
 }

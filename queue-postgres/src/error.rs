@@ -6,6 +6,8 @@ use queue_core::engine::{DriverFault, UniqueIndex};
 const DEDUP_INDEX: &str = "jobs_dedup_idx";
 /// The jobs table's primary key.
 const PRIMARY_KEY: &str = "jobs_pkey";
+/// The workflows table's primary key (see `migrations/0013_workflows.sql`).
+const WORKFLOW_KEY: &str = "workflows_pkey";
 
 /// What a driver error means, from its kind and SQLSTATE:
 ///
@@ -36,6 +38,7 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
                 "23505" => DriverFault::UniqueViolation(match db.constraint() {
                     Some(DEDUP_INDEX) => UniqueIndex::DedupKey,
                     Some(PRIMARY_KEY) => UniqueIndex::JobId,
+                    Some(WORKFLOW_KEY) => UniqueIndex::WorkflowId,
                     _ => UniqueIndex::Unknown,
                 }),
                 _ => DriverFault::Other,

@@ -66,4 +66,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "schedule_kinds",
         sql: include_str!("../migrations/0012_schedule_kinds.sql"),
     },
+    Migration {
+        version: 13,
+        name: "workflows",
+        sql: include_str!("../migrations/0013_workflows.sql"),
+    },
 ];
