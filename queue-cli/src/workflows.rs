@@ -54,7 +54,12 @@ pub(crate) fn policy_words(policy: DepPolicy) -> &'static str {
 /// How the dependency that cancelled a job ended: `dead`, `cancelled`, or `dead or cancelled`
 /// when that can no longer be read (it was deleted, or has changed since).
 pub(crate) fn ended_words(dep: Option<&Dependency>) -> &'static str {
-    match dep.and_then(|d| d.state) {
+    ended_state_words(dep.and_then(|d| d.state))
+}
+
+/// [`ended_words`] of a dependency in `state` (`None`: deleted).
+pub(crate) fn ended_state_words(state: Option<JobState>) -> &'static str {
+    match state {
         Some(JobState::Dead) => "dead",
         Some(JobState::Cancelled) => "cancelled",
         _ => "dead or cancelled",
