@@ -497,7 +497,7 @@ fn table_rows(page: &Page, id: &str) -> anyhow::Result<Vec<Vec<String>>> {
         out.trim().to_owned()
     };
     Ok(body
-        .split("<tr>")
+        .split("<tr")
         .skip(1)
         .map(|row| {
             row.split("<td")
