@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use dbqueue::{Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze};
+use dbqueue::{
+    Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze, Workflow, WorkflowId,
+};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
 use serde_json::value::RawValue;
 use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
@@ -1156,7 +1158,7 @@ async fn bulk_actions_refuse_bad_filters_and_forged_posts(fx: Arc<Fixture>) -> a
     for (path, expected) in [
         (
             "/bulk?action=cancel&state=completed",
-            "invalid state: cancel applies to pending, running jobs, not completed",
+            "invalid state: cancel applies to waiting, pending, running jobs, not completed",
         ),
         (
             "/bulk?action=purge",
@@ -1973,6 +1975,200 @@ async fn foreign_host_names_are_refused(fx: Arc<Fixture>) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The workflows page lists each workflow with its jobs per state, newest first, a page at a
+/// time; a workflow's page shows each step's job, its state and what it waits for, as stored;
+/// a step's job page links to its workflow, lists its dependencies and says which one
+/// cancelled it; the lists and the overview count waiting jobs. Bad and unknown ids are
+/// refused.
+async fn workflow_pages_show_each_step_and_what_it_waits_for(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let nightly = q
+        .push_workflow(
+            Workflow::chain([
+                NewJob::from_json("reports", "{}")?,
+                NewJob::from_json("reports", "{}")?,
+            ])
+            .name("nightly"),
+        )
+        .await?;
+    let album = support::album(q, "media", "album-42", "404 not found").await?;
+    let step = |name: &str| album.job(name).context("a step");
+    let (fetch, resize, cleanup, report) = (
+        step("fetch")?,
+        step("resize")?,
+        step("cleanup")?,
+        step("report")?,
+    );
+    let plain = push(q, "media", "{}").await?;
+    let mut c = client(&fx);
+
+    // The list, newest first: id, name, created, status, jobs, then each state's count.
+    let list = c.get("/workflows").await?.expect(StatusCode::OK)?;
+    let rows = table_rows(&list, "workflows")?;
+    ensure!(rows.len() == 2, "{rows:?}");
+    ensure!(rows[0][0] == album.id.to_string() && rows[0][1] == "album-42");
+    ensure!(
+        rows[0][3..] == ["active", "4", "1", "1", "0", "0", "1", "1"],
+        "{rows:?}"
+    );
+    ensure!(rows[1][0] == nightly.id.to_string() && rows[1][1] == "nightly");
+    ensure!(
+        rows[1][3..] == ["active", "2", "1", "1", "0", "0", "0", "0"],
+        "{rows:?}"
+    );
+    list.has(&format!("href=\"/workflows/{}\"", album.id))?
+        .has("href=\"/workflows\" id=\"nav-workflows\"")?;
+    let mut paged = client_with(
+        &fx,
+        DashboardConfig {
+            page_size: 1,
+            ..config()
+        },
+    );
+    let first = paged.get("/workflows").await?.expect(StatusCode::OK)?;
+    first
+        .has(&album.id.to_string())?
+        .lacks(&nightly.id.to_string())?
+        .has(&format!(
+            "href=\"/workflows?before={}\" id=\"older\"",
+            album.id
+        ))?;
+    let second = paged
+        .get(&format!("/workflows?before={}", album.id))
+        .await?
+        .expect(StatusCode::OK)?;
+    second
+        .has(&nightly.id.to_string())?
+        .lacks(&format!("data-workflow=\"{}\"", album.id))?
+        .has("id=\"newest\"")?
+        .lacks("id=\"older\"")?;
+
+    // The workflow: a row per step, in push order, as the database has it.
+    let page = c
+        .get(&format!("/workflows/{}", album.id))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("id=\"workflow-name\">album-42<")?
+        .has("4 jobs: 1 waiting, 1 pending, 1 dead, 1 cancelled")?;
+    let rows = table_rows(&page, "steps")?;
+    let info = q.workflow(album.id).await?.context("the workflow")?;
+    ensure!(rows.len() == info.jobs.len(), "{rows:?}");
+    for (row, stored) in rows.iter().zip(&info.jobs) {
+        ensure!(
+            row[0] == stored.step
+                && row[1] == stored.job.id.to_string()
+                && row[2] == stored.job.state.as_str(),
+            "{row:?} against {stored:?}"
+        );
+    }
+    let shown: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    ensure!(
+        shown
+            == [
+                ("fetch", "dead"),
+                ("resize", "cancelled"),
+                ("cleanup", "pending"),
+                ("report", "waiting")
+            ],
+        "{shown:?}"
+    );
+    ensure!(rows[0][6] == "nothing" && rows[0][7] == "404 not found");
+    ensure!(
+        rows[1][6] == "fetchcancelled because fetch ended dead",
+        "{rows:?}"
+    );
+    ensure!(rows[2][6] == "fetch (any outcome)", "{rows:?}");
+    ensure!(rows[3][6] == "resize (any outcome), cleanup", "{rows:?}");
+    page.has(&format!(
+        "<a href=\"/jobs/{resize}\">resize</a> <span class"
+    ))?
+    .has(&format!("<a href=\"/jobs/{cleanup}\">cleanup</a>"))?;
+
+    // A step's job page: its workflow and step, its dependencies, what cancelled it.
+    let job = c
+        .get(&format!("/jobs/{resize}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    job.has(&format!(
+        "<dd id=\"workflow\"><a href=\"/workflows/{}\">",
+        album.id
+    ))?
+    .has("id=\"step\">resize<")?
+    .has(&format!(
+        "Cancelled because its dependency <a href=\"/jobs/{fetch}\">fetch</a> ended dead."
+    ))?;
+    ensure!(
+        table_rows(&job, "dependencies")?
+            == [[
+                "fetch".to_owned(),
+                fetch.to_string(),
+                "completed".to_owned(),
+                "dead".to_owned()
+            ]]
+    );
+    let job = c
+        .get(&format!("/jobs/{report}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    job.lacks("id=\"blocked-by\"")?.has("id=\"cancel\"")?;
+    let deps = table_rows(&job, "dependencies")?;
+    ensure!(
+        deps == [
+            [
+                "resize".to_owned(),
+                resize.to_string(),
+                "any outcome".to_owned(),
+                "cancelled".to_owned()
+            ],
+            [
+                "cleanup".to_owned(),
+                cleanup.to_string(),
+                "completed".to_owned(),
+                "pending".to_owned()
+            ]
+        ],
+        "{deps:?}"
+    );
+    c.get(&format!("/jobs/{plain}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .lacks("id=\"workflow\"")?
+        .lacks("id=\"dependencies\"")?;
+
+    // Waiting jobs: a column of the overview, a tab of the lists.
+    let overview = c.get("/").await?.expect(StatusCode::OK)?;
+    ensure!(cell(&overview, "media", 0)? == "1");
+    ensure!(cell(&overview, "reports", 0)? == "1");
+    let media = c.get("/jobs?queue=media").await?.expect(StatusCode::OK)?;
+    media.has(">waiting <span class=\"count\">1</span>")?;
+    let waiting = c
+        .get("/jobs?queue=media&state=waiting")
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(ids_on(&waiting)? == [report]);
+
+    // Bad and unknown ids.
+    c.get("/workflows/album-42")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid workflow: must be a UUID")?;
+    let unknown = WorkflowId::new();
+    c.get(&format!("/workflows/{unknown}"))
+        .await?
+        .expect(StatusCode::NOT_FOUND)?
+        .has(&format!("workflow {unknown} not found"))?;
+    c.get("/workflows?before=yesterday")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid before: must be a workflow id")?;
+    Ok(())
+}
+
 /// `text` as the templates escape it.
 fn esc(text: &str) -> String {
     text.replace('&', "&#38;")
@@ -2010,6 +2206,16 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     let output = serde_json::json!({ "attr": IMG }).to_string();
     q.ack_with_output(&lease, &RawValue::from_string(output)?)
         .await?;
+    // A workflow whose name and step names carry markup.
+    let wf = q
+        .push_workflow(
+            Workflow::new()
+                .name(SCRIPT)
+                .add(IMG, NewJob::from_json("media", "{}")?)
+                .add_after(SCRIPT, NewJob::from_json("media", "{}")?, [IMG]),
+        )
+        .await?;
+    let step = wf.job(SCRIPT).context("a step")?;
     let mut c = client(&fx);
     for path in [
         "/".to_owned(),
@@ -2018,6 +2224,9 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
         format!("/jobs/{running_id}"),
         format!("/jobs/{recorded}"),
         format!("/search?q={}", support::query_value(IMG)),
+        "/workflows".to_owned(),
+        format!("/workflows/{}", wf.id),
+        format!("/jobs/{step}"),
     ] {
         let page = c.get(&path).await?;
         ensure!(page.status.is_success(), "{path}: {}", page.status);
@@ -2033,6 +2242,13 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     );
     page.has(&esc(&serde_json::json!(SCRIPT).to_string()))? // in the metadata
         .has(&esc(&serde_json::json!(IMG).to_string()))?; // in the output
+    let page = c.get(&format!("/workflows/{}", wf.id)).await?;
+    page.has(&format!("id=\"workflow-name\">{}<", esc(SCRIPT)))?
+        .has(&format!("data-step=\"{}\"", esc(IMG)))?
+        .has(&format!(">{}</a>", esc(IMG)))?;
+    let page = c.get(&format!("/jobs/{step}")).await?;
+    page.has(&format!("id=\"step\">{}<", esc(SCRIPT)))?
+        .has(&format!("<td class=\"key\">{}</td>", esc(IMG)))?;
     Ok(())
 }
 
@@ -2262,6 +2478,7 @@ fn main() {
         case!(bad_requests_name_the_field),
         case!(missing_tables_say_to_migrate),
         case!(the_schedules_page_lists_every_schedule),
+        case!(workflow_pages_show_each_step_and_what_it_waits_for),
         case!(metrics_are_served_for_prometheus_behind_the_token),
     ];
     libtest_mimic::run(&args, support::backend_trials(&cases)).exit();
