@@ -25,7 +25,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use futures::FutureExt as _;
 use libtest_mimic::{Completion, Failed, Trial};
 use serde_json::json;
-use support::{completed, dead, dead_job, push, required, running, Backend, Fixture};
+use support::{album, completed, dead, dead_job, push, required, running, Backend, Fixture};
 
 /// The flags every Chromium here runs with (plus a fresh `--user-data-dir`).
 const CHROMIUM_FLAGS: &[&str] = &[
@@ -314,6 +314,83 @@ async fn follow_a_queue_to_a_dead_job_and_retry_it(c: &Client, fx: &Fixture) -> 
     );
     see(c, "#job-state", "pending").await?;
     ensure!(state_of(q, id).await? == JobState::Pending);
+    Ok(())
+}
+
+/// Header -> Workflows -> a workflow: each step's state and what it waits for -> the step a
+/// failure cancelled -> the dead dependency -> Retry -> back to the workflow: the cancelled
+/// step waits again, as the database says.
+async fn follow_a_workflow_to_the_step_a_failure_cancelled(
+    c: &Client,
+    fx: &Fixture,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let wf = album(q, "media", "album-42", "404 not found").await?;
+    let fetch = wf.job("fetch").context("fetch")?;
+    let resize = wf.job("resize").context("resize")?;
+    let server = serve(fx, &[], None)?;
+    c.goto(&format!("{}/", server.url)).await?;
+    click(c, "#nav-workflows").await?;
+    see(c, "h1", "Workflows").await?;
+    let row = format!("tr[data-workflow='{}']", wf.id);
+    see(c, &format!("{row} td.name"), "album-42").await?;
+    see(c, &format!("{row} td[data-count='waiting']"), "1").await?;
+    see(c, &format!("{row} td[data-count='dead']"), "1").await?;
+    click(c, &format!("{row} td.id a")).await?;
+    see(
+        c,
+        "#workflow-summary",
+        "4 jobs: 1 waiting, 1 pending, 1 dead, 1 cancelled",
+    )
+    .await?;
+    for (step, state) in [
+        ("fetch", "dead"),
+        ("resize", "cancelled"),
+        ("cleanup", "pending"),
+        ("report", "waiting"),
+    ] {
+        see(c, &format!("tr[data-step='{step}'] span.state"), state).await?;
+    }
+    see(c, "tr[data-step='fetch'] td.err", "404 not found").await?;
+    see(
+        c,
+        "tr[data-step='report'] td.waits",
+        "resize (any outcome), cleanup",
+    )
+    .await?;
+    see(
+        c,
+        "tr[data-step='resize'] .blocked",
+        "cancelled because fetch ended dead",
+    )
+    .await?;
+    click(c, "tr[data-step='resize'] td.id a").await?;
+    see(c, "#step", "resize").await?;
+    see(
+        c,
+        "#blocked-by",
+        "Cancelled because its dependency fetch ended dead. Retrying that job puts this one \
+         back to waiting.",
+    )
+    .await?;
+    see(c, "#dependencies td.key", "fetch").await?;
+    click(c, "#blocked-by a").await?;
+    see(c, "#step", "fetch").await?;
+    see(c, "#job-state", "dead").await?;
+    click(c, "#retry").await?;
+    see(c, "#job-state", "pending").await?;
+    click(c, "#workflow a").await?;
+    see(c, "tr[data-step='resize'] span.state", "waiting").await?;
+    ensure!(c
+        .find(Locator::Css("tr[data-step='resize'] .blocked"))
+        .await
+        .is_err());
+    ensure!(state_of(q, fetch).await? == JobState::Pending);
+    let stored = q.get(resize).await?.context("resize exists")?;
+    ensure!(
+        stored.state == JobState::Waiting && stored.blocked_by.is_none(),
+        "{stored:?}"
+    );
     Ok(())
 }
 
@@ -1245,6 +1322,7 @@ fn main() {
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
         browser_case!(a_cross_site_post_is_refused),
         browser_case!(reschedule_a_job_with_a_history),
+        browser_case!(follow_a_workflow_to_the_step_a_failure_cancelled),
     ];
     // One chromedriver for the run, stopped before the process exits.
     let driver = find_programs().and_then(|p| {
