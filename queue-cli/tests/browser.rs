@@ -6,7 +6,7 @@
 //! Without Chromium or chromedriver every case is reported as ignored, with the reason; when
 //! `QUEUE_TEST_REQUIRE` names `browser` they fail instead. `QUEUE_TEST_CHROMIUM` and
 //! `QUEUE_TEST_CHROMEDRIVER` override where the two are looked for. The screenshots of the
-//! demo's data are written to the target directory, and over `docs/` when
+//! demo's data and of a workflow are written to the target directory, and over `docs/` when
 //! `QUEUE_UPDATE_SCREENSHOTS=1`.
 
 #[macro_use]
@@ -364,6 +364,11 @@ async fn follow_a_workflow_to_the_step_a_failure_cancelled(
         "cancelled because fetch ended dead",
     )
     .await?;
+    if fx.backend == Backend::Sqlite {
+        let png = c.screenshot().await?;
+        ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+        save("dashboard-workflow.png", &png)?;
+    }
     click(c, "tr[data-step='resize'] td.id a").await?;
     see(c, "#step", "resize").await?;
     see(
