@@ -15,6 +15,7 @@ use crate::duration;
 use crate::failure::CliError;
 use crate::payload;
 use crate::table;
+use crate::workflows;
 
 /// Which database to use.
 #[derive(Debug, Args)]
@@ -195,7 +196,7 @@ pub(crate) struct ListArgs {
     /// Only this queue.
     #[arg(long)]
     queue: Option<String>,
-    /// Only this state: pending, running, completed, dead or cancelled.
+    /// Only this state: waiting, pending, running, completed, dead or cancelled.
     #[arg(long)]
     state: Option<String>,
     /// Only jobs of this kind.
@@ -657,7 +658,8 @@ pub(crate) async fn stats(args: StatsArgs) -> Result<(), CliError> {
 }
 
 /// The names of a queue's counts, in the order the stats table and the dashboard show them.
-pub(crate) const COUNT_COLUMNS: [&str; 6] = [
+pub(crate) const COUNT_COLUMNS: [&str; 7] = [
+    "waiting",
     "available",
     "scheduled",
     "running",
@@ -667,8 +669,9 @@ pub(crate) const COUNT_COLUMNS: [&str; 6] = [
 ];
 
 /// The counts of `s`, in the order of [`COUNT_COLUMNS`].
-pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
+pub(crate) fn counts(s: &QueueStats) -> [u64; 7] {
     [
+        s.waiting,
         s.available,
         s.scheduled,
         s.running,
@@ -680,8 +683,9 @@ pub(crate) fn counts(s: &QueueStats) -> [u64; 6] {
 
 /// Whether each count of `s` stopped at the stats cap (in the order of [`COUNT_COLUMNS`]):
 /// there are at least that many, perhaps more.
-pub(crate) fn capped(s: &QueueStats) -> [bool; 6] {
+pub(crate) fn capped(s: &QueueStats) -> [bool; 7] {
     [
+        false,
         false,
         false,
         false,
@@ -811,6 +815,7 @@ pub(crate) fn key_words(s: &QueueStats) -> String {
 fn stats_json(s: &QueueStats) -> serde_json::Value {
     serde_json::json!({
         "queue": s.queue,
+        "waiting": s.waiting,
         "available": s.available,
         "scheduled": s.scheduled,
         "running": s.running,
@@ -897,7 +902,7 @@ pub(crate) async fn list(args: ListArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S%.3f";
+pub(crate) const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S%.3f";
 
 fn job_row(job: &Job) -> Vec<String> {
     vec![
@@ -918,9 +923,9 @@ fn job_row(job: &Job) -> Vec<String> {
     ]
 }
 
-/// `job` as JSON: every field for `get --json` (`detail`), and without the history and output,
-/// which `list` does not read, for `list --json`.
-fn job_json(job: &Job, detail: bool) -> serde_json::Value {
+/// `job` as JSON: every field for `get --json` (`detail`), and without the history, output,
+/// step and dependencies, which `list` does not read, for `list --json`.
+pub(crate) fn job_json(job: &Job, detail: bool) -> serde_json::Value {
     let raw = |v: &Option<Box<serde_json::value::RawValue>>| {
         v.as_deref()
             .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
@@ -945,10 +950,26 @@ fn job_json(job: &Job, detail: bool) -> serde_json::Value {
         "created_at": job.created_at,
         "updated_at": job.updated_at,
         "finished_at": job.finished_at,
+        "workflow": job.workflow,
+        "blocked_by": job.blocked_by,
     });
     if detail {
         value["errors"] = serde_json::json!(job.errors);
         value["output"] = raw(&job.output).into();
+        value["step"] = job.step.clone().into();
+        value["depends_on"] = job
+            .depends_on
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "id": d.id,
+                    "step": d.step,
+                    "policy": d.policy,
+                    "state": d.state,
+                    "output": raw(&d.output),
+                })
+            })
+            .collect();
     }
     value
 }
@@ -963,7 +984,7 @@ fn job_text(job: &Job) -> String {
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let mut out = String::new();
-    let fields = [
+    let mut fields = vec![
         ("id", job.id.to_string()),
         ("queue", job.queue.clone()),
         ("kind", or_dash(job.kind.clone())),
@@ -984,8 +1005,34 @@ fn job_text(job: &Job) -> String {
         ("finished_at", or_dash(job.finished_at.as_ref().map(time))),
         ("last_error", or_dash(job.last_error.clone())),
     ];
+    // A step of a workflow says which, after its state; a job that a failed dependency
+    // cancelled says which dependency and how it ended.
+    if let Some(workflow) = job.workflow {
+        let step = ("step", or_dash(job.step.clone()));
+        fields.splice(4..4, [("workflow", workflow.to_string()), step]);
+    }
+    if let Some(blocked_by) = job.blocked_by {
+        fields.push(("blocked_by", workflows::blocked_words(job, blocked_by)));
+    }
     for (name, value) in fields {
         let _ = writeln!(out, "{name:<17}{value}");
+    }
+    if !job.depends_on.is_empty() {
+        let _ = writeln!(out, "depends on:");
+        let rows: Vec<Vec<String>> = job
+            .depends_on
+            .iter()
+            .map(|d| {
+                vec![
+                    table::clip(&d.step, workflows::STEP_SHOWN),
+                    d.id.to_string(),
+                    workflows::policy_words(d.policy).to_owned(),
+                    d.state
+                        .map_or_else(|| "deleted".to_owned(), |s| s.to_string()),
+                ]
+            })
+            .collect();
+        out.push_str(&table::render(&["step", "id", "needs", "state"], &rows));
     }
     let _ = writeln!(out, "payload:\n{}", pretty(&job.payload_value()));
     if job.meta.is_some() {
@@ -1196,7 +1243,7 @@ mod tests {
         let big: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             big,
-            ["big", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-", "-"],
+            ["big", "0", "4", "0", "0", "100000+", "99999", "100000+", "running", "-", "-", "-"],
             "{table}"
         );
         // Numbers stay right-aligned beside a capped one.

@@ -34,7 +34,7 @@ pub(crate) struct DemoArgs {
     /// Jobs per push_batch call.
     #[arg(long, default_value_t = 500)]
     batch: usize,
-    /// The queue to use; it must have no pending or running jobs.
+    /// The queue to use; it must have no waiting, pending or running jobs.
     #[arg(long, default_value = "demo")]
     queue: String,
     /// Simulated work per job, e.g. 2ms.
@@ -168,11 +168,11 @@ pub(crate) async fn run(args: DemoArgs) -> Result<(), CliError> {
             args.queue, args.queue
         )));
     }
-    let live = before.available + before.scheduled + before.running;
+    let live = before.waiting + before.available + before.scheduled + before.running;
     if live > 0 {
         return Err(CliError::usage(format!(
-            "invalid queue: {:?} already has {live} pending or running job(s) in this database; \
-             choose another --queue or a fresh --url",
+            "invalid queue: {:?} already has {live} waiting, pending or running job(s) in this \
+             database; choose another --queue or a fresh --url",
             args.queue
         )));
     }
@@ -304,7 +304,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<(), CliError> {
     let c = report.counters;
     let completed = after.completed - before.completed;
     let dead = after.dead - before.dead;
-    let left = after.available + after.scheduled + after.running;
+    let left = after.waiting + after.available + after.scheduled + after.running;
     if left > 0 || completed != c.completed || dead != c.dead || completed + dead != args.jobs {
         return Err(CliError::other(format!(
             "the database disagrees with the worker: stats show {completed} completed, {dead} \

@@ -25,6 +25,7 @@ pub mod serve;
 mod signal;
 mod table;
 mod work;
+mod workflows;
 
 use failure::CliError;
 
@@ -60,11 +61,18 @@ enum Command {
     /// List jobs, newest first.
     List(admin::ListArgs),
     /// Show one job: every field, its payload, metadata, output and the history of its failed
-    /// attempts.
+    /// attempts; for a step of a workflow, its workflow, step and what it depends on.
     Get(admin::GetArgs),
+    /// List workflows (jobs pushed together, some waiting for others), newest first: name,
+    /// status (active, finished, or open: a batch that takes more jobs) and how many of their
+    /// jobs are in each state.
+    Workflows(workflows::ListArgs),
+    /// Show one workflow: each step's job, its state, queue and kind, what it waits for, and
+    /// which failed dependency cancelled it.
+    Workflow(workflows::ShowArgs),
     /// Bring a dead or cancelled job back to pending.
     Retry(admin::IdArgs),
-    /// Cancel a pending or running job.
+    /// Cancel a waiting, pending or running job.
     Cancel(admin::IdArgs),
     /// Change when a pending job runs (`--delay`, `--at`) or its priority (`--priority`).
     Reschedule(admin::RescheduleArgs),
@@ -130,6 +138,8 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::Stats(args) => admin::stats(args).await,
         Command::List(args) => admin::list(args).await,
         Command::Get(args) => admin::get(args).await,
+        Command::Workflows(args) => workflows::list(args).await,
+        Command::Workflow(args) => workflows::show(args).await,
         Command::Reschedule(args) => admin::reschedule(args).await,
         Command::Retry(args) => admin::retry(args).await,
         Command::Cancel(args) => admin::cancel(args).await,

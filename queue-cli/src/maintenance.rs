@@ -17,8 +17,9 @@ use crate::failure::CliError;
 pub(crate) struct BulkArgs {
     #[command(flatten)]
     target: Target,
-    /// What to do with every matching job: cancel (pending and running jobs), retry (dead and
-    /// cancelled jobs) or delete (pending and finished jobs; cancel running jobs first).
+    /// What to do with every matching job: cancel (waiting, pending and running jobs), retry
+    /// (dead and cancelled jobs) or delete (waiting, pending and finished jobs; cancel running
+    /// jobs first).
     #[arg(value_name = "ACTION", value_parser = action_arg)]
     action: BulkAction,
     /// Only this queue.
@@ -301,7 +302,7 @@ mod tests {
         let all = JobFilter::default();
         assert_eq!(
             scope_words(BulkAction::Cancel.states(), &all, None),
-            "the pending and running jobs of every queue"
+            "the waiting, pending and running jobs of every queue"
         );
         let narrow = JobFilter {
             queue: Some("emails".into()),
@@ -310,8 +311,8 @@ mod tests {
         };
         assert_eq!(
             scope_words(BulkAction::Delete.states(), &narrow, Some("7d")),
-            "the pending, completed, dead and cancelled jobs of queue emails of kind send, \
-             created more than 7d ago"
+            "the waiting, pending, completed, dead and cancelled jobs of queue emails of kind \
+             send, created more than 7d ago"
         );
         assert_eq!(
             scope_words(&[JobState::Dead], &all, None),

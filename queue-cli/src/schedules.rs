@@ -249,6 +249,7 @@ pub(crate) fn last_job(s: &ScheduleInfo) -> &'static str {
         (Some(_), Some(JobState::Completed)) => "succeeded",
         (Some(_), Some(JobState::Dead)) => "failed (dead)",
         (Some(_), Some(JobState::Cancelled)) => "cancelled",
+        (Some(_), Some(JobState::Waiting)) => "waiting",
         (Some(_), Some(JobState::Pending)) => "pending",
         (Some(_), Some(JobState::Running)) => "running",
     }

@@ -6,7 +6,7 @@
 //! Without Chromium or chromedriver every case is reported as ignored, with the reason; when
 //! `QUEUE_TEST_REQUIRE` names `browser` they fail instead. `QUEUE_TEST_CHROMIUM` and
 //! `QUEUE_TEST_CHROMEDRIVER` override where the two are looked for. The screenshots of the
-//! demo's data are written to the target directory, and over `docs/` when
+//! demo's data and of a workflow are written to the target directory, and over `docs/` when
 //! `QUEUE_UPDATE_SCREENSHOTS=1`.
 
 #[macro_use]
@@ -25,7 +25,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use futures::FutureExt as _;
 use libtest_mimic::{Completion, Failed, Trial};
 use serde_json::json;
-use support::{completed, dead, dead_job, push, required, running, Backend, Fixture};
+use support::{album, completed, dead, dead_job, push, required, running, Backend, Fixture};
 
 /// The flags every Chromium here runs with (plus a fresh `--user-data-dir`).
 const CHROMIUM_FLAGS: &[&str] = &[
@@ -317,23 +317,107 @@ async fn follow_a_queue_to_a_dead_job_and_retry_it(c: &Client, fx: &Fixture) -> 
     Ok(())
 }
 
+/// Header -> Workflows -> a workflow: each step's state and what it waits for -> the step a
+/// failure cancelled -> the dead dependency -> Retry -> back to the workflow: the cancelled
+/// step waits again, as the database says.
+async fn follow_a_workflow_to_the_step_a_failure_cancelled(
+    c: &Client,
+    fx: &Fixture,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let wf = album(q, "media", "album-42", "404 not found").await?;
+    let fetch = wf.job("fetch").context("fetch")?;
+    let resize = wf.job("resize").context("resize")?;
+    let server = serve(fx, &[], None)?;
+    c.goto(&format!("{}/", server.url)).await?;
+    click(c, "#nav-workflows").await?;
+    see(c, "h1", "Workflows").await?;
+    let row = format!("tr[data-workflow='{}']", wf.id);
+    see(c, &format!("{row} td.name"), "album-42").await?;
+    see(c, &format!("{row} td[data-count='waiting']"), "1").await?;
+    see(c, &format!("{row} td[data-count='dead']"), "1").await?;
+    click(c, &format!("{row} td.id a")).await?;
+    see(
+        c,
+        "#workflow-summary",
+        "4 jobs: 1 waiting, 1 pending, 1 dead, 1 cancelled",
+    )
+    .await?;
+    for (step, state) in [
+        ("fetch", "dead"),
+        ("resize", "cancelled"),
+        ("cleanup", "pending"),
+        ("report", "waiting"),
+    ] {
+        see(c, &format!("tr[data-step='{step}'] span.state"), state).await?;
+    }
+    see(c, "tr[data-step='fetch'] td.err", "404 not found").await?;
+    see(
+        c,
+        "tr[data-step='report'] td.waits",
+        "resize (any outcome), cleanup",
+    )
+    .await?;
+    see(
+        c,
+        "tr[data-step='resize'] .blocked",
+        "cancelled because fetch ended dead",
+    )
+    .await?;
+    if fx.backend == Backend::Sqlite {
+        let png = c.screenshot().await?;
+        ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+        save("dashboard-workflow.png", &png)?;
+    }
+    click(c, "tr[data-step='resize'] td.id a").await?;
+    see(c, "#step", "resize").await?;
+    see(
+        c,
+        "#blocked-by",
+        "Cancelled because its dependency fetch ended dead. Retrying that job puts this one \
+         back to waiting.",
+    )
+    .await?;
+    see(c, "#dependencies td.key", "fetch").await?;
+    click(c, "#blocked-by a").await?;
+    see(c, "#step", "fetch").await?;
+    see(c, "#job-state", "dead").await?;
+    click(c, "#retry").await?;
+    see(c, "#job-state", "pending").await?;
+    click(c, "#workflow a").await?;
+    see(c, "tr[data-step='resize'] span.state", "waiting").await?;
+    ensure!(c
+        .find(Locator::Css("tr[data-step='resize'] .blocked"))
+        .await
+        .is_err());
+    ensure!(state_of(q, fetch).await? == JobState::Pending);
+    let stored = q.get(resize).await?.context("resize exists")?;
+    ensure!(
+        stored.state == JobState::Waiting && stored.blocked_by.is_none(),
+        "{stored:?}"
+    );
+    Ok(())
+}
+
 /// The overview refreshes its counts in place: the page is not reloaded.
 async fn the_overview_refreshes_without_a_reload(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     push(q, "emails", "{}").await?;
     let server = serve(fx, &[], None)?;
     c.goto(&format!("{}/", server.url)).await?;
-    let first = live_text(c, "tr[data-queue='emails'] td.num a").await?;
+    let first = live_text(c, "tr[data-queue='emails'] td[data-count='available'] a").await?;
     ensure!(first.as_deref() == Some("1"), "{first:?}");
     c.execute("window.__notReloaded = true;", Vec::new())
         .await?;
     push(q, "emails", "{}").await?;
     push(q, "emails", "{}").await?;
     until("the overview shows 3 available jobs", || async {
-        Ok(live_text(c, "tr[data-queue='emails'] td.num a")
-            .await?
-            .as_deref()
-            == Some("3"))
+        Ok(
+            live_text(c, "tr[data-queue='emails'] td[data-count='available'] a")
+                .await?
+                .as_deref()
+                == Some("3"),
+        )
     })
     .await?;
     ensure!(script::<bool>(c, "return window.__notReloaded === true;").await?);
@@ -402,7 +486,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#bulk-count",
-        "No job matches: there is nothing to delete among the pending, completed, dead and \
+        "No job matches: there is nothing to delete among the waiting, pending, completed, dead and \
          cancelled jobs of queue emails of kind send, created more than 1h ago.",
     )
     .await?;
@@ -413,7 +497,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#bulk-count",
-        "This will cancel 5 jobs: the pending and running jobs of queue emails of kind send.",
+        "This will cancel 5 jobs: the waiting, pending and running jobs of queue emails of kind send.",
     )
     .await?;
     ensure!(
@@ -425,7 +509,7 @@ async fn bulk_cancel_from_a_filtered_list(c: &Client, fx: &Fixture) -> anyhow::R
     see(
         c,
         "#notice",
-        "Cancelled 5 of the pending and running jobs of queue emails of kind send; skipped 0.",
+        "Cancelled 5 of the waiting, pending and running jobs of queue emails of kind send; skipped 0.",
     )
     .await?;
     for id in &send {
@@ -1243,6 +1327,7 @@ fn main() {
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
         browser_case!(a_cross_site_post_is_refused),
         browser_case!(reschedule_a_job_with_a_history),
+        browser_case!(follow_a_workflow_to_the_step_a_failure_cancelled),
     ];
     // One chromedriver for the run, stopped before the process exits.
     let driver = find_programs().and_then(|p| {

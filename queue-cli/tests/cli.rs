@@ -353,6 +353,328 @@ async fn get_points_to_json_for_errors_it_cuts() {
     assert_eq!(json["errors"][0]["error"], long.as_str());
 }
 
+/// The cells of the line of `table` (as `queue` prints it) that starts with `first`.
+fn line_of(table: &str, first: &str) -> Vec<String> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .find(|cells| cells.first().map(String::as_str) == Some(first))
+        .unwrap_or_else(|| panic!("no line starts with {first}: {table}"))
+}
+
+/// `workflows` lists what the database stores, newest first, with its jobs per state and
+/// paging; `workflow` shows each step's job, its state and what it waits for; `get` shows a
+/// step's workflow, its dependencies and the dependency that cancelled it; `stats` and `list`
+/// count and filter waiting jobs; and once the dead dependency is retried, the step it
+/// cancelled waits again. A malformed id names the field (exit status 2); an unknown one says
+/// so (exit status 1).
+#[tokio::test]
+async fn workflows_are_listed_and_shown_with_what_each_step_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+    let chain = dbqueue::Workflow::chain([
+        NewJob::from_json("reports", "{}").unwrap(),
+        NewJob::from_json("reports", "{}").unwrap(),
+    ])
+    .name("nightly");
+    let nightly = queue.push_workflow(chain).await.unwrap();
+    let album = support::album(queue.as_ref(), "media", "album-42", "404 not found")
+        .await
+        .unwrap();
+    let step = |name: &str| album.job(name).unwrap();
+    let (fetch, resize, cleanup, report) = (
+        step("fetch"),
+        step("resize"),
+        step("cleanup"),
+        step("report"),
+    );
+    let plain = support::push(queue.as_ref(), "media", "{}").await.unwrap();
+
+    // The list, newest first: id, name, created_at (two words), status, jobs, then the jobs
+    // in each state.
+    let table = ok(&queue_cmd(&["workflows", "--url", &url], None));
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "id",
+            "name",
+            "created_at",
+            "status",
+            "jobs",
+            "waiting",
+            "pending",
+            "running",
+            "completed",
+            "dead",
+            "cancelled"
+        ],
+        "{table}"
+    );
+    let row = line_of(&table, &album.id.to_string());
+    assert_eq!(row[1], "album-42", "{table}");
+    assert_eq!(
+        &row[4..],
+        ["active", "4", "1", "1", "0", "0", "1", "1"],
+        "{table}"
+    );
+    let row = line_of(&table, &nightly.id.to_string());
+    assert_eq!(&row[4..], ["active", "2", "1", "1", "0", "0", "0", "0"]);
+    assert!(
+        table.find(&album.id.to_string()) < table.find(&nightly.id.to_string()),
+        "newest first: {table}"
+    );
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&ok(&queue_cmd(
+        &["workflows", "--url", &url, "--json"],
+        None,
+    )))
+    .unwrap();
+    let stored = queue
+        .workflows(dbqueue::WorkflowListRequest::default())
+        .await
+        .unwrap();
+    let ids: Vec<String> = listed
+        .iter()
+        .map(|w| w["id"].as_str().unwrap().to_owned())
+        .collect();
+    let stored_ids: Vec<String> = stored.iter().map(|w| w.id.to_string()).collect();
+    assert_eq!(ids, stored_ids);
+    assert_eq!(ids, [album.id.to_string(), nightly.id.to_string()]);
+    let a = &listed[0];
+    assert_eq!(
+        (&a["name"], &a["jobs"], &a["open"], &a["finished"]),
+        (
+            &serde_json::json!("album-42"),
+            &serde_json::json!(4),
+            &serde_json::json!(false),
+            &serde_json::json!(false)
+        )
+    );
+    assert_eq!(
+        a["counts"],
+        serde_json::json!({"waiting": 1, "pending": 1, "running": 0, "completed": 0, "dead": 1,
+            "cancelled": 1})
+    );
+    // Paging: one at a time, then the next one older than it.
+    let first = ok(&queue_cmd(
+        &["workflows", "--url", &url, "--limit", "1"],
+        None,
+    ));
+    assert_eq!(first.lines().count(), 2, "{first}");
+    assert!(first.contains(&album.id.to_string()), "{first}");
+    let album_id = album.id.to_string();
+    let next = ok(&queue_cmd(
+        &[
+            "workflows",
+            "--url",
+            &url,
+            "--limit",
+            "1",
+            "--before",
+            &album_id,
+        ],
+        None,
+    ));
+    assert!(
+        next.contains(&nightly.id.to_string()) && !next.contains(&album_id),
+        "{next}"
+    );
+
+    // One workflow: its fields, then a line per step in push order.
+    let shown = ok(&queue_cmd(&["workflow", &album_id, "--url", &url], None));
+    for want in [
+        format!("workflow         {album_id}\n"),
+        "name             album-42\n".to_owned(),
+        "status           active\n".to_owned(),
+        "jobs             4: 1 waiting, 1 pending, 1 dead, 1 cancelled\n".to_owned(),
+    ] {
+        assert!(shown.contains(&want), "{want:?} in {shown}");
+    }
+    let steps: Vec<&str> = shown
+        .lines()
+        .skip_while(|l| !l.starts_with("step "))
+        .collect();
+    assert_eq!(
+        steps[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "step",
+            "id",
+            "state",
+            "queue",
+            "kind",
+            "waits_for",
+            "blocked_by"
+        ],
+        "{shown}"
+    );
+    let cells = |name: &str| line_of(&shown, name).join(" ");
+    assert_eq!(
+        cells("fetch"),
+        format!("fetch {fetch} dead media media.fetch -")
+    );
+    assert_eq!(
+        cells("resize"),
+        format!("resize {resize} cancelled media media.resize fetch fetch")
+    );
+    assert_eq!(
+        cells("cleanup"),
+        format!("cleanup {cleanup} pending media media.cleanup fetch (any outcome)")
+    );
+    assert_eq!(
+        cells("report"),
+        format!("report {report} waiting media media.report resize (any outcome), cleanup")
+    );
+    // As JSON, each job as `list --json` prints it, with its step and dependencies, as stored.
+    let json: serde_json::Value = serde_json::from_str(&ok(&queue_cmd(
+        &["workflow", &album_id, "--url", &url, "--json"],
+        None,
+    )))
+    .unwrap();
+    let info = queue.workflow(album.id).await.unwrap().unwrap();
+    let jobs = json["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), info.jobs.len());
+    for (shown, stored) in jobs.iter().zip(&info.jobs) {
+        assert_eq!(shown["id"], stored.job.id.to_string());
+        assert_eq!(shown["step"], stored.step.as_str());
+        assert_eq!(shown["state"], stored.job.state.as_str());
+        assert_eq!(
+            shown["depends_on"].as_array().unwrap().len(),
+            stored.depends_on.len()
+        );
+    }
+    assert_eq!(json["name"], "album-42");
+    assert_eq!(json["counts"]["dead"], 1);
+    assert_eq!(jobs[1]["blocked_by"], fetch.to_string());
+    assert_eq!(
+        jobs[3]["depends_on"],
+        serde_json::json!([
+            {"id": resize, "step": "resize", "policy": "any_outcome"},
+            {"id": cleanup, "step": "cleanup", "policy": "completed"},
+        ])
+    );
+
+    // `get` of a step: its workflow and step, what it depends on, and why it was cancelled.
+    let got = ok(&queue_cmd(
+        &["get", "--url", &url, &resize.to_string()],
+        None,
+    ));
+    for want in [
+        format!(
+            "state            cancelled\nworkflow         {album_id}\nstep             resize\n"
+        ),
+        format!("blocked_by       cancelled because its dependency fetch ({fetch}) ended dead\n"),
+        "depends on:\n".to_owned(),
+    ] {
+        assert!(got.contains(&want), "{want:?} in {got}");
+    }
+    assert_eq!(
+        line_of(&got, "fetch"),
+        ["fetch", &fetch.to_string(), "completed", "dead"]
+    );
+    let got = ok(&queue_cmd(
+        &["get", "--url", &url, &report.to_string()],
+        None,
+    ));
+    assert!(!got.contains("blocked_by"), "{got}");
+    assert_eq!(
+        line_of(&got, "resize"),
+        ["resize", &resize.to_string(), "any", "outcome", "cancelled"]
+    );
+    assert_eq!(
+        line_of(&got, "cleanup"),
+        ["cleanup", &cleanup.to_string(), "completed", "pending"]
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(&queue_cmd(
+        &["get", "--url", &url, &resize.to_string(), "--json"],
+        None,
+    )))
+    .unwrap();
+    assert_eq!(json["workflow"], album_id);
+    assert_eq!(json["step"], "resize");
+    assert_eq!(json["blocked_by"], fetch.to_string());
+    assert_eq!(json["depends_on"][0]["id"], fetch.to_string());
+    assert_eq!(json["depends_on"][0]["policy"], "completed");
+    assert_eq!(json["depends_on"][0]["state"], "dead");
+    // A job outside any workflow says nothing of one.
+    let got = ok(&queue_cmd(
+        &["get", "--url", &url, &plain.to_string()],
+        None,
+    ));
+    assert!(
+        !got.contains("workflow") && !got.contains("depends on"),
+        "{got}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(&queue_cmd(
+        &["get", "--url", &url, &plain.to_string(), "--json"],
+        None,
+    )))
+    .unwrap();
+    assert!(json["workflow"].is_null() && json["blocked_by"].is_null());
+    assert_eq!(json["depends_on"], serde_json::json!([]));
+
+    // Waiting jobs are counted and listed.
+    assert_eq!(stats_row(&url, "media")[1], "1");
+    assert_eq!(stats_json(&url, "media")["waiting"], 1);
+    assert_eq!(stats_of(&url, "media").await.waiting, 1);
+    let waiting = ok(&queue_cmd(
+        &[
+            "list", "--url", &url, "--queue", "media", "--state", "waiting",
+        ],
+        None,
+    ));
+    assert_eq!(waiting.lines().count(), 2, "{waiting}");
+    assert!(waiting.contains(&report.to_string()), "{waiting}");
+
+    // Retrying the dead dependency puts the step it cancelled back to waiting.
+    ok(&queue_cmd(
+        &["retry", "--url", &url, &fetch.to_string()],
+        None,
+    ));
+    let shown = ok(&queue_cmd(&["workflow", &album_id, "--url", &url], None));
+    assert_eq!(
+        line_of(&shown, "resize").join(" "),
+        format!("resize {resize} waiting media media.resize fetch")
+    );
+    let stored = queue.get(resize).await.unwrap().unwrap();
+    assert_eq!((stored.state, stored.blocked_by), (JobState::Waiting, None));
+
+    // Bad and unknown ids.
+    for (args, want) in [
+        (
+            vec!["workflow", "album-42"],
+            "error: invalid workflow: must be a UUID",
+        ),
+        (
+            vec!["workflows", "--before", "yesterday"],
+            "error: invalid before: must be a workflow id",
+        ),
+        (
+            vec!["workflows", "--limit", "0"],
+            "error: invalid limit: must be between 1 and 1000",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--url", url.as_str()]);
+        let err = failed(&queue_cmd(&all, None));
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+    let unknown = dbqueue::WorkflowId::new().to_string();
+    let out = queue_cmd(&["workflow", &unknown, "--url", &url], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: workflow {unknown} not found\n")
+    );
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let empty = migrated_db(&other);
+    assert_eq!(
+        ok(&queue_cmd(&["workflows", "--url", &empty], None)),
+        "no workflows\n"
+    );
+}
+
 /// `schedules add`, the listing, bad input (exit status 2, nothing stored) and `remove`, checked
 /// against the schedules the database stores.
 #[tokio::test]
@@ -492,6 +814,7 @@ fn stats_row(url: &str, name: &str) -> Vec<String> {
         header,
         [
             "queue",
+            "waiting",
             "available",
             "scheduled",
             "running",
@@ -590,8 +913,8 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert_eq!(out, "paused queue emails\n");
     assert!(stats_of(&url, "emails").await.paused);
     let row = stats_row(&url, "emails");
-    assert_eq!(row[1], "5", "{row:?}");
-    assert_eq!(&row[7..10], ["paused", "-", "-"], "{row:?}");
+    assert_eq!(row[2], "5", "{row:?}");
+    assert_eq!(&row[8..11], ["paused", "-", "-"], "{row:?}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], true, "{json}");
     assert!(json["concurrency_limit"].is_null(), "{json}");
@@ -632,7 +955,7 @@ async fn a_paused_queue_gives_out_nothing_until_it_is_resumed() {
     assert!(said.contains("5 completed"), "{said}");
     let json = stats_json(&url, "emails");
     assert_eq!(json["paused"], false, "{json}");
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "-", "-"]);
     // Resuming a running queue is not an error either.
     ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
 }
@@ -650,7 +973,7 @@ async fn limits_are_set_shown_and_removed() {
     let out = ok(&queue_cmd(&["limit", "emails", "5", "--url", &url], None));
     assert_eq!(out, "queue emails: at most 5 jobs run at once\n");
     assert_eq!(stats_of(&url, "emails").await.concurrency_limit, Some(5));
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "5", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "5", "-"]);
     assert_eq!(stats_json(&url, "emails")["concurrency_limit"], 5);
 
     // A queue without jobs is listed once it has a control.
@@ -659,7 +982,7 @@ async fn limits_are_set_shown_and_removed() {
     let row = stats_row(&url, "reports");
     assert_eq!(
         row,
-        ["reports", "0", "0", "0", "0", "0", "0", "running", "1", "-", "-"]
+        ["reports", "0", "0", "0", "0", "0", "0", "0", "running", "1", "-", "-"]
     );
 
     // Paused and limited: the line says both.
@@ -670,7 +993,7 @@ async fn limits_are_set_shown_and_removed() {
         "queue emails: at most 2 jobs run at once (paused: nothing runs until `queue resume \
          emails`)\n"
     );
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["paused", "2", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["paused", "2", "-"]);
     let out = ok(&queue_cmd(&["resume", "emails", "--url", &url], None));
     assert_eq!(
         out,
@@ -684,7 +1007,7 @@ async fn limits_are_set_shown_and_removed() {
     assert_eq!(out, "queue emails: no concurrency limit\n");
     let s = stats_of(&url, "emails").await;
     assert_eq!((s.paused, s.concurrency_limit), (false, None));
-    assert_eq!(&stats_row(&url, "emails")[7..10], ["running", "-", "-"]);
+    assert_eq!(&stats_row(&url, "emails")[8..11], ["running", "-", "-"]);
     assert!(stats_json(&url, "emails")["concurrency_limit"].is_null());
     let controls = dbqueue::connect(&url)
         .await
@@ -725,7 +1048,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         })
     );
     assert_eq!(s.concurrency_limit, None);
-    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "-", "100/1m"]);
+    assert_eq!(&stats_row(&url, "calls")[8..11], ["running", "-", "100/1m"]);
     let json = stats_json(&url, "calls");
     assert_eq!(json["rate_limit"]["limit"], 100, "{json}");
     assert_eq!(json["rate_limit"]["period_ms"], 60_000, "{json}");
@@ -739,7 +1062,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         "queue calls: at most 3 jobs run at once, at most 5 jobs start per 500ms\n"
     );
     assert_eq!(
-        &stats_row(&url, "calls")[7..10],
+        &stats_row(&url, "calls")[8..11],
         ["running", "3", "5/500ms"]
     );
 
@@ -757,7 +1080,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         assert!(err.contains(says), "{rate}: {err}");
     }
     assert_eq!(
-        &stats_row(&url, "calls")[7..10],
+        &stats_row(&url, "calls")[8..11],
         ["running", "3", "5/500ms"]
     );
 
@@ -766,7 +1089,7 @@ async fn rate_limits_are_set_shown_and_removed() {
         None,
     ));
     assert_eq!(out, "queue calls: no rate limit\n");
-    assert_eq!(&stats_row(&url, "calls")[7..10], ["running", "3", "-"]);
+    assert_eq!(&stats_row(&url, "calls")[8..11], ["running", "3", "-"]);
     assert!(stats_json(&url, "calls")["rate_limit"].is_null());
 }
 
@@ -818,7 +1141,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         .unwrap();
     assert_eq!(got.len(), 1, "one job of key acme at a time");
     assert_eq!(
-        &stats_row(&url, "sync")[7..],
+        &stats_row(&url, "sync")[8..],
         ["running", "-", "-", "1/key"]
     );
     let table = ok(&queue_cmd(&["stats", "--url", &url], None));
@@ -841,7 +1164,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         "queue sync: at most 5 jobs per concurrency key start per 1s\n"
     );
     assert_eq!(
-        &stats_row(&url, "sync")[7..],
+        &stats_row(&url, "sync")[8..],
         ["running", "-", "-", "1/key,5/1s/key"]
     );
     assert_eq!(
@@ -898,7 +1221,7 @@ async fn key_limits_and_fair_shares_are_set_shown_and_removed() {
         None,
     ));
     assert_eq!(out, "queue sync: no key limit, fair shares off\n");
-    assert_eq!(&stats_row(&url, "sync")[7..], ["running", "-", "-", "-"]);
+    assert_eq!(&stats_row(&url, "sync")[8..], ["running", "-", "-", "-"]);
 }
 
 /// Bad input exits with status 2 and one line that names the field and the rule, and stores
@@ -1002,7 +1325,7 @@ async fn the_demo_respects_the_controls() {
     assert!(table[0].ends_with("state    limit  rate  keys"), "{out}");
     let cells: Vec<&str> = table[1].split_whitespace().collect();
     assert_eq!(cells[0], "narrow");
-    assert_eq!(&cells[7..10], ["running", "2", "-"], "{out}");
+    assert_eq!(&cells[8..11], ["running", "2", "-"], "{out}");
     let s = stats_of(&url, "narrow").await;
     assert_eq!(s.completed + s.dead, 60, "{s:?}");
 }
@@ -1042,6 +1365,7 @@ async fn stats_marks_counts_at_the_cap() {
         row,
         [
             "flood",
+            "0",
             "0",
             "0",
             "0",
@@ -1247,7 +1571,7 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout,
-            "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n"
+            "3 jobs to cancel: the waiting, pending and running jobs of queue emails of kind send\n"
         );
         let err = failed(&out);
         assert!(
@@ -1263,7 +1587,7 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     let out = ok(&queue_cmd(&args, None));
     assert_eq!(
         out,
-        "3 jobs to cancel: the pending and running jobs of queue emails of kind send\n\
+        "3 jobs to cancel: the waiting, pending and running jobs of queue emails of kind send\n\
          cancelled 3 jobs, skipped 0\n"
     );
     for id in &send {
@@ -1301,8 +1625,8 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     ));
     assert_eq!(
         out,
-        "no job to delete among the pending, completed, dead and cancelled jobs of every queue, \
-         created more than 1h ago\n"
+        "no job to delete among the waiting, pending, completed, dead and cancelled jobs of every \
+         queue, created more than 1h ago\n"
     );
     assert_eq!(counts_of(&url, "emails").await, before);
 
@@ -1323,11 +1647,11 @@ async fn bulk_changes_exactly_the_filtered_jobs_once_confirmed() {
     for (args, expected) in [
         (
             &["bulk", "cancel", "--state", "completed", "--yes"][..],
-            "error: invalid state: cancel applies to pending, running jobs, not completed",
+            "error: invalid state: cancel applies to waiting, pending, running jobs, not completed",
         ),
         (
             &["bulk", "delete", "--state", "running", "--yes"],
-            "error: invalid state: delete applies to pending, completed, dead, cancelled jobs",
+            "error: invalid state: delete applies to waiting, pending, completed, dead, cancelled jobs",
         ),
         (
             &["bulk", "delete", "--state", "lost", "--yes"],

@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::{ensure, Context as _};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use dbqueue::{Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze};
+use dbqueue::{
+    Failure, JobId, JobState, Lease, NewJob, PopRequest, Queue, Snooze, Workflow, WorkflowId,
+};
 use queue_cli::serve::{router, Dashboard, DashboardConfig, HostPolicy};
 use serde_json::value::RawValue;
 use support::{cancelled, completed, dead, dead_job, push, running, Client, Fixture, Page};
@@ -121,12 +123,12 @@ async fn overview_shows_every_queue_with_its_counts(fx: Arc<Fixture>) -> anyhow:
         .await?;
     let mut c = client(&fx);
     let page = c.get("/").await?.expect(StatusCode::OK)?;
-    // available, scheduled, running, completed, dead, cancelled
-    let emails: Vec<String> = (0..6)
+    // waiting, available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..7)
         .map(|i| cell(&page, "emails", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(emails == ["1", "0", "1", "2", "1", "1"], "{emails:?}");
-    ensure!(cell(&page, "reports", 1)? == "1");
+    ensure!(emails == ["0", "1", "0", "1", "2", "1", "1"], "{emails:?}");
+    ensure!(cell(&page, "reports", 2)? == "1");
     page.has(&format!(
         "href=\"{}\"",
         esc("/jobs?queue=emails&state=dead")
@@ -177,15 +179,18 @@ async fn capped_counts_read_as_at_least(fx: Arc<Fixture>) -> anyhow::Result<()> 
     let capped = capped_queue(&fx, 2).await?;
     let mut c = Client::new(router(Dashboard::new(capped, config())));
     let page = c.get("/").await?.expect(StatusCode::OK)?;
-    // available, scheduled, running, completed, dead, cancelled
-    let emails: Vec<String> = (0..6)
+    // waiting, available, scheduled, running, completed, dead, cancelled
+    let emails: Vec<String> = (0..7)
         .map(|i| cell(&page, "emails", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(emails == ["0", "0", "0", "2+", "1", "0"], "{emails:?}");
-    let reports: Vec<String> = (0..6)
+    ensure!(emails == ["0", "0", "0", "0", "2+", "1", "0"], "{emails:?}");
+    let reports: Vec<String> = (0..7)
         .map(|i| cell(&page, "reports", i))
         .collect::<anyhow::Result<_>>()?;
-    ensure!(reports == ["1", "0", "0", "1", "0", "0"], "{reports:?}");
+    ensure!(
+        reports == ["0", "1", "0", "0", "1", "0", "0"],
+        "{reports:?}"
+    );
     let totals = &page.body[page.body.find("<tfoot>").context("totals")?..];
     ensure!(
         totals.contains(">3+</a>") && totals.contains(">1</a>"),
@@ -198,7 +203,7 @@ async fn capped_counts_read_as_at_least(fx: Arc<Fixture>) -> anyhow::Result<()> 
     // The same database without the low cap counts every job.
     let mut exact = client(&fx);
     let page = exact.get("/").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&page, "emails", 3)? == "3");
+    ensure!(cell(&page, "emails", 4)? == "3");
     page.lacks("+</a>")?;
     Ok(())
 }
@@ -210,10 +215,10 @@ async fn the_overview_fragment_follows_the_database(fx: Arc<Fixture>) -> anyhow:
     empty.has("No jobs yet")?.lacks("<html")?;
     push(q, "emails", "{}").await?;
     let one = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&one, "emails", 0)? == "1");
+    ensure!(cell(&one, "emails", 1)? == "1");
     push(q, "emails", "{}").await?;
     let two = c.get("/fragment/overview").await?.expect(StatusCode::OK)?;
-    ensure!(cell(&two, "emails", 0)? == "2");
+    ensure!(cell(&two, "emails", 1)? == "2");
     Ok(())
 }
 
@@ -494,7 +499,7 @@ fn table_rows(page: &Page, id: &str) -> anyhow::Result<Vec<Vec<String>>> {
         out.trim().to_owned()
     };
     Ok(body
-        .split("<tr>")
+        .split("<tr")
         .skip(1)
         .map(|row| {
             row.split("<td")
@@ -1061,7 +1066,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?;
     confirm
-        .has("This will cancel 4 jobs: the pending and running jobs of queue emails of kind send.")?
+        .has("This will cancel 4 jobs: the waiting, pending and running jobs of queue emails of kind send.")?
         .has("id=\"bulk-confirm\" class=\"danger\">Cancel 4 jobs</button>")?
         .has("<input type=\"hidden\" name=\"action\" value=\"cancel\">")?
         .has(&format!("name=\"csrf\" value=\"{}\"", c.csrf()))?;
@@ -1077,7 +1082,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?;
     page.has(
-        "Cancelled 4 of the pending and running jobs of queue emails of kind send; skipped 0.",
+        "Cancelled 4 of the waiting, pending and running jobs of queue emails of kind send; skipped 0.",
     )?
     .has("<h1>Queue emails: jobs of kind send</h1>")?;
     for id in &send {
@@ -1110,7 +1115,7 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
         .await?
         .expect(StatusCode::OK)?
         .has(
-            "No job matches: there is nothing to delete among the pending, completed, dead and \
+            "No job matches: there is nothing to delete among the waiting, pending, completed, dead and \
              cancelled jobs of queue emails, created more than 1h ago.",
         )?
         .lacks("id=\"bulk-confirm\"")?
@@ -1153,7 +1158,7 @@ async fn bulk_actions_refuse_bad_filters_and_forged_posts(fx: Arc<Fixture>) -> a
     for (path, expected) in [
         (
             "/bulk?action=cancel&state=completed",
-            "invalid state: cancel applies to pending, running jobs, not completed",
+            "invalid state: cancel applies to waiting, pending, running jobs, not completed",
         ),
         (
             "/bulk?action=purge",
@@ -1970,6 +1975,200 @@ async fn foreign_host_names_are_refused(fx: Arc<Fixture>) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The workflows page lists each workflow with its jobs per state, newest first, a page at a
+/// time; a workflow's page shows each step's job, its state and what it waits for, as stored;
+/// a step's job page links to its workflow, lists its dependencies and says which one
+/// cancelled it; the lists and the overview count waiting jobs. Bad and unknown ids are
+/// refused.
+async fn workflow_pages_show_each_step_and_what_it_waits_for(
+    fx: Arc<Fixture>,
+) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let nightly = q
+        .push_workflow(
+            Workflow::chain([
+                NewJob::from_json("reports", "{}")?,
+                NewJob::from_json("reports", "{}")?,
+            ])
+            .name("nightly"),
+        )
+        .await?;
+    let album = support::album(q, "media", "album-42", "404 not found").await?;
+    let step = |name: &str| album.job(name).context("a step");
+    let (fetch, resize, cleanup, report) = (
+        step("fetch")?,
+        step("resize")?,
+        step("cleanup")?,
+        step("report")?,
+    );
+    let plain = push(q, "media", "{}").await?;
+    let mut c = client(&fx);
+
+    // The list, newest first: id, name, created, status, jobs, then each state's count.
+    let list = c.get("/workflows").await?.expect(StatusCode::OK)?;
+    let rows = table_rows(&list, "workflows")?;
+    ensure!(rows.len() == 2, "{rows:?}");
+    ensure!(rows[0][0] == album.id.to_string() && rows[0][1] == "album-42");
+    ensure!(
+        rows[0][3..] == ["active", "4", "1", "1", "0", "0", "1", "1"],
+        "{rows:?}"
+    );
+    ensure!(rows[1][0] == nightly.id.to_string() && rows[1][1] == "nightly");
+    ensure!(
+        rows[1][3..] == ["active", "2", "1", "1", "0", "0", "0", "0"],
+        "{rows:?}"
+    );
+    list.has(&format!("href=\"/workflows/{}\"", album.id))?
+        .has("href=\"/workflows\" id=\"nav-workflows\"")?;
+    let mut paged = client_with(
+        &fx,
+        DashboardConfig {
+            page_size: 1,
+            ..config()
+        },
+    );
+    let first = paged.get("/workflows").await?.expect(StatusCode::OK)?;
+    first
+        .has(&album.id.to_string())?
+        .lacks(&nightly.id.to_string())?
+        .has(&format!(
+            "href=\"/workflows?before={}\" id=\"older\"",
+            album.id
+        ))?;
+    let second = paged
+        .get(&format!("/workflows?before={}", album.id))
+        .await?
+        .expect(StatusCode::OK)?;
+    second
+        .has(&nightly.id.to_string())?
+        .lacks(&format!("data-workflow=\"{}\"", album.id))?
+        .has("id=\"newest\"")?
+        .lacks("id=\"older\"")?;
+
+    // The workflow: a row per step, in push order, as the database has it.
+    let page = c
+        .get(&format!("/workflows/{}", album.id))
+        .await?
+        .expect(StatusCode::OK)?;
+    page.has("id=\"workflow-name\">album-42<")?
+        .has("4 jobs: 1 waiting, 1 pending, 1 dead, 1 cancelled")?;
+    let rows = table_rows(&page, "steps")?;
+    let info = q.workflow(album.id).await?.context("the workflow")?;
+    ensure!(rows.len() == info.jobs.len(), "{rows:?}");
+    for (row, stored) in rows.iter().zip(&info.jobs) {
+        ensure!(
+            row[0] == stored.step
+                && row[1] == stored.job.id.to_string()
+                && row[2] == stored.job.state.as_str(),
+            "{row:?} against {stored:?}"
+        );
+    }
+    let shown: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    ensure!(
+        shown
+            == [
+                ("fetch", "dead"),
+                ("resize", "cancelled"),
+                ("cleanup", "pending"),
+                ("report", "waiting")
+            ],
+        "{shown:?}"
+    );
+    ensure!(rows[0][6] == "nothing" && rows[0][7] == "404 not found");
+    ensure!(
+        rows[1][6] == "fetchcancelled because fetch ended dead",
+        "{rows:?}"
+    );
+    ensure!(rows[2][6] == "fetch (any outcome)", "{rows:?}");
+    ensure!(rows[3][6] == "resize (any outcome), cleanup", "{rows:?}");
+    page.has(&format!(
+        "<a href=\"/jobs/{resize}\">resize</a> <span class"
+    ))?
+    .has(&format!("<a href=\"/jobs/{cleanup}\">cleanup</a>"))?;
+
+    // A step's job page: its workflow and step, its dependencies, what cancelled it.
+    let job = c
+        .get(&format!("/jobs/{resize}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    job.has(&format!(
+        "<dd id=\"workflow\"><a href=\"/workflows/{}\">",
+        album.id
+    ))?
+    .has("id=\"step\">resize<")?
+    .has(&format!(
+        "Cancelled because its dependency <a href=\"/jobs/{fetch}\">fetch</a> ended dead."
+    ))?;
+    ensure!(
+        table_rows(&job, "dependencies")?
+            == [[
+                "fetch".to_owned(),
+                fetch.to_string(),
+                "completed".to_owned(),
+                "dead".to_owned()
+            ]]
+    );
+    let job = c
+        .get(&format!("/jobs/{report}"))
+        .await?
+        .expect(StatusCode::OK)?;
+    job.lacks("id=\"blocked-by\"")?.has("id=\"cancel\"")?;
+    let deps = table_rows(&job, "dependencies")?;
+    ensure!(
+        deps == [
+            [
+                "resize".to_owned(),
+                resize.to_string(),
+                "any outcome".to_owned(),
+                "cancelled".to_owned()
+            ],
+            [
+                "cleanup".to_owned(),
+                cleanup.to_string(),
+                "completed".to_owned(),
+                "pending".to_owned()
+            ]
+        ],
+        "{deps:?}"
+    );
+    c.get(&format!("/jobs/{plain}"))
+        .await?
+        .expect(StatusCode::OK)?
+        .lacks("id=\"workflow\"")?
+        .lacks("id=\"dependencies\"")?;
+
+    // Waiting jobs: a column of the overview, a tab of the lists.
+    let overview = c.get("/").await?.expect(StatusCode::OK)?;
+    ensure!(cell(&overview, "media", 0)? == "1");
+    ensure!(cell(&overview, "reports", 0)? == "1");
+    let media = c.get("/jobs?queue=media").await?.expect(StatusCode::OK)?;
+    media.has(">waiting <span class=\"count\">1</span>")?;
+    let waiting = c
+        .get("/jobs?queue=media&state=waiting")
+        .await?
+        .expect(StatusCode::OK)?;
+    ensure!(ids_on(&waiting)? == [report]);
+
+    // Bad and unknown ids.
+    c.get("/workflows/album-42")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid workflow: must be a UUID")?;
+    let unknown = WorkflowId::new();
+    c.get(&format!("/workflows/{unknown}"))
+        .await?
+        .expect(StatusCode::NOT_FOUND)?
+        .has(&format!("workflow {unknown} not found"))?;
+    c.get("/workflows?before=yesterday")
+        .await?
+        .expect(StatusCode::BAD_REQUEST)?
+        .has("invalid before: must be a workflow id")?;
+    Ok(())
+}
+
 /// `text` as the templates escape it.
 fn esc(text: &str) -> String {
     text.replace('&', "&#38;")
@@ -2007,6 +2206,16 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     let output = serde_json::json!({ "attr": IMG }).to_string();
     q.ack_with_output(&lease, &RawValue::from_string(output)?)
         .await?;
+    // A workflow whose name and step names carry markup.
+    let wf = q
+        .push_workflow(
+            Workflow::new()
+                .name(SCRIPT)
+                .add(IMG, NewJob::from_json("media", "{}")?)
+                .add_after(SCRIPT, NewJob::from_json("media", "{}")?, [IMG]),
+        )
+        .await?;
+    let step = wf.job(SCRIPT).context("a step")?;
     let mut c = client(&fx);
     for path in [
         "/".to_owned(),
@@ -2015,6 +2224,9 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
         format!("/jobs/{running_id}"),
         format!("/jobs/{recorded}"),
         format!("/search?q={}", support::query_value(IMG)),
+        "/workflows".to_owned(),
+        format!("/workflows/{}", wf.id),
+        format!("/jobs/{step}"),
     ] {
         let page = c.get(&path).await?;
         ensure!(page.status.is_success(), "{path}: {}", page.status);
@@ -2030,6 +2242,13 @@ async fn untrusted_text_is_escaped_everywhere(fx: Arc<Fixture>) -> anyhow::Resul
     );
     page.has(&esc(&serde_json::json!(SCRIPT).to_string()))? // in the metadata
         .has(&esc(&serde_json::json!(IMG).to_string()))?; // in the output
+    let page = c.get(&format!("/workflows/{}", wf.id)).await?;
+    page.has(&format!("id=\"workflow-name\">{}<", esc(SCRIPT)))?
+        .has(&format!("data-step=\"{}\"", esc(IMG)))?
+        .has(&format!(">{}</a>", esc(IMG)))?;
+    let page = c.get(&format!("/jobs/{step}")).await?;
+    page.has(&format!("id=\"step\">{}<", esc(SCRIPT)))?
+        .has(&format!("<td class=\"key\">{}</td>", esc(IMG)))?;
     Ok(())
 }
 
@@ -2259,6 +2478,7 @@ fn main() {
         case!(bad_requests_name_the_field),
         case!(missing_tables_say_to_migrate),
         case!(the_schedules_page_lists_every_schedule),
+        case!(workflow_pages_show_each_step_and_what_it_waits_for),
         case!(metrics_are_served_for_prometheus_behind_the_token),
     ];
     libtest_mimic::run(&args, support::backend_trials(&cases)).exit();

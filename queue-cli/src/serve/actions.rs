@@ -104,7 +104,7 @@ pub(crate) async fn retry(
     .await
 }
 
-/// `POST /jobs/{id}/cancel`: a pending or running job to cancelled.
+/// `POST /jobs/{id}/cancel`: a waiting, pending or running job to cancelled.
 pub(crate) async fn cancel(
     State(app): State<Arc<Dashboard>>,
     Extension(Csrf(csrf)): Extension<Csrf>,

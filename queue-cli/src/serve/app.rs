@@ -217,6 +217,8 @@ pub fn router(app: Arc<Dashboard>) -> Router {
         .route("/actions/keys", post(actions::keys))
         .route("/search", get(pages::search))
         .route("/schedules", get(pages::schedules))
+        .route("/workflows", get(pages::workflows))
+        .route("/workflows/{id}", get(pages::workflow))
         .route("/metrics", get(super::prometheus::metrics))
         .route("/login", get(pages::login).post(actions::login))
         .route("/logout", post(actions::logout))

@@ -274,7 +274,10 @@ mod tests {
         assert_eq!(req.filter.queue.as_deref(), Some("emails"));
         assert_eq!((req.filter.state, req.filter.kind.clone()), (None, None));
         assert_eq!(req.filter.older_than, None);
-        assert_eq!(req.scope, "the pending and running jobs of queue emails");
+        assert_eq!(
+            req.scope,
+            "the waiting, pending and running jobs of queue emails"
+        );
         let req = request(&form("delete", "dead", " 7d ")).unwrap();
         assert_eq!(req.filter.state, Some(JobState::Dead));
         assert_eq!(req.filter.older_than, Some(Duration::from_secs(7 * 86_400)));
@@ -309,6 +312,7 @@ mod tests {
     fn each_list_offers_the_actions_that_apply() {
         use BulkAction::*;
         assert_eq!(actions_for(None), [Cancel, Retry, Delete]);
+        assert_eq!(actions_for(Some(JobState::Waiting)), [Cancel, Delete]);
         assert_eq!(actions_for(Some(JobState::Pending)), [Cancel, Delete]);
         assert_eq!(actions_for(Some(JobState::Running)), [Cancel]);
         assert_eq!(actions_for(Some(JobState::Completed)), [Delete]);

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
 use chrono::Utc;
-use queue_core::{validate, Error, JobId, JobState};
+use queue_core::{validate, Error, JobId, JobState, WorkflowId, WorkflowListRequest};
 use serde::Deserialize;
 
 use super::app::Dashboard;
@@ -18,6 +18,7 @@ use super::views::{
     self, count, error_page, html, jobs_href, list_href, message_page, BulkPanel, ControlView,
     Counts, JobPage, JobRow, JobView, JobsPage, KindFilter, Layout, Notice, OverviewBody,
     OverviewFragment, OverviewPage, QueueActions, ScheduleRow, SchedulesPage, SearchPage, Tab,
+    WorkflowPage, WorkflowRow, WorkflowsPage,
 };
 
 /// The counts, controls and charts of every queue; the rows carry the forms of the queue
@@ -98,6 +99,91 @@ pub(crate) async fn schedules(
                 updated: now.format("%H:%M:%S UTC").to_string(),
             },
         ),
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// The query of the list of workflows.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WorkflowsQuery {
+    before: Option<String>,
+}
+
+/// `/workflows?before=`: a page of workflows, newest first, with their jobs per state.
+pub(crate) async fn workflows(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Query(wq): Query<WorkflowsQuery>,
+) -> Response {
+    let read = async {
+        let before = non_empty(&wq.before)
+            .map(|t| {
+                t.parse::<WorkflowId>()
+                    .map_err(|_| Error::invalid("before", "must be a workflow id (a UUID)"))
+            })
+            .transpose()?;
+        let size = app.config.page_size;
+        let mut found = app
+            .queue
+            .workflows(WorkflowListRequest {
+                before,
+                limit: size + 1,
+            })
+            .await?;
+        let more = found.len() > size;
+        found.truncate(size);
+        Ok::<_, Error>((before, more, found))
+    };
+    match read.await {
+        Ok((before, more, found)) => {
+            let now = Utc::now();
+            let older_href = if more {
+                found.last().map(|w| {
+                    format!(
+                        "/workflows?{}",
+                        views::query(&[("before", &w.id.to_string())])
+                    )
+                })
+            } else {
+                None
+            };
+            let page = WorkflowsPage {
+                layout: Layout::new(&app, "Workflows", &csrf),
+                rows: found.iter().map(|w| WorkflowRow::new(w, now)).collect(),
+                states: JobState::ALL.iter().map(JobState::as_str).collect(),
+                newest_href: before.map(|_| "/workflows".to_owned()),
+                older_href,
+                empty_text: if before.is_some() {
+                    "No older workflows.".to_owned()
+                } else {
+                    "No workflows yet. A program pushes one with Queue::push_workflow.".to_owned()
+                },
+            };
+            html(StatusCode::OK, &page)
+        }
+        Err(e) => error_page(&app, &csrf, &e),
+    }
+}
+
+/// `/workflows/{id}`: one workflow, its jobs and what each waits for.
+pub(crate) async fn workflow(
+    State(app): State<Arc<Dashboard>>,
+    Extension(Csrf(csrf)): Extension<Csrf>,
+    Path(id): Path<String>,
+) -> Response {
+    let id = match id.parse::<WorkflowId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(&app, &csrf, &e),
+    };
+    match app.queue.workflow(id).await {
+        Ok(Some(info)) => {
+            let layout = Layout::new(&app, format!("Workflow {id}"), &csrf);
+            html(
+                StatusCode::OK,
+                &WorkflowPage::new(layout, &info, Utc::now()),
+            )
+        }
+        Ok(None) => error_page(&app, &csrf, &Error::UnknownWorkflow { workflow: id }),
         Err(e) => error_page(&app, &csrf, &e),
     }
 }

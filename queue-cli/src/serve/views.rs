@@ -6,8 +6,11 @@ use askama::Template;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
 use queue_core::{
-    AttemptError, Error, Job, JobId, JobState, QueueStats, ScheduleInfo, ERRORS_KEPT,
+    AttemptError, DepPolicy, Error, Job, JobId, JobState, QueueStats, ScheduleInfo, WorkflowInfo,
+    WorkflowSummary, ERRORS_KEPT,
 };
 
 use super::app::{Dashboard, ASSET_VERSION};
@@ -91,8 +94,11 @@ pub(crate) fn html(status: StatusCode, page: &impl Template) -> Response {
 pub(crate) fn error_status(e: &Error) -> StatusCode {
     match e {
         Error::InvalidInput { .. } | Error::Payload(_) => StatusCode::BAD_REQUEST,
-        Error::NotFound { .. } => StatusCode::NOT_FOUND,
-        Error::InvalidState { .. } | Error::Duplicate { .. } => StatusCode::CONFLICT,
+        Error::NotFound { .. } | Error::UnknownWorkflow { .. } => StatusCode::NOT_FOUND,
+        Error::InvalidState { .. }
+        | Error::Duplicate { .. }
+        | Error::WorkflowExists { .. }
+        | Error::WorkflowSealed { .. } => StatusCode::CONFLICT,
         Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -193,8 +199,8 @@ pub(crate) fn count_at_least(n: u64, at_least: bool) -> String {
 /// much too).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
-    values: [u64; 6],
-    capped: [bool; 6],
+    values: [u64; 7],
+    capped: [bool; 7],
 }
 
 impl Counts {
@@ -214,20 +220,23 @@ impl Counts {
     }
 
     pub(crate) fn add(&mut self, other: &Counts) {
-        for i in 0..6 {
-            self.values[i] += other.values[i];
-            self.capped[i] |= other.capped[i];
+        for (value, more) in self.values.iter_mut().zip(other.values) {
+            *value += more;
+        }
+        for (capped, more) in self.capped.iter_mut().zip(other.capped) {
+            *capped |= more;
         }
     }
 
     /// The columns that count jobs in `state` (pending: available and scheduled).
     fn columns(state: JobState) -> &'static [usize] {
         match state {
-            JobState::Pending => &[0, 1],
-            JobState::Running => &[2],
-            JobState::Completed => &[3],
-            JobState::Dead => &[4],
-            JobState::Cancelled => &[5],
+            JobState::Waiting => &[0],
+            JobState::Pending => &[1, 2],
+            JobState::Running => &[3],
+            JobState::Completed => &[4],
+            JobState::Dead => &[5],
+            JobState::Cancelled => &[6],
         }
     }
 
@@ -328,6 +337,8 @@ pub(crate) struct Cell {
     pub(crate) value: String,
     pub(crate) href: String,
     pub(crate) class: &'static str,
+    /// What it counts: one of [`COUNT_COLUMNS`].
+    pub(crate) name: &'static str,
 }
 
 /// One queue of the overview.
@@ -466,10 +477,11 @@ impl ControlView {
 
 fn column_state(i: usize) -> JobState {
     match i {
-        0 | 1 => JobState::Pending,
-        2 => JobState::Running,
-        3 => JobState::Completed,
-        4 => JobState::Dead,
+        0 => JobState::Waiting,
+        1 | 2 => JobState::Pending,
+        3 => JobState::Running,
+        4 => JobState::Completed,
+        5 => JobState::Dead,
         _ => JobState::Cancelled,
     }
 }
@@ -484,6 +496,7 @@ fn cells(queue: Option<&str>, counts: &Counts) -> Vec<Cell> {
             value: count_at_least(n, at_least),
             href: jobs_href(queue, Some(column_state(i))),
             class: if n == 0 { "zero" } else { COUNT_COLUMNS[i] },
+            name: COUNT_COLUMNS[i],
         })
         .collect()
 }
@@ -617,6 +630,7 @@ impl JobRow {
         state: Option<JobState>,
     ) -> Self {
         let when = match job.state {
+            JobState::Waiting => "waits for its dependencies".to_owned(),
             JobState::Pending => format!("runs {}", relative(job.run_at, now)),
             JobState::Running => job
                 .lease_expires_at
@@ -875,6 +889,57 @@ pub(crate) struct JobView {
     pub(crate) can_retry: bool,
     pub(crate) can_cancel: bool,
     pub(crate) can_reschedule: bool,
+    /// The workflow it is a step of, and its step.
+    pub(crate) workflow: Option<WorkflowLink>,
+    /// What it depends on, in the order stored.
+    pub(crate) dependencies: Vec<DependencyRow>,
+    /// The dependency whose failure cancelled it.
+    pub(crate) blocked: Option<BlockedView>,
+}
+
+/// The workflow a job is a step of, as its page links to it.
+#[derive(Debug)]
+pub(crate) struct WorkflowLink {
+    pub(crate) id: String,
+    pub(crate) href: String,
+    pub(crate) step: String,
+}
+
+/// One dependency of a job, as its page shows it.
+#[derive(Debug)]
+pub(crate) struct DependencyRow {
+    pub(crate) step: String,
+    pub(crate) id: String,
+    /// Its page; `None` once it was deleted.
+    pub(crate) href: Option<String>,
+    /// `completed` or `any outcome`.
+    pub(crate) needs: &'static str,
+    /// Its state, or `deleted`.
+    pub(crate) state: &'static str,
+}
+
+/// The dependency whose failure cancelled a job: `Cancelled because its dependency fetch ended
+/// dead.`
+#[derive(Debug)]
+pub(crate) struct BlockedView {
+    /// Its step, or its id when it is no longer among the job's dependencies.
+    pub(crate) label: String,
+    pub(crate) href: Option<String>,
+    /// `dead`, `cancelled`, or `dead or cancelled`.
+    pub(crate) ended: &'static str,
+}
+
+impl BlockedView {
+    fn new(job: &Job, blocked_by: JobId) -> Self {
+        let dep = job.depends_on.iter().find(|d| d.id == blocked_by);
+        BlockedView {
+            label: dep.map_or_else(|| blocked_by.to_string(), |d| d.step.clone()),
+            href: dep
+                .filter(|d| d.state.is_some())
+                .map(|_| format!("/jobs/{blocked_by}")),
+            ended: crate::workflows::ended_words(dep),
+        }
+    }
 }
 
 /// The most payload a job page shows.
@@ -1035,8 +1100,231 @@ impl JobView {
             output,
             output_note,
             can_retry: matches!(job.state, JobState::Dead | JobState::Cancelled),
-            can_cancel: matches!(job.state, JobState::Pending | JobState::Running),
+            can_cancel: matches!(
+                job.state,
+                JobState::Waiting | JobState::Pending | JobState::Running
+            ),
             can_reschedule: job.state == JobState::Pending,
+            workflow: job.workflow.map(|w| WorkflowLink {
+                id: w.to_string(),
+                href: format!("/workflows/{w}"),
+                step: job.step.clone().unwrap_or_else(|| "-".to_owned()),
+            }),
+            dependencies: job
+                .depends_on
+                .iter()
+                .map(|d| DependencyRow {
+                    step: d.step.clone(),
+                    id: d.id.to_string(),
+                    href: d.state.map(|_| format!("/jobs/{}", d.id)),
+                    needs: crate::workflows::policy_words(d.policy),
+                    state: d.state.map_or("deleted", |s| s.as_str()),
+                })
+                .collect(),
+            blocked: job.blocked_by.map(|b| BlockedView::new(job, b)),
+        }
+    }
+}
+
+/// One workflow of the list of workflows.
+#[derive(Debug)]
+pub(crate) struct WorkflowRow {
+    pub(crate) id: String,
+    pub(crate) href: String,
+    /// Its name, or `-`.
+    pub(crate) name: String,
+    pub(crate) created: String,
+    pub(crate) created_ago: String,
+    /// `active`, `finished` or `open`.
+    pub(crate) status: &'static str,
+    pub(crate) jobs: String,
+    /// The count of each state, in lifecycle order.
+    pub(crate) counts: Vec<StateCount>,
+}
+
+/// How many jobs of a workflow are in one state.
+#[derive(Debug)]
+pub(crate) struct StateCount {
+    pub(crate) state: &'static str,
+    pub(crate) count: String,
+    pub(crate) zero: bool,
+}
+
+fn state_counts(counts: &[(JobState, u64)]) -> Vec<StateCount> {
+    crate::workflows::every_count(counts)
+        .iter()
+        .map(|(s, n)| StateCount {
+            state: s.as_str(),
+            count: count(*n),
+            zero: *n == 0,
+        })
+        .collect()
+}
+
+impl WorkflowRow {
+    pub(crate) fn new(w: &WorkflowSummary, now: DateTime<Utc>) -> Self {
+        WorkflowRow {
+            id: w.id.to_string(),
+            href: format!("/workflows/{}", w.id),
+            name: w.name.clone().unwrap_or_else(|| "-".to_owned()),
+            created: time(w.created_at),
+            created_ago: relative(w.created_at, now),
+            status: crate::workflows::status_words(w.open, w.is_finished()),
+            jobs: count(w.total()),
+            counts: state_counts(&w.counts),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "workflows.html")]
+pub(crate) struct WorkflowsPage {
+    pub(crate) layout: Layout,
+    pub(crate) rows: Vec<WorkflowRow>,
+    /// The state names, for the table's head.
+    pub(crate) states: Vec<&'static str>,
+    pub(crate) newest_href: Option<String>,
+    pub(crate) older_href: Option<String>,
+    pub(crate) empty_text: String,
+}
+
+/// A step a job waits for, linking to its job (unless it was deleted: then its id, unlinked).
+#[derive(Debug)]
+pub(crate) struct WaitsFor {
+    pub(crate) label: String,
+    pub(crate) href: Option<String>,
+    /// It runs whatever this dependency's outcome.
+    pub(crate) any_outcome: bool,
+}
+
+/// One job of a workflow's page.
+#[derive(Debug)]
+pub(crate) struct StepRow {
+    pub(crate) step: String,
+    pub(crate) id: String,
+    pub(crate) href: String,
+    pub(crate) state: &'static str,
+    pub(crate) queue: String,
+    pub(crate) queue_href: String,
+    /// Its kind, or empty.
+    pub(crate) kind: String,
+    pub(crate) kind_href: String,
+    pub(crate) attempts: String,
+    pub(crate) waits_for: Vec<WaitsFor>,
+    /// `and 996 more` past the dependencies named, or empty.
+    pub(crate) more: String,
+    /// The dependency whose failure cancelled it.
+    pub(crate) blocked_by: Option<BlockedView>,
+    pub(crate) error: String,
+}
+
+/// The most dependencies a row of a workflow's page names (a batch's callback waits for
+/// every member).
+const DEPS_SHOWN: usize = 10;
+
+fn waits_for(id: JobId, policy: DepPolicy, steps: &HashMap<JobId, &str>) -> WaitsFor {
+    match steps.get(&id) {
+        Some(step) => WaitsFor {
+            label: clip(step, 60),
+            href: Some(format!("/jobs/{id}")),
+            any_outcome: policy == DepPolicy::AnyOutcome,
+        },
+        None => WaitsFor {
+            label: id.to_string(),
+            href: None,
+            any_outcome: policy == DepPolicy::AnyOutcome,
+        },
+    }
+}
+
+#[derive(Template)]
+#[template(path = "workflow.html")]
+pub(crate) struct WorkflowPage {
+    pub(crate) layout: Layout,
+    pub(crate) id: String,
+    /// Its name, or `-`.
+    pub(crate) name: String,
+    pub(crate) status: &'static str,
+    pub(crate) open: bool,
+    pub(crate) created: String,
+    /// `4 jobs: 1 waiting, 1 pending, 1 dead, 1 cancelled`.
+    pub(crate) summary: String,
+    /// A batch's callback job.
+    pub(crate) callback: Option<WaitsFor>,
+    pub(crate) rows: Vec<StepRow>,
+}
+
+impl WorkflowPage {
+    pub(crate) fn new(layout: Layout, info: &WorkflowInfo, now: DateTime<Utc>) -> Self {
+        let steps = crate::workflows::steps_of(info);
+        let states: HashMap<JobId, JobState> =
+            info.jobs.iter().map(|j| (j.job.id, j.job.state)).collect();
+        let rows = info
+            .jobs
+            .iter()
+            .map(|j| {
+                let job = &j.job;
+                StepRow {
+                    step: j.step.clone(),
+                    id: job.id.to_string(),
+                    href: format!("/jobs/{}", job.id),
+                    state: job.state.as_str(),
+                    queue: job.queue.clone(),
+                    queue_href: jobs_href(Some(&job.queue), None),
+                    kind: job.kind.clone().unwrap_or_default(),
+                    kind_href: job
+                        .kind
+                        .as_deref()
+                        .map(|k| list_href(Some(&job.queue), None, Some(k), None))
+                        .unwrap_or_default(),
+                    attempts: format!("{}/{}", job.attempts, job.max_attempts),
+                    waits_for: j
+                        .depends_on
+                        .iter()
+                        .take(DEPS_SHOWN)
+                        .map(|(id, policy)| waits_for(*id, *policy, &steps))
+                        .collect(),
+                    more: if j.depends_on.len() > DEPS_SHOWN {
+                        format!(
+                            "and {} more",
+                            count((j.depends_on.len() - DEPS_SHOWN) as u64)
+                        )
+                    } else {
+                        String::new()
+                    },
+                    blocked_by: job.blocked_by.map(|b| {
+                        let dep = waits_for(b, DepPolicy::Completed, &steps);
+                        BlockedView {
+                            label: dep.label,
+                            href: dep.href,
+                            ended: crate::workflows::ended_state_words(states.get(&b).copied()),
+                        }
+                    }),
+                    error: job
+                        .last_error
+                        .as_deref()
+                        .map(|e| clip(e, 80))
+                        .unwrap_or_default(),
+                }
+            })
+            .collect();
+        WorkflowPage {
+            layout,
+            id: info.id.to_string(),
+            name: info.name.clone().unwrap_or_else(|| "-".to_owned()),
+            status: crate::workflows::status_words(info.open, info.is_finished()),
+            open: info.open,
+            created: with_relative(info.created_at, now),
+            summary: format!(
+                "{} {}: {}",
+                count(info.jobs.len() as u64),
+                if info.jobs.len() == 1 { "job" } else { "jobs" },
+                crate::workflows::counts_words(&info.counts())
+            ),
+            callback: info
+                .callback
+                .map(|c| waits_for(c, DepPolicy::Completed, &steps)),
+            rows,
         }
     }
 }
@@ -1117,7 +1405,7 @@ mod tests {
         assert_eq!(sum.all_text(), "100,015+");
         let cells = cells(Some("big"), &one);
         let shown: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
-        assert_eq!(shown, ["2", "1", "0", "100,000+", "3", "0"]);
+        assert_eq!(shown, ["0", "2", "1", "0", "100,000+", "3", "0"]);
         assert_eq!(Counts::default().all_text(), "0");
     }
 

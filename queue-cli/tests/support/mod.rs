@@ -14,7 +14,7 @@ use anyhow::{anyhow, ensure, Context as _};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
-use dbqueue::{Failure, JobId, Lease, NewJob, PopRequest, Queue};
+use dbqueue::{Dep, Failure, JobId, Lease, NewJob, PopRequest, PushedWorkflow, Queue, Workflow};
 use libtest_mimic::{Completion, Failed, Trial};
 use tower::ServiceExt as _;
 
@@ -317,6 +317,40 @@ pub(crate) async fn cancelled(q: &dyn Queue, queue: &str, payload: &str) -> anyh
     let id = push(q, queue, payload).await?;
     q.cancel(id).await?;
     Ok(id)
+}
+
+/// A workflow named `name` of four steps in `queue` (which must have no other due job), left
+/// with a job in each of four states: `fetch` dead with `error`; `resize` (after `fetch`)
+/// cancelled because of it; `cleanup` (after `fetch`, whatever its outcome) pending; `report`
+/// (after `resize` whatever its outcome, and after `cleanup`) waiting.
+pub(crate) async fn album(
+    q: &dyn Queue,
+    queue: &str,
+    name: &str,
+    error: &str,
+) -> anyhow::Result<PushedWorkflow> {
+    let job = |kind: &str| -> anyhow::Result<NewJob> {
+        Ok(NewJob::from_json(queue, "{\"album\":42}")?.kind(kind))
+    };
+    let wf = Workflow::new()
+        .name(name)
+        .add("fetch", job("media.fetch")?)
+        .add_after("resize", job("media.resize")?, ["fetch"])
+        .add_after(
+            "cleanup",
+            job("media.cleanup")?,
+            [Dep::on("fetch").run_anyway()],
+        )
+        .add_after(
+            "report",
+            job("media.report")?,
+            [Dep::on("resize").run_anyway(), Dep::on("cleanup")],
+        );
+    let pushed = q.push_workflow(wf).await?;
+    let fetch = pushed.job("fetch").context("a fetch step")?;
+    let lease = claim(q, queue, fetch, "test-worker").await?;
+    q.fail(&lease, Failure::permanent(error)).await?;
+    Ok(pushed)
 }
 
 /// What a request got back.
