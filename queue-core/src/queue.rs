@@ -984,6 +984,19 @@ pub trait Queue: Send + Sync + 'static {
         Err(Error::Unsupported("workflows"))
     }
 
+    /// Settles the waiting jobs that depend on `finished`: jobs of workflows completed (or
+    /// failed) inside a transaction of the caller's (`complete_in_tx`), which has committed
+    /// since. Call it after that commit; a worker does for a handler that
+    /// [marked its job completed](crate::JobContext::mark_completed). Without it the sweep
+    /// ([`Queue::settle_waiting`]) settles them within a rescue interval.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    async fn settle_dependents(&self, finished: &[JobId]) -> Result<()> {
+        let _ = finished;
+        Ok(())
+    }
+
     /// Settles every waiting job of every workflow that its dependencies allow to go on (or
     /// that a failed dependency cancels): what a process that died between a dependency's
     /// completion and its settling left. Workers run it with their rescue; the jobs changed.

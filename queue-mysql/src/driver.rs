@@ -502,12 +502,22 @@ impl MySqlDriver {
         &self,
         conn: &mut MySqlConnection,
         waiting: &[JobId],
+        prefilter: bool,
     ) -> Result<Vec<JobId>, sqlx::Error> {
         let mut cancelled = Vec::new();
         for chunk in sorted_ids(waiting).chunks(ID_CHUNK) {
+            let chunk = if prefilter {
+                let read = self.sql.workflow_block_read(chunk.len());
+                self.candidates(conn, read, chunk).await?
+            } else {
+                chunk.to_vec()
+            };
+            if chunk.is_empty() {
+                continue;
+            }
             let mut q = sqlx::query(self.sql.workflow_block(chunk.len()));
             for id in chunk {
-                q = q.bind(*id);
+                q = q.bind(id);
             }
             let blocked = q
                 .fetch_all(&mut *conn)
@@ -543,12 +553,22 @@ impl MySqlDriver {
         &self,
         conn: &mut MySqlConnection,
         waiting: &[JobId],
+        prefilter: bool,
     ) -> Result<Vec<(JobId, String)>, sqlx::Error> {
         let mut promoted = Vec::new();
         for chunk in sorted_ids(waiting).chunks(ID_CHUNK) {
+            let chunk = if prefilter {
+                let read = self.sql.workflow_promote_read(chunk.len());
+                self.candidates(conn, read, chunk).await?
+            } else {
+                chunk.to_vec()
+            };
+            if chunk.is_empty() {
+                continue;
+            }
             let mut q = sqlx::query(self.sql.workflow_promote(chunk.len()));
             for id in chunk {
-                q = q.bind(*id);
+                q = q.bind(id);
             }
             let ready = q
                 .fetch_all(&mut *conn)
@@ -568,6 +588,30 @@ impl MySqlDriver {
             promoted.extend(ready);
         }
         Ok(promoted)
+    }
+
+    /// The ids of `chunk` that `read` (a workflow statement's SELECT without its locks) picks:
+    /// a plain READ COMMITTED read, so that a settle locks only the jobs that may change and
+    /// their dependencies, never those of a join still waiting for most of them (which would
+    /// hold running jobs' rows against their own completions).
+    async fn candidates(
+        &self,
+        conn: &mut MySqlConnection,
+        read: sqlx::SqlStr,
+        chunk: &[Uuid],
+    ) -> Result<Vec<Uuid>, sqlx::Error> {
+        let mut q = sqlx::query(read);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        let mut ids = q
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<Uuid, _>("id"))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        ids.sort_unstable();
+        Ok(ids)
     }
 
     /// `job_complete_many` on `conn`, in statements of at most [`PAIR_CHUNK`] leases.
@@ -1946,11 +1990,11 @@ impl Driver for MySqlDriver {
         match target {
             Target::Pool => {
                 let mut tx = self.pool.begin().await?;
-                let cancelled = self.block_on(&mut tx, waiting).await?;
+                let cancelled = self.block_on(&mut tx, waiting, true).await?;
                 tx.commit().await?;
                 Ok(cancelled)
             }
-            Target::Tx(conn) => self.block_on(conn, waiting).await,
+            Target::Tx(conn) => self.block_on(conn, waiting, false).await,
         }
     }
 
@@ -1968,11 +2012,11 @@ impl Driver for MySqlDriver {
         match target {
             Target::Pool => {
                 let mut tx = self.pool.begin().await?;
-                let promoted = self.promote_on(&mut tx, waiting).await?;
+                let promoted = self.promote_on(&mut tx, waiting, true).await?;
                 tx.commit().await?;
                 Ok(promoted)
             }
-            Target::Tx(conn) => self.promote_on(conn, waiting).await,
+            Target::Tx(conn) => self.promote_on(conn, waiting, false).await,
         }
     }
 

@@ -126,6 +126,13 @@ fn cases(n: usize) -> String {
     repeat("WHEN ? THEN ?", n, " ")
 }
 
+/// A locking SELECT (`... FOR UPDATE` at its end) as a plain read.
+fn unlocked(statement: &SqlStr) -> SqlStr {
+    let text = statement.as_str().trim_end();
+    let plain = text.strip_suffix("FOR UPDATE").unwrap_or(text).trim_end();
+    AssertSqlSafe(plain.to_owned()).into_sql_str()
+}
+
 fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
     let mut out = text.as_str().to_owned();
     for (marker, with) in markers {
@@ -191,6 +198,17 @@ impl Statements {
 
     pub(crate) fn workflow_promote(&self, ids: usize) -> SqlStr {
         expand(&self.workflow_promote, &[("{ids}", placeholders(ids))])
+    }
+
+    /// `workflow_promote`'s SELECT without its locks (a plain read that picks the candidates
+    /// the locking read then confirms).
+    pub(crate) fn workflow_promote_read(&self, ids: usize) -> SqlStr {
+        unlocked(&self.workflow_promote(ids))
+    }
+
+    /// `workflow_block`'s SELECT without its locks.
+    pub(crate) fn workflow_block_read(&self, ids: usize) -> SqlStr {
+        unlocked(&self.workflow_block(ids))
     }
 
     pub(crate) fn workflow_promote_update(&self, ids: usize) -> SqlStr {

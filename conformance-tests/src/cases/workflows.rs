@@ -461,8 +461,9 @@ pub async fn workflow_open_batch_waits_for_the_seal(ctx: Ctx) -> anyhow::Result<
 }
 
 /// A process that dies between a dependency's completion and its settling leaves the dependent
-/// waiting; the sweep (which every worker runs with its rescue) makes it pending. Completing
-/// inside the caller's transaction settles in that transaction.
+/// waiting; the sweep (which every worker runs with its rescue) makes it pending. A job
+/// completed inside the caller's transaction is settled after its commit by
+/// `settle_dependents`.
 pub async fn workflow_sweep_settles_what_a_crash_left(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
     let q = fx.queue();
@@ -513,8 +514,12 @@ pub async fn workflow_sweep_settles_what_a_crash_left(ctx: Ctx) -> anyhow::Resul
         .await?;
     let l = pop_one(&q, "wft").await?;
     tx.complete_in_tx(&l.lease, "wf-effect").await?;
-    expect_state(&q, p.job("2").context("2")?, JobState::Pending).await?;
     ensure!(tx.effects("wf-effect").await? == 1);
+    // Not settled inside the caller's transaction: after its commit, by settle_dependents.
+    let second = p.job("2").context("2")?;
+    expect_state(&q, second, JobState::Waiting).await?;
+    q.settle_dependents(&[l.job.id]).await?;
+    expect_state(&q, second, JobState::Pending).await?;
     Ok(())
 }
 

@@ -496,6 +496,10 @@ impl<B: Backend> Queue for B {
         self.engine().settle_waiting().await
     }
 
+    async fn settle_dependents(&self, finished: &[JobId]) -> Result<()> {
+        self.engine().settle_dependents(finished).await
+    }
+
     // Queue controls.
 
     async fn pause(&self, queue: &str) -> Result<()> {

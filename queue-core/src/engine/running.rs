@@ -77,10 +77,13 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
-    /// Completes the job inside the caller's transaction on `conn`; a job of a workflow
-    /// settles the jobs waiting for it in the same transaction (if another of their
-    /// dependencies commits at the same moment elsewhere, the sweep may be the one that
-    /// promotes them).
+    /// Completes the job inside the caller's transaction on `conn`. The jobs of a workflow
+    /// waiting for it are not settled here, inside a transaction whose commit the queue does
+    /// not see (settling takes row locks there, which sibling completions would meet): the
+    /// caller settles them after the commit with
+    /// [`Queue::settle_dependents`](crate::Queue::settle_dependents) (a worker does when the
+    /// handler [marked the job completed](crate::JobContext::mark_completed)), or the sweep
+    /// does within a rescue interval.
     ///
     /// # Errors
     /// [`Error::LeaseLost`] or [`Error::Cancelled`]: nothing was changed and the caller should
@@ -105,11 +108,6 @@ impl<D: Driver> Engine<D> {
             .map_err(|e| self.error(e))?;
         if changed == 0 {
             return Err(self.lease_error(Target::Tx(conn), lease).await);
-        }
-        if lease.workflow.is_some() {
-            self.settle(Target::Tx(conn), vec![lease.job_id], false)
-                .await
-                .map_err(|e| self.error(e))?;
         }
         Ok(())
     }

@@ -428,6 +428,20 @@ impl<D: Driver> Engine<D> {
         self.driver().job_deps(id).await.map_err(|e| self.error(e))
     }
 
+    /// Settles the jobs waiting for `finished`, jobs of workflows that finished in a
+    /// transaction that has committed since (`complete_in_tx`).
+    ///
+    /// # Errors
+    /// As [`Queue::settle_dependents`](crate::Queue::settle_dependents).
+    pub async fn settle_dependents(&self, finished: &[JobId]) -> Result<()> {
+        if finished.is_empty() {
+            return Ok(());
+        }
+        self.settle(Target::Pool, finished.to_vec(), true)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
     /// Settles the jobs waiting for `finished` (jobs of workflows that have just completed,
     /// died or been cancelled, and committed): a failure here is logged, not returned, since
     /// the transition it follows has happened; the sweep settles what it left.

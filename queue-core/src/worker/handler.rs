@@ -199,7 +199,9 @@ impl JobContext {
     /// `complete_in_tx` inside the transaction of its own writes (exactly-once effects). When
     /// the handler then returns `Ok(())`, the worker counts the job completed and sends no
     /// acknowledgement of its own (which would find the lease spent). Call it after the
-    /// transaction committed; a handler that returns an error is failed as usual.
+    /// transaction committed; a handler that returns an error is failed as usual. For a job of
+    /// a workflow, the worker then settles the jobs waiting for it
+    /// ([`Queue::settle_dependents`]).
     pub fn mark_completed(&self) {
         self.lease
             .completed

@@ -720,6 +720,13 @@ async fn settle(
             }
             shared.counters.add_completed(1);
             metrics.completed.increment(1);
+            // Completed in the handler's committed transaction: the jobs of its workflow
+            // waiting for it are settled now (else the sweep would, later).
+            if lease.workflow.is_some() {
+                if let Err(e) = shared.queue.settle_dependents(&[lease.job_id]).await {
+                    tracing::warn!(target: LOG_TARGET, job = %lease.job_id, error = %e, "could not settle the jobs waiting for a job its handler completed; the sweep will");
+                }
+            }
             return;
         }
         Outcome::Finished(Ok(())) => {
