@@ -62,6 +62,23 @@ pub(crate) struct WorkerArgs {
     /// Caps the work of every job at this many milliseconds, whatever its plan says.
     #[arg(long)]
     pub(crate) work_cap_ms: Option<u32>,
+    /// Each handler reads the database's clock as it starts, logs it with its start, and
+    /// stores it as the job's output with the completion ([`StartClock`]): the workflows
+    /// scenario checks with it that no job started before its dependencies finished.
+    #[arg(long)]
+    pub(crate) db_clock: bool,
+    /// The log filter when `QUEUE_CHAOS_LOG` is unset (default `warn`).
+    #[arg(long)]
+    pub(crate) log_filter: Option<String>,
+}
+
+/// What a handler started with `--db-clock` stores as its job's output.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct StartClock {
+    /// The database's clock when the handler started, in microseconds since the epoch.
+    pub(crate) db_start_us: i64,
+    /// The attempt that completed.
+    pub(crate) attempt: u32,
 }
 
 /// The settings of a holder process.
@@ -114,9 +131,9 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
-fn init_logs() {
+fn init_logs(default: Option<&str>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("QUEUE_CHAOS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default.unwrap_or("warn")));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
@@ -126,6 +143,9 @@ fn init_logs() {
 
 struct Shared {
     db: Db,
+    /// The queue, for the database's clock (`--db-clock`).
+    queue: Arc<dyn Queue>,
+    db_clock: bool,
     ns: String,
     process: String,
     hold: Duration,
@@ -136,26 +156,33 @@ struct Shared {
 
 impl Shared {
     fn log(&self, what: What, lease: &Lease, outcome: Option<Ended>) {
+        self.log_at(what, lease, outcome, now_us(), None);
+    }
+
+    fn log_at(&self, what: What, lease: &Lease, outcome: Option<Ended>, t: i64, db_t: Option<i64>) {
         self.log.write(&Event {
             what,
             job: lease.job_id.0,
             token: lease.token,
             attempt: lease.attempt,
             process: self.process.clone(),
-            t: now_us(),
+            t,
             exp: lease.expires_at.timestamp_micros(),
             outcome,
+            db_t,
         });
     }
 }
 
 /// Runs a worker process until SIGTERM, then shuts it down gracefully and reports.
 pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
-    init_logs();
+    init_logs(args.log_filter.as_deref());
     let target: Target = serde_json::from_str(&args.target).context("--target")?;
     let db = Db::connect(&target).await?;
     let shared = Arc::new(Shared {
         db: db.clone(),
+        queue: db.queue(),
+        db_clock: args.db_clock,
         ns: target.ns.clone(),
         process: args.process.clone(),
         hold: Duration::from_millis(args.hold_ms),
@@ -199,7 +226,22 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
 async fn handle(ctx: JobContext, s: Arc<Shared>) -> Result<(), JobError> {
     let lease = ctx.lease();
     let started = now_us();
-    s.log(What::Start, &lease, None);
+    // The start is logged once the database's clock is read (when asked), in one line.
+    let db_start = if s.db_clock {
+        match s.queue.now().await {
+            Ok(t) => Some(t.timestamp_micros()),
+            Err(e) => {
+                s.log_at(What::Start, &lease, None, started, None);
+                s.log(What::End, &lease, Some(Ended::Error));
+                return Err(JobError::retryable(format!(
+                    "could not read the database clock: {e}"
+                )));
+            }
+        }
+    } else {
+        None
+    };
+    s.log_at(What::Start, &lease, None, started, db_start);
     let plan: Plan = match ctx.payload() {
         Ok(p) => p,
         Err(e) => {
@@ -242,10 +284,20 @@ async fn handle(ctx: JobContext, s: Arc<Shared>) -> Result<(), JobError> {
         process: s.process.clone(),
         started_us: started,
     };
+    let output = match db_start {
+        Some(db_start_us) => Some(
+            serde_json::value::to_raw_value(&StartClock {
+                db_start_us,
+                attempt: current.attempt,
+            })
+            .map_err(|e| JobError::permanent(e.to_string()))?,
+        ),
+        None => None,
+    };
     let signal = |open: bool| say(if open { "TX+" } else { "TX-" });
     match s
         .db
-        .complete_with_effect(&s.ns, &current, &effect, s.hold, &signal)
+        .complete_with_effect(&s.ns, &current, &effect, output.as_deref(), s.hold, &signal)
         .await
     {
         Ok(()) => {
@@ -271,7 +323,7 @@ async fn handle(ctx: JobContext, s: Arc<Shared>) -> Result<(), JobError> {
 /// pauses this process meanwhile and lets another worker take the jobs), then tries every
 /// transition with the stale leases and reports what each returned.
 pub(crate) async fn holder(args: HolderArgs) -> anyhow::Result<()> {
-    init_logs();
+    init_logs(None);
     let target: Target = serde_json::from_str(&args.target).context("--target")?;
     let db = Db::connect(&target).await?;
     let queue = db.queue();
@@ -302,6 +354,7 @@ pub(crate) async fn holder(args: HolderArgs) -> anyhow::Result<()> {
             t: now_us(),
             exp: lease.expires_at.timestamp_micros(),
             outcome: None,
+            db_t: None,
         });
     }
     say(&format!("CLAIMED {}", leases.len()));
@@ -322,7 +375,7 @@ pub(crate) async fn holder(args: HolderArgs) -> anyhow::Result<()> {
         note(
             "complete_in_tx",
             outcome(
-                db.complete_with_effect(&target.ns, lease, &effect, Duration::ZERO, &|_| {})
+                db.complete_with_effect(&target.ns, lease, &effect, None, Duration::ZERO, &|_| {})
                     .await,
             ),
         );
@@ -357,6 +410,7 @@ pub(crate) async fn holder(args: HolderArgs) -> anyhow::Result<()> {
             t: now_us(),
             exp: lease.expires_at.timestamp_micros(),
             outcome: Some(Ended::LeaseLost),
+            db_t: None,
         });
     }
     say(&format!("RESULT {}", serde_json::to_string(&result)?));

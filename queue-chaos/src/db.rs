@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use dbqueue::{ClaimStrategy, Error, Lease, MySqlQueue, PostgresQueue, Queue, SqliteQueue};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use sqlx::Connection;
 
 /// Which backend a target runs on.
@@ -208,14 +209,16 @@ impl Db {
     }
 
     /// Records the effect of one execution and completes its job in one transaction, so the
-    /// effect exists exactly when the job completed. `hold` keeps the transaction open (with
-    /// the job's row, or SQLite's write lock, held) before the commit; `in_tx` is told when
-    /// the transaction opens and closes.
+    /// effect exists exactly when the job completed; `output`, if any, is stored as the job's
+    /// output with the completion. `hold` keeps the transaction open (with the job's row, or
+    /// SQLite's write lock, held) before the commit; `in_tx` is told when the transaction
+    /// opens and closes.
     pub(crate) async fn complete_with_effect(
         &self,
         ns: &str,
         lease: &Lease,
         effect: &Effect,
+        output: Option<&RawValue>,
         hold: Duration,
         in_tx: &(dyn Fn(bool) + Send + Sync),
     ) -> dbqueue::Result<()> {
@@ -241,7 +244,10 @@ impl Db {
                     .execute(&mut *tx)
                     .await
                     .map_err(Error::database)?;
-                    q.complete_in_tx(&mut tx, lease).await?;
+                    match output {
+                        Some(o) => q.complete_in_tx_with_output(&mut tx, lease, o).await?,
+                        None => q.complete_in_tx(&mut tx, lease).await?,
+                    }
                     tokio::time::sleep(hold).await;
                     tx.commit().await.map_err(Error::database)
                 }
@@ -267,7 +273,10 @@ impl Db {
                     .execute(&mut *tx)
                     .await
                     .map_err(Error::database)?;
-                    q.complete_in_tx(&mut tx, lease).await?;
+                    match output {
+                        Some(o) => q.complete_in_tx_with_output(&mut tx, lease, o).await?,
+                        None => q.complete_in_tx(&mut tx, lease).await?,
+                    }
                     tokio::time::sleep(hold).await;
                     tx.commit().await.map_err(Error::database)
                 }
@@ -293,7 +302,10 @@ impl Db {
                     .execute(&mut *tx)
                     .await
                     .map_err(Error::database)?;
-                    q.complete_in_tx(&mut tx, lease).await?;
+                    match output {
+                        Some(o) => q.complete_in_tx_with_output(&mut tx, lease, o).await?,
+                        None => q.complete_in_tx(&mut tx, lease).await?,
+                    }
                     tokio::time::sleep(hold).await;
                     tx.commit().await.map_err(Error::database)
                 }

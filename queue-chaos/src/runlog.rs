@@ -50,6 +50,10 @@ pub(crate) struct Event {
     pub(crate) exp: i64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) outcome: Option<Ended>,
+    /// On a start, with `--db-clock`: the database's clock read by the handler as it started
+    /// (microseconds since the epoch), the clock the jobs' `finished_at` are on.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) db_t: Option<i64>,
 }
 
 /// The run log of one process.

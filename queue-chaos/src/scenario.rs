@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dbqueue::{ClaimStrategy, JobState, ListRequest, NewJob, Queue};
+use dbqueue::{ClaimStrategy, Dep, JobState, ListRequest, NewJob, Queue, Workflow};
 use rustix::process::Signal;
 use serde::Serialize;
 
@@ -17,7 +17,7 @@ use crate::db::{kill_connections, Db, Kind, Target};
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
-use crate::verify::{verify, Pushed, Verdict};
+use crate::verify::{verify, verify_workflows, FlowStats, Pushed, PushedFlow, Verdict};
 
 /// The scenarios, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -54,10 +54,14 @@ pub(crate) enum Scenario {
     /// Processes are killed while inside their completion transaction (on SQLite: while
     /// holding the database's write lock).
     LockHolder,
+    /// Workflows (diamonds, fan-ins of 20 into 1, batches, chains) drain while random worker
+    /// processes are killed with SIGKILL and replaced: every workflow must finish, and no job
+    /// may start, on the database's clock, before each of its dependencies finished.
+    Workflows,
 }
 
 impl Scenario {
-    pub(crate) const ALL: [Scenario; 12] = [
+    pub(crate) const ALL: [Scenario; 13] = [
         Scenario::Drain,
         Scenario::Kill,
         Scenario::Pause,
@@ -70,6 +74,7 @@ impl Scenario {
         Scenario::Slow,
         Scenario::Pool,
         Scenario::LockHolder,
+        Scenario::Workflows,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -86,6 +91,7 @@ impl Scenario {
             Scenario::Slow => "slow",
             Scenario::Pool => "pool",
             Scenario::LockHolder => "lock-holder",
+            Scenario::Workflows => "workflows",
         }
     }
 }
@@ -212,6 +218,9 @@ pub(crate) struct Row {
     pub(crate) max_log_lines_per_s: u64,
     /// What the surviving workers counted.
     pub(crate) workers: WorkerReport,
+    /// The workflows scenario's workflows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) flows: Option<FlowStats>,
     #[serde(flatten)]
     pub(crate) verdict: Verdict,
 }
@@ -247,6 +256,7 @@ impl Row {
             max_overdue_ms: 0,
             max_log_lines_per_s: 0,
             workers: WorkerReport::default(),
+            flows: None,
             verdict: Verdict::default(),
         }
     }
@@ -305,6 +315,27 @@ impl Row {
                 self.max_recovery_ms,
                 self.pushes_lost,
                 self.claims_lost
+            ));
+        }
+        if let Some(f) = &self.flows {
+            s.push_str(&format!(
+                "\n        workflows={} ({} diamonds, {} fan-ins and {} batches of {FAN_IN} into 1, \
+                 {} chains of {CHAIN}) unfinished={} dependents={} starts checked={} \
+                 early_starts={} settled by the sweep={} completion errors={} wait from the last \
+                 dependency's finish to the first start: median {} ms, max {} ms",
+                f.workflows,
+                f.diamonds,
+                f.fan_ins,
+                f.batches,
+                f.chains,
+                f.unfinished,
+                f.dependents,
+                f.starts_checked,
+                v.early_starts,
+                f.swept,
+                f.completion_errors,
+                f.median_wait_ms,
+                f.max_wait_ms
             ));
         }
         if self.demotions > 0 {
@@ -445,6 +476,176 @@ async fn push_all(
         }));
     }
     Ok(pushed)
+}
+
+/// Members of each fan-in and batch of the workflows scenario.
+const FAN_IN: usize = 20;
+/// Links of each chain of the workflows scenario.
+const CHAIN: usize = 6;
+
+/// A step of a workflow to push: its name and the steps it depends on.
+type Step = (String, Vec<String>);
+
+/// Pushes workflows of about `jobs` jobs in all, each job with a plan of `work` (and,
+/// sometimes, a retryable failure or two, never a permanent one): a fan-in of [`FAN_IN`] into
+/// 1 (its sink needs every member completed) and a batch of as many (its callback runs once all
+/// have finished) per 240 jobs, a chain of [`CHAIN`] per 60, and diamonds (a; b and c after a;
+/// d after b and c) for the rest.
+async fn push_workflows(
+    queue: &Arc<dyn Queue>,
+    name: &str,
+    jobs: u32,
+    work: (u32, u32),
+    max_attempts: u32,
+) -> anyhow::Result<(Vec<Pushed>, Vec<PushedFlow>)> {
+    let jobs = jobs as usize;
+    let fan_ins = (jobs / 240).max(1);
+    let chains = (jobs / 60).max(2);
+    let diamonds = jobs.saturating_sub(2 * fan_ins * (FAN_IN + 1) + chains * CHAIN) / 4;
+    let mut shapes: Vec<(&'static str, Vec<Step>)> = Vec::new();
+    let members = || (1..=FAN_IN).map(|i| (i.to_string(), Vec::new()));
+    let all = || (1..=FAN_IN).map(|i| i.to_string()).collect::<Vec<_>>();
+    for _ in 0..fan_ins {
+        shapes.push((
+            "fan-in",
+            members().chain([("sink".into(), all())]).collect(),
+        ));
+        shapes.push((
+            "batch",
+            members().chain([("callback".into(), all())]).collect(),
+        ));
+    }
+    for _ in 0..chains {
+        let links = (1..=CHAIN).map(|i| {
+            let before = if i == 1 {
+                Vec::new()
+            } else {
+                vec![(i - 1).to_string()]
+            };
+            (i.to_string(), before)
+        });
+        shapes.push(("chain", links.collect()));
+    }
+    for _ in 0..diamonds {
+        let a = || vec!["a".to_owned()];
+        shapes.push((
+            "diamond",
+            vec![
+                ("a".into(), Vec::new()),
+                ("b".into(), a()),
+                ("c".into(), a()),
+                ("d".into(), vec!["b".into(), "c".into()]),
+            ],
+        ));
+    }
+    // Diamonds, chains and fan-ins mixed, so that the claims interleave them.
+    fastrand::shuffle(&mut shapes);
+    let mut seq = 0u32;
+    let mut pushed = Vec::with_capacity(jobs);
+    let mut flows = Vec::with_capacity(shapes.len());
+    for (shape, steps) in shapes {
+        let mut plans = Vec::with_capacity(steps.len());
+        let mut wf = match shape {
+            "batch" => {
+                let mut members = Vec::with_capacity(FAN_IN + 1);
+                for _ in 0..=FAN_IN {
+                    let plan = flow_plan(seq, work);
+                    seq += 1;
+                    members.push(NewJob::new(name, &plan)?.max_attempts(max_attempts));
+                    plans.push(plan);
+                }
+                let callback = members.pop().context("a batch without its callback")?;
+                Workflow::batch(members, callback)
+            }
+            _ => {
+                let mut wf = Workflow::new();
+                for (step, deps) in &steps {
+                    let plan = flow_plan(seq, work);
+                    seq += 1;
+                    let job = NewJob::new(name, &plan)?.max_attempts(max_attempts);
+                    wf = wf.add_after(step.clone(), job, deps.iter().map(Dep::on));
+                    plans.push(plan);
+                }
+                wf
+            }
+        };
+        wf = wf.name(shape);
+        let stored = queue.push_workflow(wf).await?;
+        let id_of = |step: &str| {
+            stored
+                .job(step)
+                .with_context(|| format!("{shape} workflow {} has no step {step}", stored.id))
+        };
+        let mut edges = Vec::new();
+        for (step, deps) in &steps {
+            let job = id_of(step)?;
+            for d in deps {
+                edges.push((job, id_of(d)?));
+            }
+        }
+        pushed.extend(
+            stored
+                .jobs
+                .iter()
+                .zip(&plans)
+                .map(|((_, id), plan)| Pushed {
+                    id: *id,
+                    plan: *plan,
+                    max_attempts,
+                }),
+        );
+        flows.push(PushedFlow {
+            id: stored.id,
+            shape,
+            jobs: stored.jobs.clone(),
+            edges,
+        });
+    }
+    Ok((pushed, flows))
+}
+
+/// The plan of one workflow job: most succeed at once, about 10 % fail once or twice with a
+/// retryable error first; none fails for good, so every workflow must finish completed.
+fn flow_plan(seq: u32, work_ms: (u32, u32)) -> Plan {
+    Plan {
+        seq,
+        fail: if fastrand::u32(0..100) < 10 {
+            fastrand::u32(1..=2)
+        } else {
+            0
+        },
+        permanent: false,
+        work_ms: fastrand::u32(work_ms.0..=work_ms.1),
+    }
+}
+
+/// Waiting jobs that the workers' sweep settled, summed from the `settled=N` of their logs'
+/// "the sweep settled waiting workflow jobs" lines.
+fn swept(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for line in text.lines() {
+            if !line.contains("the sweep settled waiting workflow jobs") {
+                continue;
+            }
+            total += line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("settled="))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
 }
 
 /// The worker processes of one scenario run.
@@ -628,7 +829,7 @@ impl Monitor {
         Some(
             stats
                 .iter()
-                .all(|s| s.count(JobState::Pending) + s.running == 0),
+                .all(|s| s.count(JobState::Waiting) + s.count(JobState::Pending) + s.running == 0),
         )
     }
 }
@@ -709,6 +910,8 @@ async fn drain(
         Scenario::LockHolder if env.kind == Kind::Sqlite => (sizes.jobs / 4, (0, 10), false, 25),
         Scenario::LockHolder => (sizes.jobs / 2, (0, 10), false, 25),
         Scenario::Pool => (sizes.jobs / 2, (0, 10), false, 25),
+        // Retryable failures only (see flow_plan): every workflow must finish.
+        Scenario::Workflows => (sizes.jobs, (50, 150), false, 25),
         _ => {
             // Work long enough that the drain spans every fault with room between them.
             let slots = (sizes.procs * sizes.slots) as u64;
@@ -718,7 +921,15 @@ async fn drain(
         }
     };
     let name = "chaos";
-    let pushed = push_all(&queue, name, &plans(jobs, work, failures), max_attempts).await?;
+    let (pushed, flows) = if scenario == Scenario::Workflows {
+        push_workflows(&queue, name, jobs, work, max_attempts).await?
+    } else {
+        let plans = plans(jobs, work, failures);
+        (
+            push_all(&queue, name, &plans, max_attempts).await?,
+            Vec::new(),
+        )
+    };
 
     let mut child_target = t.clone();
     let mut slots = sizes.slots;
@@ -740,6 +951,15 @@ async fn drain(
         _ => {}
     }
     let mut fleet = Fleet::new(&child_target, name, slots, sizes, hold_ms, &dir)?;
+    if scenario == Scenario::Workflows {
+        // The handlers record the database's clock at their start; the logs carry the sweep's
+        // "settled" lines (info, of the engine).
+        fleet.args.extend([
+            "--db-clock".to_owned(),
+            "--log-filter".to_owned(),
+            "warn,queue::engine=info".to_owned(),
+        ]);
+    }
     fleet.start(sizes.procs).await?;
 
     let mut monitor = Monitor::new(env.kind, sizes);
@@ -770,7 +990,7 @@ async fn drain(
         match scenario {
             // Kills stop at 80 % of the drain, so that the last jobs are not killed again and
             // again until their attempts run out.
-            Scenario::Kill | Scenario::LockHolder
+            Scenario::Kill | Scenario::LockHolder | Scenario::Workflows
                 if Instant::now() >= next_kill && progress < 0.8 =>
             {
                 let victim = if scenario == Scenario::LockHolder {
@@ -862,6 +1082,11 @@ async fn drain(
         _ => monitor.overdue.len() as u64,
     };
     row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck).await?;
+    if scenario == Scenario::Workflows {
+        let mut flows = verify_workflows(&queue, &flows, &events, &mut row.verdict).await?;
+        flows.swept = swept(&dir);
+        row.flows = Some(flows);
+    }
     match scenario {
         Scenario::Restart if row.db_restarts < u64::from(sizes.faults) => {
             bail!(
@@ -878,7 +1103,7 @@ async fn drain(
                 sizes.faults
             )
         }
-        Scenario::Kill | Scenario::LockHolder if row.killed == 0 => {
+        Scenario::Kill | Scenario::LockHolder | Scenario::Workflows if row.killed == 0 => {
             bail!("the queue drained before a process was killed; use more jobs")
         }
         _ => {}
@@ -1376,5 +1601,27 @@ async fn wait_running(
             bail!("the holder did not start its {n} jobs within {within:?}");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_lines_of_the_worker_logs_are_summed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("w0.1.log"),
+            "2026-01-01T00:00:00.1Z  INFO queue::engine: the sweep settled waiting workflow jobs settled=3\n\
+             2026-01-01T00:00:01.1Z  WARN queue::worker: job failed; it will be retried settled=9\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("w1.1.log"),
+            "2026-01-01T00:00:00.2Z  INFO queue::engine: the sweep settled waiting workflow jobs settled=2\n",
+        )
+        .unwrap();
+        assert_eq!(swept(dir.path()), 5);
     }
 }
