@@ -156,13 +156,15 @@ impl Controls {
         }
     }
 
-    /// The smoke run's: the command line's, with a rate that 300 jobs feel (3 windows).
+    /// The smoke run's: the command line's, with a rate that 300 jobs feel (3 windows) and
+    /// workflows that 300 jobs hold three of.
     fn smoke(cli: &Cli) -> Self {
         Controls {
             rate: RateLimit {
                 limit: 100,
                 period: Duration::from_millis(50),
             },
+            workflow_size: 100,
             ..Controls::of(cli)
         }
     }
@@ -283,6 +285,7 @@ impl WorkloadArg {
                 all.push(limited);
                 all.push(keyed);
                 all.push(rated);
+                all.push(workflow);
                 all.push(Workload::Fairness { batch });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
@@ -481,7 +484,7 @@ mod tests {
             WorkloadArg::Drain.expand(1, 0, &c),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 12);
+        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 13);
         assert_eq!(
             WorkloadArg::Drain.expand(100, 4, &c).last(),
             Some(&Workload::DrainProcesses {
@@ -551,6 +554,10 @@ mod tests {
                 rate: c.rate,
             },
             Workload::Fairness { batch: 100 },
+            Workload::Workflow {
+                batch: 100,
+                size: 50,
+            },
         ] {
             assert!(all.contains(&w), "{w:?} not in {all:?}");
         }
