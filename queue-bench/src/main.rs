@@ -84,6 +84,10 @@ struct Cli {
     /// PERIOD (a number with ms, s, m or h; a bare unit is one of it: `250/s`).
     #[arg(long, default_value = "250/100ms", value_parser = parse_rate)]
     rate: RateLimit,
+    /// The `workflow` workload: jobs per workflow (a root, size - 2 middles after it, a join
+    /// after all of them); `--jobs` / size workflows, at least one.
+    #[arg(long, default_value_t = 1_000)]
+    workflow_size: u64,
     /// Internal: run as one worker process of the multi-process drain on this namespace.
     #[arg(long, hide = true)]
     child_drain: Option<String>,
@@ -120,6 +124,9 @@ enum WorkloadArg {
     EnqueueUnique,
     /// `stats` on a table of `--backlog-rows` finished jobs, capped and exact.
     Stats,
+    /// Fan-out / fan-in workflows of `--workflow-size` jobs (`--jobs` / size of them, at least
+    /// one), pushed then drained (and the plain drain they are compared with).
+    Workflow,
     All,
 }
 
@@ -134,6 +141,8 @@ struct Controls {
     key_limit: u32,
     /// `drain-rate`'s rate limit.
     rate: RateLimit,
+    /// `workflow`'s jobs per workflow.
+    workflow_size: u64,
 }
 
 impl Controls {
@@ -143,16 +152,19 @@ impl Controls {
             keys: cli.keys,
             key_limit: cli.key_limit,
             rate: cli.rate,
+            workflow_size: cli.workflow_size,
         }
     }
 
-    /// The smoke run's: the command line's, with a rate that 300 jobs feel (3 windows).
+    /// The smoke run's: the command line's, with a rate that 300 jobs feel (3 windows) and
+    /// workflows that 300 jobs hold three of.
     fn smoke(cli: &Cli) -> Self {
         Controls {
             rate: RateLimit {
                 limit: 100,
                 period: Duration::from_millis(50),
             },
+            workflow_size: 100,
             ..Controls::of(cli)
         }
     }
@@ -168,6 +180,12 @@ impl Controls {
         }
         if self.keys == 0 {
             anyhow::bail!("--keys must be at least 1");
+        }
+        let most = queue_core::Limits::default().max_batch as u64;
+        if !(3..=most).contains(&self.workflow_size) {
+            anyhow::bail!(
+                "--workflow-size must be between 3 (a root, a middle, a join) and {most} (the queue's max_batch)"
+            );
         }
         let least = workload::least_duration(settings.jobs, self.rate);
         let timeout = Duration::from_secs(settings.workload_timeout_secs());
@@ -240,6 +258,10 @@ impl WorkloadArg {
             batch,
             rate: c.rate,
         };
+        let workflow = Workload::Workflow {
+            batch,
+            size: c.workflow_size,
+        };
         match self {
             WorkloadArg::Enqueue => vec![Workload::Enqueue],
             WorkloadArg::EnqueueBatch => vec![Workload::EnqueueBatch],
@@ -252,6 +274,7 @@ impl WorkloadArg {
             WorkloadArg::DrainKeyed => vec![Workload::Drain { batch }, keyed],
             WorkloadArg::DrainRate => vec![Workload::Drain { batch }, rated],
             WorkloadArg::Fairness => vec![Workload::Fairness { batch }],
+            WorkloadArg::Workflow => vec![Workload::Drain { batch }, workflow],
             WorkloadArg::All => {
                 let mut all = vec![
                     Workload::Enqueue,
@@ -262,6 +285,7 @@ impl WorkloadArg {
                 all.push(limited);
                 all.push(keyed);
                 all.push(rated);
+                all.push(workflow);
                 all.push(Workload::Fairness { batch });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
@@ -460,7 +484,7 @@ mod tests {
             WorkloadArg::Drain.expand(1, 0, &c),
             vec![Workload::Drain { batch: 1 }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 12);
+        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 13);
         assert_eq!(
             WorkloadArg::Drain.expand(100, 4, &c).last(),
             Some(&Workload::DrainProcesses {
@@ -477,6 +501,7 @@ mod tests {
             keys: 50,
             key_limit: 2,
             rate: RateLimit::new(10, Duration::from_millis(20)).unwrap(),
+            workflow_size: 50,
         };
         assert_eq!(
             WorkloadArg::DrainKeyed.expand(100, 0, &c),
@@ -503,6 +528,16 @@ mod tests {
             WorkloadArg::Fairness.expand(100, 0, &c),
             vec![Workload::Fairness { batch: 100 }]
         );
+        assert_eq!(
+            WorkloadArg::Workflow.expand(100, 0, &c),
+            vec![
+                Workload::Drain { batch: 100 },
+                Workload::Workflow {
+                    batch: 100,
+                    size: 50
+                }
+            ]
+        );
         let all = WorkloadArg::All.expand(100, 0, &c);
         for w in [
             Workload::DrainLimited {
@@ -519,6 +554,10 @@ mod tests {
                 rate: c.rate,
             },
             Workload::Fairness { batch: 100 },
+            Workload::Workflow {
+                batch: 100,
+                size: 50,
+            },
         ] {
             assert!(all.contains(&w), "{w:?} not in {all:?}");
         }
@@ -568,6 +607,13 @@ mod tests {
         let mut c = controls();
         c.key_limit = 0;
         assert!(c.check(&settings, false).is_err());
+        for (size, ok) in [(2, false), (3, true), (10_000, true), (10_001, false)] {
+            let c = Controls {
+                workflow_size: size,
+                ..controls()
+            };
+            assert_eq!(c.check(&settings, false).is_ok(), ok, "size {size}");
+        }
     }
 
     #[test]
@@ -579,6 +625,7 @@ mod tests {
         assert_eq!(cli.batch, 100);
         assert_eq!(cli.backlog_rows, 1_000_000);
         assert_eq!((cli.keys, cli.key_limit), (100, 1));
+        assert_eq!(cli.workflow_size, 1_000);
         assert_eq!(
             (cli.rate.limit, cli.rate.period),
             (250, Duration::from_millis(100))

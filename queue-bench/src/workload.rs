@@ -15,6 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::backend::{BaselineNs, OursNs, Server};
 
+mod workflow;
+
 /// The queue name every workload uses.
 const QUEUE: &str = "bench";
 /// Jobs per push while seeding a drain (not measured).
@@ -116,6 +118,10 @@ pub(crate) enum Workload {
     /// `stats` of a table holding `backlog_rows` completed jobs: with the default cap, compared
     /// with the exact count.
     Stats,
+    /// Fan-out / fan-in workflows of `size` jobs each (a root, `size - 2` middles after it, a
+    /// join after all of them), as many as fit in the jobs (at least one), pushed and then
+    /// drained with this prefetch; compared with the plain drain of the same run.
+    Workflow { batch: usize, size: u64 },
 }
 
 impl Workload {
@@ -149,6 +155,9 @@ impl Workload {
             }
             Workload::EnqueueUnique => "enqueue-unique".into(),
             Workload::Stats => "stats".into(),
+            Workload::Workflow { batch, size } => {
+                format!("workflow: fan-out/fan-in of {size} jobs (batch {batch})")
+            }
         }
     }
 }
@@ -447,6 +456,31 @@ pub(crate) async fn run(
             r.ours = Some(capped);
             r.baseline = Some(exact);
             r.notes = notes;
+        }
+        Workload::Workflow { batch, size } => {
+            let ns = server.ours(s.pool()).await?;
+            let out =
+                workflow::workflow_ours(ns.as_ref(), server.kind(), s, batch, size, progress).await;
+            let cleaned = ns.cleanup().await;
+            let run = out?;
+            cleaned.context("drop the namespace")?;
+            r.ours = Some(run.drain);
+            r.latency = run.latency;
+            r.violations = run
+                .violations
+                .into_iter()
+                .map(|v| format!("dbqueue: {v}"))
+                .collect();
+            r.notes = run.notes;
+            if let (Some(o), Some(fresh)) = (&r.ours, fresh_drain) {
+                r.baseline = Some(Measurement {
+                    what: format!("the plain drain of this run (batch {batch})"),
+                    jobs: 0,
+                    seconds: 0.0,
+                    jobs_per_sec: fresh,
+                });
+                r.ratio = Some(o.rate() / fresh);
+            }
         }
         Workload::Latency => {
             let ns = server.ours(s.pool()).await?;
@@ -1555,6 +1589,28 @@ mod tests {
             .find(|n| n.starts_with("most running jobs of one key"))
             .unwrap_or_else(|| panic!("no hot-key note in {:?}", r.notes));
         assert!(note.contains("20 keys, key limit 2"), "{note}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workflows_drain_in_order_beside_the_plain_drain() {
+        // 250 jobs: two whole workflows of 100.
+        let s = small(250);
+        let w = Workload::Workflow {
+            batch: 50,
+            size: 100,
+        };
+        let r = run_on_sqlite(w, &s, Some(1000.0)).await;
+        assert_eq!(r.ours.as_ref().map(|m| m.jobs), Some(200));
+        assert_eq!(r.ratio.map(|x| x > 0.0), Some(true), "{r:?}");
+        assert_eq!(r.latency.len(), 2, "{:?}", r.latency);
+        assert_eq!(r.latency[0].samples, 2, "a push_workflow per workflow");
+        assert_eq!(r.latency[1].samples, 2, "a join per workflow");
+        assert!(
+            r.notes[0].contains("2 workflows of 100 jobs"),
+            "{:?}",
+            r.notes
+        );
+        assert!(r.notes.iter().any(|n| n.starts_with("order checked")));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
