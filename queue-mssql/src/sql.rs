@@ -523,7 +523,9 @@ mod tests {
         assert!(retry.ends_with(
             "WHERE id IN (CAST(@P1 AS BINARY(16))) AND state IN (N'dead', N'cancelled')"
         ));
-        assert!(retry.contains("attempts = 0, snoozes = 0, run_at = SYSUTCDATETIME()"));
+        // A retried job no longer names the blocker of its old cancellation.
+        assert!(retry
+            .contains("attempts = 0, snoozes = 0, blocked_by = NULL, run_at = SYSUTCDATETIME()"));
         // Delete: the states after the ids, and never a running job.
         let delete = f(&s.job_delete_many_for(2, 2));
         assert!(delete.ends_with(
@@ -1669,12 +1671,16 @@ mod tests {
         for (name, text) in [("workflow_block", &block), ("workflow_promote", &promote)] {
             assert!(!text.contains("version"), "{name}: {text}");
         }
+        // Reopen: the cancelled dependents of the retried jobs, found through job_deps' primary
+        // key (blocked_by has no index), that those jobs blocked.
         assert_eq!(
             flat(&s.workflow_reopen_for(2)),
             format!(
-                "UPDATE [jobs_s].[jobs] SET state = N'waiting', blocked_by = NULL, \
+                "UPDATE j SET state = N'waiting', blocked_by = NULL, \
                  finished_at = NULL, updated_at = SYSUTCDATETIME() OUTPUT inserted.id \
-                 WHERE state = N'cancelled' AND blocked_by IN {ids2}"
+                 FROM [jobs_s].[jobs] AS j WHERE j.id IN (SELECT d.job_id \
+                 FROM [jobs_s].[job_deps] AS d WHERE d.dep_id IN {ids2}) \
+                 AND j.state = N'cancelled' AND j.blocked_by IN {ids2}"
             )
         );
         // The sweep: a range of jobs_waiting_idx in id order.
