@@ -1309,6 +1309,18 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         .await?
             == 0
     );
+    // A retention round, which ends with the rows of workflows whose jobs are all gone (none
+    // here: nothing is old enough).
+    let round = q
+        .run_retention(
+            &queue_core::Retention::off()
+                .delete_after(queue_core::JobState::Completed, Duration::from_secs(3600)),
+        )
+        .await?;
+    ensure!(
+        round.is_some_and(|r| r.total() == 0 && r.workflows == 0),
+        "{round:?}"
+    );
     // Bulk operations, batch by batch, and the counts of every queue.
     let filler = queue_core::JobFilter {
         queue: Some("plans-filler".into()),
@@ -1384,6 +1396,7 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         statement!("job_retry_many"),
         statement!("job_delete_many"),
         statement!("job_stats"),
+        statement!("workflow_prune"),
     ];
     let prepared: Vec<(String, String, i32)> = sqlx::query_as(
         "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements",
@@ -1415,6 +1428,18 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
                         .matches("Index Cond: ((queue = q.queue) AND (state =")
                         .count()
                         == 3,
+                "{file}\n{plan}"
+            );
+            continue;
+        }
+        if *file == "workflow_prune" {
+            // The workflows along their primary key, each one's jobs checked by a subplan of its
+            // own (looked up in jobs_pkey, never a join that could hash the jobs table).
+            ensure!(
+                plan.contains("Index Scan using workflows_pkey on workflows w")
+                    && plan.contains("Filter: (NOT (SubPlan 1))")
+                    && plan.contains("using jobs_pkey on jobs j")
+                    && !plan.contains("Seq Scan on jobs"),
                 "{file}\n{plan}"
             );
             continue;

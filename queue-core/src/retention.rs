@@ -27,7 +27,8 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// after 7 days (dead jobs are what an operator looks into), every minute; a worker runs it
 /// unless given [`Retention::off`]. A round runs in one process at a time whatever the number
 /// of workers (a lease row in the database), deletes in bounded statements of a few thousand
-/// rows each (never one long transaction), and logs what it deleted.
+/// rows each (never one long transaction), and logs what it deleted. After the jobs, it
+/// deletes the rows of the workflows none of whose jobs exists any more.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Retention {
     completed: Option<Duration>,
@@ -163,13 +164,19 @@ pub struct RetentionReport {
     /// Counts of key rate limits' windows that had ended, deleted (one row per key of a queue
     /// with a key rate limit; a key's count is kept only while its window lasts).
     pub key_rate_counts: u64,
+    /// Workflows deleted, each with its steps and dependencies (its rows in `workflows`,
+    /// `workflow_jobs` and `job_deps`), once none of its jobs existed any more (all pruned or
+    /// deleted). Only workflows older than the shortest age of the rules are looked at. Not
+    /// jobs: not part of [`RetentionReport::total`].
+    pub workflows: u64,
     /// The round stopped at its time limit ([`RETENTION_ROUND`]) with rows left to delete;
     /// the next round goes on.
     pub unfinished: bool,
 }
 
 impl RetentionReport {
-    /// Every job deleted.
+    /// Every job deleted (completed, cancelled and dead; the key rate counts and the workflows
+    /// have their own fields).
     pub fn total(&self) -> u64 {
         self.completed + self.cancelled + self.dead
     }

@@ -1988,6 +1988,45 @@ impl Driver for MemoryDriver {
         .await
     }
 
+    /// Up to `limit` workflows below `before`, least id first, none of whose jobs exists any
+    /// more (checked job by job, stopping at the first one found): deleted, with their step
+    /// rows and the dependency rows of their jobs; how many.
+    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64> {
+        let _call = self.enter(Statement::WorkflowPrune).await?;
+        self.pool(|w, _| {
+            let doomed: Vec<(WorkflowId, Vec<JobId>)> = {
+                let schema = w.schema()?;
+                schema
+                    .workflows
+                    .range(..before)
+                    .filter(|(id, _)| {
+                        !workflow_members(schema, **id)
+                            .any(|(job, _)| schema.jobs.get(job).is_some())
+                    })
+                    .take(limit)
+                    .map(|(id, _)| {
+                        (
+                            *id,
+                            workflow_members(schema, *id).map(|(job, _)| job).collect(),
+                        )
+                    })
+                    .collect()
+            };
+            for (id, jobs) in &doomed {
+                for job in jobs {
+                    let deps: Vec<JobId> = w.schema()?.deps_of_ids(*job).collect();
+                    for dep in deps {
+                        w.delete_dep(dep, *job)?;
+                    }
+                    w.delete_workflow_job(*id, *job)?;
+                }
+                w.put_workflow(*id, None)?;
+            }
+            Ok(doomed.len() as u64)
+        })
+        .await
+    }
+
     /// What `id` depends on, in the dependencies' id order, each with its step, policy, state
     /// and output (`None` when its job is gone).
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>> {

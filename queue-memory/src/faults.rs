@@ -131,6 +131,7 @@ statements! {
     WorkflowJobs => "workflow_jobs",
     WorkflowEdges => "workflow_edges",
     WorkflowList => "workflow_list",
+    WorkflowPrune => "workflow_prune",
     JobDeps => "job_deps",
 }
 

@@ -99,6 +99,14 @@ impl Schema {
             .map(|((_, job), policy)| (*job, *policy))
     }
 
+    /// What `job` depends on (the job depended on of each of its dependency rows, whatever
+    /// its policy), in id order.
+    pub(crate) fn deps_of_ids(&self, job: JobId) -> impl Iterator<Item = JobId> + '_ {
+        self.deps_of
+            .range((job, JobId(uuid::Uuid::nil()))..=(job, JobId(uuid::Uuid::max())))
+            .map(|(_, dep)| *dep)
+    }
+
     /// What `job` depends on, with the policy, in the dependencies' id order.
     pub(crate) fn deps_of(&self, job: JobId) -> impl Iterator<Item = (JobId, DepPolicy)> + '_ {
         self.deps_of
@@ -399,6 +407,33 @@ impl<'a> Writer<'a> {
         }
         self.undo.push(Undo::WorkflowJob(key, None));
         Ok(())
+    }
+
+    /// Deletes the step row of `job` in `workflow`; whether it existed.
+    pub(crate) fn delete_workflow_job(
+        &mut self,
+        workflow: WorkflowId,
+        job: JobId,
+    ) -> Result<bool, MemoryError> {
+        let key = (workflow, job);
+        let old = self.schema_mut()?.workflow_jobs.remove(&key);
+        let existed = old.is_some();
+        if existed {
+            self.undo.push(Undo::WorkflowJob(key, old));
+        }
+        Ok(existed)
+    }
+
+    /// Deletes the dependency of `job` on `dep` (both of its entries); whether it existed.
+    pub(crate) fn delete_dep(&mut self, dep: JobId, job: JobId) -> Result<bool, MemoryError> {
+        let schema = self.schema_mut()?;
+        let old = schema.deps.remove(&(dep, job));
+        schema.deps_of.remove(&(job, dep));
+        let existed = old.is_some();
+        if existed {
+            self.undo.push(Undo::Dep((dep, job), old));
+        }
+        Ok(existed)
     }
 
     /// Stores a dependency of `job` on `dep`.

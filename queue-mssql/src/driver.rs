@@ -1865,6 +1865,46 @@ impl Driver for MsSqlDriver {
         job_ids(&rows, "id")
     }
 
+    /// One request per step of at most 1,000 workflows (`MAX_ROWS_PER_STATEMENT`, the most
+    /// rows one statement locks), each in a transaction of the driver's (see
+    /// `workflow_prune.sql`), until `n` are deleted or a step deletes fewer than it could.
+    async fn workflow_prune(&self, before: WorkflowId, n: usize) -> Result<u64, MsSqlError> {
+        let mut conn = self.conn().await?;
+        let mut total = 0u64;
+        let want = u64::try_from(n).unwrap_or(u64::MAX);
+        while total < want {
+            let step = usize::try_from(want - total)
+                .unwrap_or(usize::MAX)
+                .min(MAX_ROWS_PER_STATEMENT);
+            conn.begin().await?;
+            let done = async {
+                let rows = conn
+                    .fetch(&self.sql.workflow_prune, params![before, limit(step)])
+                    .await?;
+                rows.first()
+                    .map(|r| count(r, "n"))
+                    .transpose()?
+                    .ok_or_else(|| decode("workflow_prune returned no row"))
+            }
+            .await;
+            let deleted = match done {
+                Ok(deleted) => {
+                    conn.commit().await?;
+                    deleted
+                }
+                Err(e) => {
+                    let _ = conn.rollback().await;
+                    return Err(e);
+                }
+            };
+            total += deleted;
+            if deleted < step as u64 {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
     async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, MsSqlError> {
         let rows = self.fetch(&self.sql.workflow_get, params![id]).await?;
         rows.first().map(workflow_from_row).transpose()
@@ -3500,5 +3540,40 @@ mod tests {
                 assert_eq!(p.value.as_ref().map(Vec::len), Some(16), "{p:?}");
             }
         }
+    }
+
+    /// workflow_prune goes out as one request inside a transaction of the driver's: the bound
+    /// bound as stored (16 bytes, big-endian), the limit as a `bigint`, capped at the rows one
+    /// statement may lock. A request that returns no count (as the stand-in answers) is an
+    /// error, and the transaction is rolled back.
+    #[tokio::test]
+    async fn a_workflow_prune_runs_in_a_transaction_of_the_drivers() {
+        let (driver, server) = stand_in().await;
+        let before = WorkflowId::new();
+        let e = driver.workflow_prune(before, 5_000).await.unwrap_err();
+        assert!(matches!(e, MsSqlError::Decode(_)), "{e:?}");
+        let statement = driver.sql.workflow_prune.to_string();
+        drop(driver);
+        let requests = server.await.unwrap();
+        let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
+        let from = requests.iter().position(|r| *r == begin).unwrap();
+        assert!(rpcs(&requests[..from]).is_empty());
+        let [crate::wire::Request::Rpc(sent, params), crate::wire::Request::Batch(rollback)] =
+            &requests[from + 1..]
+        else {
+            panic!("not one request, then the rollback: {requests:?}");
+        };
+        assert_eq!(*sent, statement);
+        assert_eq!(params.len(), 2);
+        assert_eq!(
+            params[0].value.as_deref(),
+            Some(before.0.as_bytes().as_slice())
+        );
+        assert_eq!(params[1].declared, "bigint");
+        assert_eq!(
+            params[1].value.as_deref(),
+            Some(&(MAX_ROWS_PER_STATEMENT as i64).to_le_bytes()[..])
+        );
+        assert!(rollback.contains("ROLLBACK TRANSACTION"), "{rollback}");
     }
 }

@@ -160,6 +160,7 @@ statements!(
     workflow_jobs,
     workflow_edges,
     workflow_list,
+    workflow_prune,
     job_deps,
 );
 
@@ -448,6 +449,7 @@ mod tests {
             ("workflow_jobs", 1),
             ("workflow_edges", 1),
             ("workflow_list", 2),
+            ("workflow_prune", 2),
             ("job_deps", 1),
         ] {
             let text = s.all().into_iter().find(|(n, _)| *n == name).unwrap().1;
@@ -639,6 +641,62 @@ mod tests {
                 "a result set before the counts: {part}"
             );
         }
+    }
+
+    #[test]
+    fn workflow_prune_reads_a_key_range_and_deletes_in_bounded_statements() {
+        let s = sql();
+        let text = flat(&s.workflow_prune);
+        // The workflows: a range of the primary key from its start up to the bound, oldest
+        // first, with update locks that skip the rows a batch_add holds.
+        assert!(text.starts_with(
+            "DECLARE @doomed TABLE (id BINARY(16) NOT NULL PRIMARY KEY); DECLARE @rows INT; \
+             DECLARE @deleted INT; INSERT INTO @doomed (id) SELECT TOP (@P2) w.id \
+             FROM [jobs_s].[workflows] AS w WITH (UPDLOCK, READPAST, READCOMMITTEDLOCK, ROWLOCK) \
+             WHERE w.id < CAST(@P1 AS BINARY(16)) AND NOT EXISTS ("
+        ));
+        // None of its jobs left: its steps by their primary key, each job looked up by the
+        // jobs table's (a seek, never a scan), with a locking read of the latest committed rows.
+        assert!(text.contains(
+            "SELECT 1 FROM [jobs_s].[workflow_jobs] AS n WITH (READCOMMITTEDLOCK) \
+             INNER JOIN [jobs_s].[jobs] AS j WITH (FORCESEEK, READCOMMITTEDLOCK) \
+             ON j.id = n.job_id WHERE n.workflow_id = w.id) ORDER BY w.id;"
+        ));
+        assert_eq!(text.matches("[jobs_s].[jobs]").count(), 1, "{text}");
+        // The dependencies of their jobs, then their steps, each in statements of at most
+        // 1,000 rows until none is left, then the workflows.
+        let deps = text
+            .find(
+                "DELETE TOP (1000) d FROM [jobs_s].[job_deps] AS d WHERE d.job_id IN \
+                   (SELECT n.job_id FROM [jobs_s].[workflow_jobs] AS n \
+                   INNER JOIN @doomed AS x ON x.id = n.workflow_id); SET @rows = @@ROWCOUNT;",
+            )
+            .expect("the dependencies' delete");
+        let steps = text
+            .find(
+                "DELETE TOP (1000) n FROM [jobs_s].[workflow_jobs] AS n \
+                   INNER JOIN @doomed AS x ON x.id = n.workflow_id; SET @rows = @@ROWCOUNT;",
+            )
+            .expect("the steps' delete");
+        let rows = text
+            .find(
+                "DELETE w FROM [jobs_s].[workflows] AS w INNER JOIN @doomed AS x ON x.id = w.id; \
+                   SET @deleted = @@ROWCOUNT;",
+            )
+            .expect("the workflows' delete");
+        assert!(deps < steps && steps < rows, "{text}");
+        assert_eq!(text.matches("WHILE @rows > 0 BEGIN").count(), 2, "{text}");
+        assert_eq!(text.matches("SET @rows = 1;").count(), 2, "{text}");
+        // One result set, the count, at the end; no transaction verb inside the request.
+        assert!(text.ends_with("SELECT CAST(@deleted AS BIGINT) AS n;"));
+        assert_eq!(
+            text.split(';')
+                .filter(|part| part.trim_start().starts_with("SELECT"))
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(!text.contains("TRANSACTION"), "{text}");
     }
 
     #[test]
@@ -1670,6 +1728,8 @@ mod tests {
         for (name, text) in [("workflow_block", &block), ("workflow_promote", &promote)] {
             assert!(!text.contains("version"), "{name}: {text}");
         }
+        // Reopen: the cancelled dependents of the retried jobs, found through job_deps' primary
+        // key (blocked_by has no index), that those jobs blocked.
         assert_eq!(
             flat(&s.workflow_reopen_for(2)),
             format!(

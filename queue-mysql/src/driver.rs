@@ -2131,6 +2131,40 @@ impl Driver for MySqlDriver {
         Ok(out)
     }
 
+    /// Four statements in one transaction: the ids (a plain read), then the dependencies of
+    /// their jobs, their step rows and the workflows' rows, each over the ids in chunks of
+    /// [`ID_CHUNK`]; the workflows' rows deleted.
+    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let doomed: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_prune.clone())
+            .bind(before.0)
+            .bind(limit as u64)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut deleted = 0;
+        for chunk in doomed.chunks(ID_CHUNK) {
+            let over_ids = |statement| {
+                let mut q = sqlx::query(statement);
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q
+            };
+            over_ids(self.sql.workflow_prune_deps(chunk.len()))
+                .execute(&mut *tx)
+                .await?;
+            over_ids(self.sql.workflow_prune_steps(chunk.len()))
+                .execute(&mut *tx)
+                .await?;
+            deleted += over_ids(self.sql.workflow_prune_rows(chunk.len()))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
         sqlx::query(self.sql.job_deps.clone())
             .bind(id.0)

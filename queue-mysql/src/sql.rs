@@ -108,6 +108,10 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     workflow_jobs,
     workflow_edges,
     workflow_list,
+    workflow_prune,
+    workflow_prune_deps,
+    workflow_prune_steps,
+    workflow_prune_rows,
     job_deps,
 );
 
@@ -229,6 +233,18 @@ impl Statements {
         )
     }
 
+    pub(crate) fn workflow_prune_deps(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_prune_deps, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_prune_steps(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_prune_steps, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_prune_rows(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_prune_rows, &[("{ids}", placeholders(ids))])
+    }
+
     pub(crate) fn job_dedup_live(&self, queues: usize, keys: usize) -> SqlStr {
         expand(
             &self.job_dedup_live,
@@ -327,6 +343,34 @@ impl Statements {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workflow_prune_reads_a_key_range_then_deletes_over_the_ids() {
+        let s = Statements::new(&[("{prefix}", "t_")]);
+        let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // The ids: a range of the workflows' primary key from its start up to the bound,
+        // oldest first, none of whose jobs is left (looked up by the jobs table's key).
+        assert_eq!(
+            flat(s.workflow_prune.as_str()),
+            "SELECT w.id FROM t_workflows AS w WHERE w.id < ? AND NOT EXISTS ( SELECT 1 \
+             FROM t_workflow_jobs AS n JOIN t_jobs AS j ON j.id = n.job_id \
+             WHERE n.workflow_id = w.id ) ORDER BY w.id LIMIT ?"
+        );
+        // Then the dependencies of their jobs, their steps and their rows, by those ids.
+        assert_eq!(
+            flat(s.workflow_prune_deps(2).as_str()),
+            "DELETE d FROM t_job_deps AS d JOIN t_workflow_jobs AS n ON n.job_id = d.job_id \
+             WHERE n.workflow_id IN (?, ?)"
+        );
+        assert_eq!(
+            s.workflow_prune_steps(3).as_str(),
+            "DELETE FROM t_workflow_jobs WHERE workflow_id IN (?, ?, ?)"
+        );
+        assert_eq!(
+            s.workflow_prune_rows(1).as_str(),
+            "DELETE FROM t_workflows WHERE id IN (?)"
+        );
+    }
 
     #[test]
     fn statements_are_prefixed_and_placeholder_only() {

@@ -1819,6 +1819,16 @@ impl Driver for PgDriver {
         Ok(out)
     }
 
+    /// One statement (data-modifying CTEs): its row count is the workflows deleted.
+    async fn workflow_prune(&self, before: WorkflowId, n: usize) -> Result<u64, sqlx::Error> {
+        let done = on_pool!(self, |e| sqlx::query(self.sql.workflow_prune.clone())
+            .persistent(self.named())
+            .bind(before.0)
+            .bind(limit(n))
+            .execute(e))?;
+        Ok(done.rows_affected())
+    }
+
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
         let rows = on_pool!(self, |e| sqlx::query(self.sql.job_deps.clone())
             .persistent(self.named())

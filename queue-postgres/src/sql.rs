@@ -95,6 +95,7 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     workflow_jobs,
     workflow_edges,
     workflow_list,
+    workflow_prune,
     job_deps,
 );
 

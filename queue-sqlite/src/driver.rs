@@ -1577,6 +1577,31 @@ impl Driver for SqliteDriver {
         Ok(out)
     }
 
+    /// One transaction on the writer: the workflows' rows (returning their ids), then the
+    /// dependencies of their jobs and their step rows, in chunks under the parameter limit.
+    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        let doomed: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_prune.clone())
+            .bind(before.0)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?;
+        for chunk in doomed.chunks(MAX_PARAMS) {
+            for statement in [
+                &self.sql.workflow_prune_deps,
+                &self.sql.workflow_prune_steps,
+            ] {
+                let mut q = sqlx::query(rows_of(statement, chunk.len()));
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(doomed.len() as u64)
+    }
+
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {
         let rows = sqlx::query(self.sql.job_deps.clone())
             .bind(id.0)

@@ -83,6 +83,9 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     workflow_jobs,
     workflow_edges,
     workflow_list,
+    workflow_prune,
+    workflow_prune_deps,
+    workflow_prune_steps,
     job_deps,
 );
 

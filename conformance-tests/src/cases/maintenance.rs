@@ -10,7 +10,7 @@ use anyhow::{bail, ensure, Context as _};
 use queue_core::worker::Worker;
 use queue_core::{
     BulkAction, BulkOutcome, Error, Failure, JobFilter, JobId, JobState, NewJob, Queue, Retention,
-    Unique,
+    Unique, Workflow, WorkflowId, WorkflowListRequest,
 };
 use serde_json::json;
 
@@ -279,6 +279,177 @@ pub async fn retention_by_the_worker(ctx: Ctx) -> anyhow::Result<()> {
     handle.shutdown(Duration::from_secs(2)).await;
     gone?;
     expect_state(&q, keep[0], JobState::Dead).await?;
+    Ok(())
+}
+
+/// The workflows listed now (every one: the case makes fewer than a page).
+async fn listed(q: &Arc<dyn Queue>) -> anyhow::Result<Vec<WorkflowId>> {
+    let mut ids = Vec::new();
+    let mut before = None;
+    loop {
+        let page = q
+            .workflows(WorkflowListRequest {
+                before,
+                limit: 1_000,
+            })
+            .await?;
+        let Some(last) = page.last() else {
+            return Ok(ids);
+        };
+        before = Some(last.id);
+        ids.extend(page.iter().map(|w| w.id));
+    }
+}
+
+/// Pops the one due job of `queue`, checks it is `id`, and completes it.
+async fn complete(q: &Arc<dyn Queue>, queue: &str, id: JobId) -> anyhow::Result<()> {
+    let l = pop_one(q, queue).await?;
+    ensure!(l.job.id == id, "popped {} instead of {id}", l.job.id);
+    q.ack(&l.lease).await?;
+    Ok(())
+}
+
+/// A round deletes a workflow's rows (the workflow, its steps, its dependencies) once none of
+/// its jobs exists any more and it is older than the rules' shortest age, after the jobs, more
+/// than one statement's worth; it keeps a workflow with a job left (one pruned, one pending)
+/// and a young one whose jobs were deleted by hand, and deletes each of those in a later round
+/// once it qualifies.
+pub async fn retention_deletes_the_rows_of_finished_workflows(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    // A chain run to completion: both jobs pruned by age, then its rows.
+    let done = q
+        .push_workflow(
+            Workflow::new()
+                .then("a", job("rw.done", json!("a")))
+                .then("b", job("rw.done", json!("b"))),
+        )
+        .await?;
+    let (a, b) = (done.job("a").expect("a"), done.job("b").expect("b"));
+    complete(&q, "rw.done", a).await?;
+    complete(&q, "rw.done", b).await?;
+    // A chain whose first job completes (and is pruned) while its second stays pending.
+    let kept = q
+        .push_workflow(
+            Workflow::new()
+                .then("first", job("rw.kept", json!("first")))
+                .then("second", job("rw.kept", json!("second"))),
+        )
+        .await?;
+    let (first, second) = (
+        kept.job("first").expect("first"),
+        kept.job("second").expect("second"),
+    );
+    complete(&q, "rw.kept", first).await?;
+    expect_state(&q, second, JobState::Pending).await?;
+    // More workflows without jobs than one statement deletes: each job cancelled and deleted.
+    let n = 520;
+    let mut emptied = Vec::with_capacity(n);
+    for i in 0..n {
+        let w = q
+            .push_workflow(Workflow::new().add("only", job("rw.many", json!(i))))
+            .await?;
+        emptied.push(w.id);
+    }
+    let cancelled = q.bulk(BulkAction::Cancel, &filter("rw.many")).await?;
+    ensure!(cancelled.changed == n as u64, "{cancelled:?}");
+    let deleted = q.bulk(BulkAction::Delete, &filter("rw.many")).await?;
+    ensure!(deleted.changed == n as u64, "{deleted:?}");
+    // Old enough for the rules (completed jobs after 1 s; the workflows older than that).
+    let age = Duration::from_secs(1);
+    let start = q.now().await?;
+    sleep_until_db(&q, start + chrono::Duration::milliseconds(2500)).await?;
+    // A young workflow whose only job is gone already (completed, then deleted by hand).
+    let young = q
+        .push_workflow(Workflow::new().add("only", job("rw.young", json!("y"))))
+        .await?;
+    complete(&q, "rw.young", young.job("only").expect("only")).await?;
+    let gone = q.bulk(BulkAction::Delete, &filter("rw.young")).await?;
+    ensure!(gone.changed == 1, "{gone:?}");
+    ensure!(
+        q.dependencies(b).await?.len() == 1,
+        "the dependency of b before the round"
+    );
+    let rules = Retention::off()
+        .delete_after(JobState::Completed, age)
+        .interval(Duration::from_secs(1));
+    let report = q
+        .run_retention(&rules)
+        .await?
+        .context("the round did not run")?;
+    ensure!(
+        (report.completed, report.workflows, report.unfinished) == (3, 1 + n as u64, false),
+        "{report:?}"
+    );
+    // The finished workflow: no row, not listed, no dependency left.
+    ensure!(
+        q.workflow(done.id).await?.is_none(),
+        "the finished workflow is still there"
+    );
+    ensure!(
+        q.dependencies(b).await?.is_empty(),
+        "the dependency of the finished workflow's job is still there"
+    );
+    let ids = listed(&q).await?;
+    ensure!(
+        !ids.contains(&done.id) && !emptied.iter().any(|id| ids.contains(id)),
+        "pruned workflows still listed: {ids:?}"
+    );
+    for id in &emptied {
+        ensure!(
+            q.workflow(*id).await?.is_none(),
+            "workflow {id} is still there"
+        );
+    }
+    // The workflow with a job left, and the young one: kept, with their steps and dependencies.
+    let info = q
+        .workflow(kept.id)
+        .await?
+        .context("the workflow with a pending job was deleted")?;
+    ensure!(
+        info.jobs.len() == 1 && info.jobs[0].job.id == second && info.jobs[0].step == "second",
+        "{info:?}"
+    );
+    ensure!(
+        info.jobs[0]
+            .depends_on
+            .iter()
+            .map(|(dep, _)| *dep)
+            .collect::<Vec<_>>()
+            == [first],
+        "{info:?}"
+    );
+    let deps = q.dependencies(second).await?;
+    ensure!(
+        deps.len() == 1 && deps[0].id == first && deps[0].state.is_none(),
+        "{deps:?}"
+    );
+    ensure!(
+        q.workflow(young.id).await?.is_some(),
+        "the young workflow was deleted"
+    );
+    ensure!(
+        ids.contains(&kept.id) && ids.contains(&young.id) && ids.len() == 2,
+        "{ids:?}"
+    );
+    // Once the last job of the one is gone and the other is old enough, a later round takes
+    // both.
+    complete(&q, "rw.kept", second).await?;
+    let now = q.now().await?;
+    sleep_until_db(&q, now + chrono::Duration::milliseconds(2500)).await?;
+    let report = q
+        .run_retention(&rules)
+        .await?
+        .context("the second round did not run")?;
+    ensure!((report.completed, report.workflows) == (1, 2), "{report:?}");
+    for id in [kept.id, young.id] {
+        ensure!(
+            q.workflow(id).await?.is_none(),
+            "workflow {id} is still there"
+        );
+    }
+    ensure!(q.dependencies(second).await?.is_empty());
+    ensure!(listed(&q).await?.is_empty());
     Ok(())
 }
 

@@ -1055,6 +1055,18 @@ pub trait Driver: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, Self::Error>;
 
+    /// `workflow_prune`: deletes up to `limit` workflows whose id is below `before`, least id
+    /// (oldest) first, none of whose jobs exists any more in the jobs table (each of its
+    /// `workflow_jobs` rows names a job that was pruned or deleted; a workflow without such rows
+    /// counts as well), together with all their `workflow_jobs` rows and every `job_deps` row
+    /// whose `job_id` is one of their jobs; the workflows deleted. A workflow with a job still
+    /// present is kept. The workflows are read along their primary key from the least id up to
+    /// `before` (never the whole table), each one's jobs along `workflow_jobs`' primary key,
+    /// each looked up by the jobs table's primary key, stopping at the first one found (never a
+    /// scan of the jobs table). One call's deletes commit together. Retention calls it after
+    /// `job_prune`, with `before` the least UUID v7 of an instant its shortest age ago.
+    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, Self::Error>;
+
     /// `job_deps`: what job `id` depends on, each with its step, policy, and its job's state
     /// and output (`None` when that job no longer exists), in the dependencies' id order.
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, Self::Error>;

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, LOG_TARGET, PRUNE_CHUNK};
@@ -11,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::queue::{BulkAction, BulkOutcome, JobFilter};
 use crate::retention::{Retention, RetentionReport, RETENTION_ROUND, RETENTION_TASK};
+use crate::workflow::WorkflowId;
 
 /// The maintenance task of the queue gauge sampler (its lease row is made by a migration).
 pub(crate) const GAUGES_TASK: &str = "gauges";
@@ -22,6 +24,18 @@ pub(crate) const BULK_CHUNK: usize = 1_000;
 /// A retention round stops deleting this long before its lease runs out, so that it never
 /// deletes beside the next holder.
 const ROUND_MARGIN: Duration = Duration::from_secs(30);
+
+/// Workflows deleted per `workflow_prune` statement. Each takes its steps and dependencies
+/// along (a few rows per job), so fewer than the jobs of a `job_prune` statement.
+const WORKFLOW_PRUNE_CHUNK: usize = 500;
+
+/// The least UUID v7 of the millisecond of `at` (counter and random bits zero): every UUID v7
+/// made in that millisecond or later sorts at or above it, every one made earlier below it.
+/// The least UUID v7 of all for an instant before the Unix epoch.
+pub(crate) fn uuid_v7_floor(at: DateTime<Utc>) -> Uuid {
+    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
+    uuid::Builder::from_unix_timestamp_millis(millis, &[0; 10]).into_uuid()
+}
 
 impl<D: Driver> Engine<D> {
     /// How many jobs a bulk operation would touch now.
@@ -178,13 +192,18 @@ impl<D: Driver> Engine<D> {
             .maintenance_release(RETENTION_TASK, token, rules.every())
             .await
             .map_err(|e| self.error(e));
-        if report.total() > 0 || report.key_rate_counts > 0 || report.unfinished {
+        if report.total() > 0
+            || report.key_rate_counts > 0
+            || report.workflows > 0
+            || report.unfinished
+        {
             tracing::info!(
                 target: LOG_TARGET,
                 completed = report.completed,
                 cancelled = report.cancelled,
                 dead = report.dead,
                 key_rate_counts = report.key_rate_counts,
+                workflows = report.workflows,
                 unfinished = report.unfinished,
                 "retention deleted finished jobs"
             );
@@ -224,6 +243,52 @@ impl<D: Driver> Engine<D> {
                 if n < PRUNE_CHUNK as u64 {
                     break;
                 }
+            }
+        }
+        // The workflows last: their jobs' deletion (just now, or earlier) is what frees them.
+        self.prune_workflows(rules, deadline, report).await
+    }
+
+    /// Deletes the rows of workflows none of whose jobs exists any more (`workflows`,
+    /// `workflow_jobs`, `job_deps`: nothing else ever deletes them). Only workflows older than
+    /// the rules' shortest age are looked at, by id: a UUID v7, time-ordered, so the statement
+    /// reads a range of the primary key from its start up to that bound. A workflow whose jobs
+    /// were all pruned by age is older than that (its id was made before its jobs finished);
+    /// one whose jobs an operator deleted waits until it is. The bound is taken from the
+    /// database's clock, as the ages are; ids are made by the clocks of the pushing hosts, so a
+    /// host whose clock is far off only moves when its workflows are looked at, never whether
+    /// one with a job left is deleted (the statement checks that).
+    async fn prune_workflows(
+        &self,
+        rules: &Retention,
+        deadline: Instant,
+        report: &mut RetentionReport,
+    ) -> Result<()> {
+        let Some(shortest) = rules.rules().into_iter().map(|(_, after)| after).min() else {
+            return Ok(());
+        };
+        let now = self.now().await?;
+        // Ages are validated to at most 10 years: always in range.
+        let since = chrono::Duration::from_std(shortest)
+            .ok()
+            .and_then(|age| now.checked_sub_signed(age))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let before = WorkflowId(uuid_v7_floor(since));
+        let d = self.driver();
+        loop {
+            if Instant::now() >= deadline {
+                report.unfinished = true;
+                return Ok(());
+            }
+            let n = self
+                .retried("retention", || {
+                    d.workflow_prune(before, WORKFLOW_PRUNE_CHUNK)
+                })
+                .await
+                .map_err(|e| self.error(e))?;
+            report.workflows += n;
+            if n < WORKFLOW_PRUNE_CHUNK as u64 {
+                break;
             }
         }
         Ok(())
@@ -287,5 +352,33 @@ fn matching<'a>(
         older_than: filter.older_than,
         before,
         limit: BULK_CHUNK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone as _;
+
+    use super::*;
+
+    #[test]
+    fn the_v7_floor_is_below_every_id_of_its_millisecond_and_above_every_earlier_one() {
+        let at = Utc.timestamp_millis_opt(1_750_000_000_123).unwrap();
+        let floor = uuid_v7_floor(at);
+        assert_eq!(floor.get_version_num(), 7);
+        let ts = floor.get_timestamp().unwrap().to_unix();
+        assert_eq!((ts.0, ts.1), (1_750_000_000, 123_000_000));
+        let made = |millis: u64, rand: [u8; 10]| {
+            uuid::Builder::from_unix_timestamp_millis(millis, &rand).into_uuid()
+        };
+        for rand in [[0; 10], [0xff; 10], [0x5a; 10]] {
+            assert!(made(1_750_000_000_123, rand) >= floor);
+            assert!(made(1_750_000_000_124, rand) > floor);
+            assert!(made(1_750_000_000_122, rand) < floor);
+        }
+        assert_eq!(floor, made(1_750_000_000_123, [0; 10]));
+        // Before the epoch: the least of all.
+        let before = Utc.timestamp_millis_opt(-5).unwrap();
+        assert_eq!(uuid_v7_floor(before), made(0, [0; 10]));
     }
 }

@@ -101,6 +101,7 @@ pub const CATALOGUE: &[&str] = &[
     "workflow_jobs",
     "workflow_edges",
     "workflow_list",
+    "workflow_prune",
     "job_deps",
 ];
 
