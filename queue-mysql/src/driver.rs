@@ -1880,7 +1880,7 @@ impl Driver for MySqlDriver {
         Ok(())
     }
 
-    /// Multi-row INSERTs of at most [`ID_CHUNK`] rows and about half of `max_allowed_packet`
+    /// Multi-row INSERTs of at most `ID_CHUNK` rows and about half of `max_allowed_packet`
     /// each, on the engine's transaction.
     async fn workflow_steps_insert(
         &self,
@@ -1911,7 +1911,7 @@ impl Driver for MySqlDriver {
         Ok(())
     }
 
-    /// Multi-row INSERTs of at most [`ID_CHUNK`] rows each, on the engine's transaction.
+    /// Multi-row INSERTs of at most `ID_CHUNK` rows each, on the engine's transaction.
     async fn workflow_deps_insert(
         &self,
         conn: &mut MySqlConnection,
@@ -2133,7 +2133,7 @@ impl Driver for MySqlDriver {
 
     /// Four statements in one transaction: the ids (a plain read), then the dependencies of
     /// their jobs, their step rows and the workflows' rows, each over the ids in chunks of
-    /// [`ID_CHUNK`]; the workflows' rows deleted.
+    /// `ID_CHUNK`; the workflows' rows deleted.
     async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         let doomed: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_prune.clone())
