@@ -1437,7 +1437,9 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
             // own (looked up in jobs_pkey, never a join that could hash the jobs table).
             ensure!(
                 plan.contains("Index Scan using workflows_pkey on workflows w")
-                    && plan.contains("Filter: (NOT (SubPlan 1))")
+                    // PostgreSQL 15 prints `NOT (SubPlan 1)`, 18 `NOT EXISTS(SubPlan 1)`.
+                    && (plan.contains("Filter: (NOT (SubPlan 1))")
+                        || plan.contains("Filter: (NOT EXISTS(SubPlan 1))"))
                     && plan.contains("using jobs_pkey on jobs j")
                     && !plan.contains("Seq Scan on jobs"),
                 "{file}\n{plan}"
