@@ -17,11 +17,12 @@ use queue_core::{
 };
 use serde_json::value::RawValue;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
-use sqlx::pool::PoolConnection;
 use sqlx::{Acquire, Executor, MySql, Row, Transaction};
 use uuid::Uuid;
 
-use crate::migrate::{statements, MIGRATIONS};
+use crate::migrate::{
+    lock_timeout, statements, LockRow, LockRowSql, Migrator, MIGRATIONS, MIGRATION_LOCK_TIMEOUT,
+};
 use crate::server::ServerInfo;
 use crate::sql::Statements;
 
@@ -33,8 +34,6 @@ const PAIR_CHUNK: usize = 20_000;
 /// each: `workflow_block_update`), and rows per `workflow_steps_insert` /
 /// `workflow_deps_insert` (3 placeholders each).
 const ID_CHUNK: usize = 20_000;
-/// How long `migrate` waits for another process's migration to finish.
-const MIGRATION_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The MySQL/MariaDB driver behind [`crate::MySqlQueue`]: a pool, the prefixed statements and
 /// what was detected about the server. Reached through [`queue_core::Backend::engine`].
@@ -50,99 +49,14 @@ pub struct MySqlDriver {
     pub(crate) advisory_locks: bool,
 }
 
-/// The lease of the migration lock row (engines without `GET_LOCK`): a migrator that died
-/// holds the others up for at most this long. A live one renews it every third of it from a
-/// task of its own, on another connection, also while its DDL runs.
-const MIGRATION_LOCK_LEASE: Duration = Duration::from_secs(30);
-
-/// A migration session: its connection, and the lock row it holds when the engine has no
-/// `GET_LOCK`.
-#[derive(Debug)]
-pub struct Migrator {
-    conn: PoolConnection<MySql>,
-    row: Option<LockRow>,
-}
-
-/// A held migration lock row: its holder's token, and the task that renews its lease (stopped
-/// when this is dropped).
-#[derive(Debug)]
-struct LockRow {
-    token: String,
-    renewer: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for LockRow {
-    fn drop(&mut self) {
-        self.renewer.abort();
-    }
-}
-
-/// The two statements that take or renew the lock row.
-#[derive(Clone, Debug)]
-struct LockRowSql {
-    take: sqlx::SqlStr,
-    lease: sqlx::SqlStr,
-}
-
-impl LockRowSql {
-    /// Takes the lock row for `token`, or renews it, or takes it over when its lease ran out;
-    /// whether `token` holds it now.
-    async fn hold(&self, conn: &mut MySqlConnection, token: &str) -> Result<bool, sqlx::Error> {
-        let lease = micros(MIGRATION_LOCK_LEASE);
-        let taken = sqlx::query(self.take.clone())
-            .bind(token)
-            .bind(lease)
-            .execute(&mut *conn)
-            .await?;
-        if taken.rows_affected() == 1 {
-            return Ok(true);
-        }
-        let held = sqlx::query(self.lease.clone())
-            .bind(token)
-            .bind(lease)
-            .bind(token)
-            .execute(&mut *conn)
-            .await?;
-        Ok(held.rows_affected() == 1)
-    }
-
-    /// Renews `token`'s lease every third of it, on connections of `pool`, until it is lost
-    /// (then the next migration of its holder finds that out and stops) or the task is aborted.
-    async fn renew(self, pool: MySqlPool, token: String) {
-        loop {
-            tokio::time::sleep(MIGRATION_LOCK_LEASE / 3).await;
-            let renewed = match pool.acquire().await {
-                Ok(mut conn) => self.hold(&mut conn, &token).await,
-                Err(e) => Err(e),
-            };
-            match renewed {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::warn!(target: crate::LOG_TARGET, "the migration lock row was taken over by another migrator");
-                    return;
-                }
-                // Tried again at the next third; the lease outlasts two failed renewals.
-                Err(error) => {
-                    tracing::warn!(target: crate::LOG_TARGET, %error, "could not renew the migration lock row");
-                }
-            }
-        }
-    }
-}
-
 impl MySqlDriver {
+    /// The statements that take and renew the migration lock row.
     fn lock_row_sql(&self) -> LockRowSql {
         LockRowSql {
             take: self.sql.migration_lock_row.clone(),
             lease: self.sql.migration_lock_lease.clone(),
         }
     }
-}
-
-fn lock_timeout(prefix: &str) -> sqlx::Error {
-    sqlx::Error::Protocol(format!(
-        "timed out after {MIGRATION_LOCK_TIMEOUT:?} waiting for the migration lock of prefix {prefix}"
-    ))
 }
 
 fn decode(msg: String) -> sqlx::Error {
@@ -751,26 +665,10 @@ impl Driver for MySqlDriver {
         if self.advisory_locks {
             return Ok(Migrator { conn, row: None });
         }
-        let token = uuid::Uuid::new_v4().to_string();
-        let sql = self.lock_row_sql();
-        let deadline = tokio::time::Instant::now() + MIGRATION_LOCK_TIMEOUT;
-        loop {
-            match sql.hold(&mut conn, &token).await {
-                Ok(true) => break,
-                Ok(false) => {}
-                // Two waiters taking over one expired row at once: one wins, the other waits.
-                Err(e) if crate::error::classify(&e) == DriverFault::LockConflict => {}
-                Err(e) => return Err(e),
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(lock_timeout(&self.prefix));
-            }
-            tokio::time::sleep(Duration::from_millis(50 + fastrand::u64(..50))).await;
-        }
-        let renewer = tokio::spawn(sql.renew(self.pool.clone(), token.clone()));
+        let row = LockRow::take(self.lock_row_sql(), &mut conn, &self.pool, &self.prefix).await?;
         Ok(Migrator {
             conn,
-            row: Some(LockRow { token, renewer }),
+            row: Some(row),
         })
     }
 
@@ -786,15 +684,8 @@ impl Driver for MySqlDriver {
         migration: &Migration,
     ) -> Result<(), sqlx::Error> {
         if let Some(row) = &m.row {
-            // A lease lost to another migrator (its renewals failed for longer than the lease)
-            // stops here rather than run DDL beside the new holder.
-            if !self.lock_row_sql().hold(&mut m.conn, &row.token).await? {
-                return Err(sqlx::Error::Protocol(format!(
-                    "the migration lock row of prefix {} was taken over by another migrator: \
-                     this one could not renew its lease of {MIGRATION_LOCK_LEASE:?} in time",
-                    self.prefix
-                )));
-            }
+            row.check(&self.lock_row_sql(), &mut m.conn, &self.prefix)
+                .await?;
         }
         for stmt in statements(migration.sql, &self.prefix) {
             match m.conn.execute(sqlx::AssertSqlSafe(stmt)).await {
@@ -825,9 +716,9 @@ impl Driver for MySqlDriver {
         if let Some(row) = m.row.take() {
             // The renewals stop first; a lock row left behind (this call failed) runs out with
             // its lease.
-            row.renewer.abort();
+            let token = row.stop();
             sqlx::query(self.sql.migration_unlock_row.clone())
-                .bind(&row.token)
+                .bind(&token)
                 .execute(&mut *m.conn)
                 .await?;
             return Ok(());

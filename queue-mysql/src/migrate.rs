@@ -1,16 +1,167 @@
 //! The migrations, applied by the engine's migration loop under a server-wide named lock
-//! (`GET_LOCK`), or, for engines without one, a leased lock row (see the driver's
-//! `migration_lock`), so concurrent runs are safe.
+//! (`GET_LOCK`), or, for engines without one, a leased lock row (`LockRow`), so concurrent
+//! runs are safe.
 //!
 //! DDL commits implicitly on MySQL and MariaDB, so a migration and its bookkeeping row cannot
 //! share a transaction. Every migration is therefore written to be re-runnable
 //! (`CREATE TABLE IF NOT EXISTS`, an `ALTER` that yields the same table when repeated, or one
 //! `ALTER ... ADD COLUMN` whose rerun fails with "duplicate column name", which the driver takes
 //! as applied): a crash between the DDL and the record only means the DDL runs again,
-//! harmlessly, next time.
+//! harmlessly, next time. For the same reason no row lock could be held across a migration:
+//! the lock row is a lease, renewed while its holder migrates and taken over once it ran out.
+
+use std::time::Duration;
 
 use queue_core::engine::statements::load;
-use queue_core::engine::Migration;
+use queue_core::engine::{micros, DriverFault, Migration};
+use sqlx::mysql::{MySqlConnection, MySqlPool};
+use sqlx::pool::PoolConnection;
+use sqlx::MySql;
+
+/// How long `migrate` waits for another process's migration to finish.
+pub(crate) const MIGRATION_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The lease of the migration lock row (engines without `GET_LOCK`): a migrator that died
+/// holds the others up for at most this long. A live one renews it every third of it from a
+/// task of its own, on another connection, also while its DDL runs.
+const MIGRATION_LOCK_LEASE: Duration = Duration::from_secs(30);
+
+/// A migration session: its connection, and the lock row it holds when the engine has no
+/// `GET_LOCK`.
+#[derive(Debug)]
+pub struct Migrator {
+    pub(crate) conn: PoolConnection<MySql>,
+    pub(crate) row: Option<LockRow>,
+}
+
+/// The error of a migration lock that was not taken within [`MIGRATION_LOCK_TIMEOUT`].
+pub(crate) fn lock_timeout(prefix: &str) -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "timed out after {MIGRATION_LOCK_TIMEOUT:?} waiting for the migration lock of prefix {prefix}"
+    ))
+}
+
+/// The two statements that take or renew the lock row (`migration_lock_row`,
+/// `migration_lock_lease`).
+#[derive(Clone, Debug)]
+pub(crate) struct LockRowSql {
+    pub(crate) take: sqlx::SqlStr,
+    pub(crate) lease: sqlx::SqlStr,
+}
+
+impl LockRowSql {
+    /// Takes the lock row for `token`, or renews it, or takes it over when its lease ran out;
+    /// whether `token` holds it now.
+    async fn hold(&self, conn: &mut MySqlConnection, token: &str) -> Result<bool, sqlx::Error> {
+        let lease = micros(MIGRATION_LOCK_LEASE);
+        let taken = sqlx::query(self.take.clone())
+            .bind(token)
+            .bind(lease)
+            .execute(&mut *conn)
+            .await?;
+        if taken.rows_affected() == 1 {
+            return Ok(true);
+        }
+        let held = sqlx::query(self.lease.clone())
+            .bind(token)
+            .bind(lease)
+            .bind(token)
+            .execute(&mut *conn)
+            .await?;
+        Ok(held.rows_affected() == 1)
+    }
+
+    /// Renews `token`'s lease every third of it, on connections of `pool`, until it is lost
+    /// (then the next migration of its holder finds that out and stops) or the task is aborted.
+    async fn renew(self, pool: MySqlPool, token: String) {
+        loop {
+            tokio::time::sleep(MIGRATION_LOCK_LEASE / 3).await;
+            let renewed = match pool.acquire().await {
+                Ok(mut conn) => self.hold(&mut conn, &token).await,
+                Err(e) => Err(e),
+            };
+            match renewed {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(target: crate::LOG_TARGET, "the migration lock row was taken over by another migrator");
+                    return;
+                }
+                // Tried again at the next third; the lease outlasts two failed renewals.
+                Err(error) => {
+                    tracing::warn!(target: crate::LOG_TARGET, %error, "could not renew the migration lock row");
+                }
+            }
+        }
+    }
+}
+
+/// A held migration lock row: its holder's token, and the task that renews its lease (stopped
+/// when this is dropped).
+#[derive(Debug)]
+pub(crate) struct LockRow {
+    token: String,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LockRow {
+    fn drop(&mut self) {
+        self.renewer.abort();
+    }
+}
+
+impl LockRow {
+    /// Takes the lock row of `prefix` on `conn` under a new token, waiting while another
+    /// migrator's lease runs (at most [`MIGRATION_LOCK_TIMEOUT`]), then renews it from a task
+    /// on connections of `pool` until the returned value is dropped or stopped.
+    pub(crate) async fn take(
+        sql: LockRowSql,
+        conn: &mut MySqlConnection,
+        pool: &MySqlPool,
+        prefix: &str,
+    ) -> Result<Self, sqlx::Error> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let deadline = tokio::time::Instant::now() + MIGRATION_LOCK_TIMEOUT;
+        loop {
+            match sql.hold(conn, &token).await {
+                Ok(true) => break,
+                Ok(false) => {}
+                // Two waiters taking over one expired row at once: one wins, the other waits.
+                Err(e) if crate::error::classify(&e) == DriverFault::LockConflict => {}
+                Err(e) => return Err(e),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(lock_timeout(prefix));
+            }
+            tokio::time::sleep(Duration::from_millis(50 + fastrand::u64(..50))).await;
+        }
+        let renewer = tokio::spawn(sql.renew(pool.clone(), token.clone()));
+        Ok(LockRow { token, renewer })
+    }
+
+    /// Renews the lease on `conn` before a migration runs: a lease lost to another migrator
+    /// (its renewals failed for longer than the lease) stops here rather than run DDL beside
+    /// the new holder.
+    pub(crate) async fn check(
+        &self,
+        sql: &LockRowSql,
+        conn: &mut MySqlConnection,
+        prefix: &str,
+    ) -> Result<(), sqlx::Error> {
+        if sql.hold(conn, &self.token).await? {
+            return Ok(());
+        }
+        Err(sqlx::Error::Protocol(format!(
+            "the migration lock row of prefix {prefix} was taken over by another migrator: \
+             this one could not renew its lease of {MIGRATION_LOCK_LEASE:?} in time"
+        )))
+    }
+
+    /// Stops the renewals; the token, for `migration_unlock_row`.
+    pub(crate) fn stop(mut self) -> String {
+        self.renewer.abort();
+        std::mem::take(&mut self.token)
+    }
+}
 
 /// Every migration, in order. Append only: an applied migration never changes.
 pub(crate) const MIGRATIONS: &[Migration] = &[
