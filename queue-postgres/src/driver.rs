@@ -298,38 +298,6 @@ impl PgDriver {
         }
     }
 
-    /// The migration lock of engines without advisory locks: the migrations table is created
-    /// (a concurrent creator that wins makes this one fail with a duplicate: then it looks
-    /// again, after a pause), and its lock row, written inside the migration transaction, holds
-    /// every other migrator of the schema until that transaction ends.
-    async fn migration_lock_row(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
-        let mut tries = 0;
-        loop {
-            let mut tx = self.pool.begin().await?;
-            let created = sqlx::raw_sql(self.sql.migration_table.clone())
-                .execute(&mut *tx)
-                .await;
-            match created {
-                Ok(_) => {}
-                Err(sqlx::Error::Database(db))
-                    if tries < 10
-                        && matches!(db.code().as_deref(), Some("23505" | "42P06" | "42P07")) =>
-                {
-                    tries += 1;
-                    let _ = tx.rollback().await;
-                    tokio::time::sleep(Duration::from_millis(20 + fastrand::u64(..30))).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            sqlx::query(self.sql.migration_lock_row.clone())
-                .persistent(self.named())
-                .execute(&mut *tx)
-                .await?;
-            return Ok(tx);
-        }
-    }
-
     /// `job_claim` with its values bound.
     fn claim_query(
         &self,
@@ -523,7 +491,7 @@ impl Driver for PgDriver {
 
     async fn migration_lock(&self) -> Result<Self::Migrator, sqlx::Error> {
         if !self.profile.advisory_locks {
-            return self.migration_lock_row().await;
+            return crate::migrate::lock_row(&self.pool, &self.sql, self.named()).await;
         }
         let mut tx = self.pool.begin().await?;
         sqlx::query(self.sql.migration_lock.clone())

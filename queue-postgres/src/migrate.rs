@@ -1,8 +1,14 @@
 //! The schema's migrations, applied by the engine's migration loop in one transaction under a
-//! transaction-scoped advisory lock, so that several processes migrating the same schema at
+//! transaction-scoped advisory lock (or, on engines without advisory locks, a lock row written
+//! in that transaction: [`lock_row`]), so that several processes migrating the same schema at
 //! once are serialized and a failed run changes nothing.
 
+use std::time::Duration;
+
 use queue_core::engine::Migration;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::sql::Statements;
 
 /// Every migration, oldest first. Append only: an applied migration never changes.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -72,3 +78,40 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0013_workflows.sql"),
     },
 ];
+
+/// The migration lock of engines without advisory locks: the migrations table is created
+/// (a concurrent creator that wins makes this one fail with a duplicate: then it looks
+/// again, after a pause), and its lock row, written inside the migration transaction, holds
+/// every other migrator of the schema until that transaction ends. `named`: whether statements
+/// are prepared by name (see the driver's `pinned`).
+pub(crate) async fn lock_row(
+    pool: &PgPool,
+    sql: &Statements,
+    named: bool,
+) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    let mut tries = 0;
+    loop {
+        let mut tx = pool.begin().await?;
+        let created = sqlx::raw_sql(sql.migration_table.clone())
+            .execute(&mut *tx)
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(db))
+                if tries < 10
+                    && matches!(db.code().as_deref(), Some("23505" | "42P06" | "42P07")) =>
+            {
+                tries += 1;
+                let _ = tx.rollback().await;
+                tokio::time::sleep(Duration::from_millis(20 + fastrand::u64(..30))).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        sqlx::query(sql.migration_lock_row.clone())
+            .persistent(named)
+            .execute(&mut *tx)
+            .await?;
+        return Ok(tx);
+    }
+}
