@@ -23,6 +23,7 @@ use sqlx::types::Json;
 use sqlx::{Acquire, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
+use crate::copy::copy_rows;
 use crate::listen::{Listener, Probe};
 use crate::migrate::MIGRATIONS;
 use crate::nodes::Nodes;
@@ -76,7 +77,7 @@ fn unsigned(n: i32) -> u32 {
     u32::try_from(n).unwrap_or(0)
 }
 
-fn signed(n: u32) -> i32 {
+pub(crate) fn signed(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
@@ -219,63 +220,6 @@ fn leased<'r>(rows: impl IntoIterator<Item = &'r PgRow>) -> Result<Vec<Leased>, 
             Leased::from_claimed(job, token).map_err(|e| decode(e.to_string()))
         })
         .collect()
-}
-
-/// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
-/// id uuid, queue text, payload json (its binary form is the text), priority int4,
-/// max_attempts int4, dedup_key text, kind text, meta json, timeout_us int8, concurrency_key
-/// text (each of the last five NULL when absent); with `workflow`, for those of
-/// `job_insert_copy_workflow`, also state text and workflow_id uuid (NULL for a job pushed
-/// alone).
-fn copy_rows(jobs: &[queue_core::NewJob], workflow: bool) -> Vec<u8> {
-    fn field(out: &mut Vec<u8>, bytes: &[u8]) {
-        out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-        out.extend_from_slice(bytes);
-    }
-    fn optional(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
-        match bytes {
-            Some(b) => field(out, b),
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-        }
-    }
-    let size: usize = jobs
-        .iter()
-        .map(|j| {
-            100 + j.queue().len()
-                + j.payload_json().len()
-                + j.dedup_key_value().map_or(0, str::len)
-                + j.kind_value().map_or(0, str::len)
-                + j.meta_json().map_or(0, str::len)
-                + j.concurrency_key_value().map_or(0, str::len)
-                + if workflow { 36 } else { 0 }
-        })
-        .sum();
-    let mut out = Vec::with_capacity(19 + size + 2);
-    out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-    out.extend_from_slice(&0i32.to_be_bytes()); // flags
-    out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
-    let fields: i16 = if workflow { 12 } else { 10 };
-    for job in jobs {
-        out.extend_from_slice(&fields.to_be_bytes());
-        field(&mut out, job.id().0.as_bytes());
-        field(&mut out, job.queue().as_bytes());
-        field(&mut out, job.payload_json().as_bytes());
-        field(&mut out, &job.priority_value().to_be_bytes());
-        field(&mut out, &signed(job.max_attempts_value()).to_be_bytes());
-        optional(&mut out, job.dedup_key_value().map(str::as_bytes));
-        optional(&mut out, job.kind_value().map(str::as_bytes));
-        optional(&mut out, job.meta_json().map(str::as_bytes));
-        let timeout = job.timeout_value().map(|t| micros(t).to_be_bytes());
-        optional(&mut out, timeout.as_ref().map(|b| &b[..]));
-        optional(&mut out, job.concurrency_key_value().map(str::as_bytes));
-        if workflow {
-            field(&mut out, job.initial_state().as_str().as_bytes());
-            let id = job.workflow_id().map(|w| *w.0.as_bytes());
-            optional(&mut out, id.as_ref().map(|b| &b[..]));
-        }
-    }
-    out.extend_from_slice(&(-1i16).to_be_bytes());
-    out
 }
 
 impl PgDriver {

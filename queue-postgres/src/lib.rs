@@ -4,6 +4,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod builder;
+mod copy;
 mod driver;
 mod error;
 mod listen;
