@@ -82,6 +82,13 @@ pub trait SqlBackend: Send + Sync + 'static {
         job: NewJob,
     ) -> queue_core::Result<JobId>;
 
+    /// The backend's `push_batch_in_tx`.
+    async fn push_batch_in_tx(
+        q: &Self::Queue,
+        tx: &mut Transaction<'static, Self::Db>,
+        jobs: Vec<NewJob>,
+    ) -> queue_core::Result<Vec<JobId>>;
+
     /// The backend's `push_workflow_in_tx`.
     async fn push_workflow_in_tx(
         q: &Self::Queue,
@@ -243,6 +250,20 @@ impl<B: SqlBackend> Transactions for SqlFixture<B> {
             tx.rollback().await.map_err(hook_error)?;
         }
         Ok(id)
+    }
+
+    async fn push_batch_in_tx(
+        &self,
+        jobs: Vec<NewJob>,
+        marker: &str,
+    ) -> queue_core::Result<Vec<JobId>> {
+        let mut tx = B::begin(&self.queue).await?;
+        B::insert_effect(&mut tx, &self.ns.name, marker)
+            .await
+            .map_err(hook_anyhow)?;
+        let pushed = B::push_batch_in_tx(&self.queue, &mut tx, jobs).await;
+        tx.commit().await.map_err(hook_error)?;
+        pushed
     }
 
     async fn push_workflow_in_tx(

@@ -151,6 +151,16 @@ pub trait Transactions: Send + Sync {
         commit: bool,
     ) -> queue_core::Result<JobId>;
 
+    /// In one transaction: inserts the effect `marker`, pushes `jobs` with the backend's
+    /// `push_batch_in_tx`, then commits, whatever the push returned (a failed push is to leave
+    /// the transaction usable, holding none of its jobs). Returns what the push returned, or
+    /// the commit's error.
+    async fn push_batch_in_tx(
+        &self,
+        jobs: Vec<NewJob>,
+        marker: &str,
+    ) -> queue_core::Result<Vec<JobId>>;
+
     /// In one transaction: inserts the effect `marker` and pushes `workflow`; then commits when
     /// `commit`, else rolls back.
     async fn push_workflow_in_tx(

@@ -480,6 +480,18 @@ impl Transactions for MsSqlFixture {
         Ok(id)
     }
 
+    async fn push_batch_in_tx(
+        &self,
+        jobs: Vec<NewJob>,
+        marker: &str,
+    ) -> queue_core::Result<Vec<JobId>> {
+        let mut tx = self.queue.begin().await?;
+        self.insert_effect(&mut tx, marker).await?;
+        let pushed = self.queue.push_batch_in_tx(&mut tx, jobs).await;
+        tx.commit().await.map_err(hook_error)?;
+        pushed
+    }
+
     async fn push_workflow_in_tx(
         &self,
         workflow: queue_core::Workflow,

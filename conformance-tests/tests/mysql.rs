@@ -158,6 +158,14 @@ impl SqlBackend for Backend {
         q.push_in_tx(tx, job).await
     }
 
+    async fn push_batch_in_tx(
+        q: &MySqlQueue,
+        tx: &mut Transaction<'static, MySql>,
+        jobs: Vec<NewJob>,
+    ) -> queue_core::Result<Vec<JobId>> {
+        q.push_batch_in_tx(tx, jobs).await
+    }
+
     async fn push_workflow_in_tx(
         q: &MySqlQueue,
         tx: &mut Transaction<'static, MySql>,

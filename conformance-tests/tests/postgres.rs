@@ -164,6 +164,14 @@ impl SqlBackend for Backend {
         q.push_in_tx(tx, job).await
     }
 
+    async fn push_batch_in_tx(
+        q: &PostgresQueue,
+        tx: &mut Transaction<'static, Postgres>,
+        jobs: Vec<NewJob>,
+    ) -> queue_core::Result<Vec<JobId>> {
+        q.push_batch_in_tx(tx, jobs).await
+    }
+
     async fn push_workflow_in_tx(
         q: &PostgresQueue,
         tx: &mut Transaction<'static, Postgres>,

@@ -145,6 +145,14 @@ impl SqlBackend for Backend {
         q.push_in_tx(tx, job).await
     }
 
+    async fn push_batch_in_tx(
+        q: &SqliteQueue,
+        tx: &mut Transaction<'static, Sqlite>,
+        jobs: Vec<NewJob>,
+    ) -> queue_core::Result<Vec<JobId>> {
+        q.push_batch_in_tx(tx, jobs).await
+    }
+
     async fn push_workflow_in_tx(
         q: &SqliteQueue,
         tx: &mut Transaction<'static, Sqlite>,

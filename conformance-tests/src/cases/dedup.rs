@@ -4,7 +4,7 @@ use anyhow::{bail, ensure};
 use queue_core::{Error, Failure, JobState, NewJob};
 use serde_json::json;
 
-use super::{all_jobs, expect_state, job, pop_one};
+use super::{all_jobs, expect_only_job, expect_state, job, large_batch, pop_one};
 use crate::Ctx;
 
 fn expect_duplicate<T: std::fmt::Debug>(
@@ -159,6 +159,21 @@ pub async fn batch_with_dedup_clash_stores_nothing(ctx: Ctx) -> anyhow::Result<(
     q.push(job("bd", json!(8)).dedup_key("twice")).await?;
     ensure!(all_jobs(&q).await?.len() == 3);
     Ok(())
+}
+
+/// A batch of more jobs than any dialect writes with one statement (due later, so not one
+/// PostgreSQL COPY) that clashes on its last job stores nothing.
+pub async fn large_batch_with_dedup_clash_stores_nothing(ctx: Ctx) -> anyhow::Result<()> {
+    let (fx, batch) = large_batch(&ctx, "bl", "taken").await?;
+    let q = fx.queue();
+    let existing = q.push(job("bl", json!("old")).dedup_key("taken")).await?;
+    expect_duplicate(
+        "a large batch clashing on its last job",
+        "bl",
+        "taken",
+        q.push_batch(batch).await,
+    )?;
+    expect_only_job(&q, existing).await
 }
 
 /// Dedup keys compare byte for byte on every backend: trailing spaces, case and accents make

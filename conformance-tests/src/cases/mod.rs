@@ -26,6 +26,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _};
 use queue_core::{Error, Job, JobId, JobState, Leased, ListRequest, NewJob, PopRequest, Queue};
 
+use crate::Fixture;
+
 /// The lease most cases take: long enough never to expire by itself during a case.
 pub const LONG_LEASE: Duration = Duration::from_secs(30);
 /// A lease short enough to expire within a case.
@@ -34,6 +36,36 @@ pub const SHORT_LEASE: Duration = Duration::from_millis(250);
 /// A job for `queue` with `payload`.
 pub fn job(queue: &str, payload: serde_json::Value) -> NewJob {
     NewJob::new(queue, &payload).expect("a JSON value always serializes")
+}
+
+/// A fixture whose batches may hold 5,001 jobs, and such a batch for `queue`, whose last job
+/// has the dedup key `key`: more jobs than any dialect writes with one statement (PostgreSQL
+/// writes 5,000), due in an hour (so not one PostgreSQL COPY).
+pub async fn large_batch(
+    ctx: &crate::Ctx,
+    queue: &str,
+    key: &str,
+) -> anyhow::Result<(Arc<dyn Fixture>, Vec<NewJob>)> {
+    const JOBS: usize = 5_001;
+    let mut config = ctx.config();
+    config.limits.max_batch = JOBS;
+    let fx = ctx.fixture_with(config).await?;
+    let mut jobs: Vec<NewJob> = (1..JOBS)
+        .map(|i| job(queue, serde_json::json!(i)).delay(Duration::from_secs(3600)))
+        .collect();
+    jobs.push(job(queue, serde_json::json!("last")).dedup_key(key));
+    Ok((fx, jobs))
+}
+
+/// Fails unless job `id` is the only job stored.
+pub async fn expect_only_job(q: &Arc<dyn Queue>, id: JobId) -> anyhow::Result<()> {
+    let jobs = all_jobs(q).await?;
+    anyhow::ensure!(
+        jobs.len() == 1 && jobs[0].id == id,
+        "{} jobs stored, not only {id}",
+        jobs.len()
+    );
+    Ok(())
 }
 
 /// Pops up to `limit` jobs from `queue` with `lease` as worker `worker`.

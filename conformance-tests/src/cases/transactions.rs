@@ -5,7 +5,8 @@ use queue_core::{Error, JobState};
 use serde_json::json;
 
 use super::{
-    expect_state, get, job, pop, pop_one, row_fingerprint, sleep_until_db, LONG_LEASE, SHORT_LEASE,
+    expect_only_job, expect_state, get, job, large_batch, pop, pop_one, row_fingerprint,
+    sleep_until_db, LONG_LEASE, SHORT_LEASE,
 };
 use crate::{Ctx, Fixture, Transactions};
 use std::sync::Arc;
@@ -120,6 +121,29 @@ pub async fn tx_complete_exactly_once(ctx: Ctx) -> anyhow::Result<()> {
     ensure!(tx.effects("effect-cancelled").await? == 0);
     expect_state(&q, id, JobState::Cancelled).await?;
     Ok(())
+}
+
+/// A batch pushed inside the caller's transaction that takes several statements (more jobs than
+/// any dialect writes with one; due later, so not one PostgreSQL COPY) and clashes on its last
+/// job fails with `Duplicate`, leaves none of its jobs in the transaction and the transaction
+/// usable: the caller's write before it commits.
+pub async fn tx_failed_batch_keeps_the_callers_writes(ctx: Ctx) -> anyhow::Result<()> {
+    let (fx, jobs) = large_batch(&ctx, "txb", "taken").await?;
+    let tx = hooks(&ctx, &fx)?;
+    let q = fx.queue();
+    let live = q.push(job("txb", json!("live")).dedup_key("taken")).await?;
+    match tx.push_batch_in_tx(jobs, "before-batch").await {
+        Err(Error::Duplicate { queue, dedup_key }) if queue == "txb" && dedup_key == "taken" => {}
+        other => bail!(
+            "expected Duplicate(txb, taken), got {:?}",
+            other.map(|ids| ids.len())
+        ),
+    }
+    ensure!(
+        tx.effects("before-batch").await? == 1,
+        "the caller's write before the failed batch did not commit"
+    );
+    expect_only_job(&q, live).await
 }
 
 /// A push inside the caller's transaction that clashes with a live dedup key fails with
