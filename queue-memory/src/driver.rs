@@ -49,7 +49,7 @@ use crate::error::MemoryError;
 use crate::faults::{Call, Faults, Statement};
 use crate::jobs::{ClaimOrder, JobRow};
 use crate::migrate::MIGRATIONS;
-use crate::store::{driver_id, statement, MemoryTx, Store};
+use crate::store::{driver_id, statement, MemorySavepoint, MemoryTx, Store};
 use crate::tables::{MaintenanceRow, QueueRow, RateCount, Tables, Writer};
 
 /// The maintenance tasks whose lease rows the first migration creates, due at once (as every
@@ -1286,6 +1286,29 @@ impl Driver for MemoryDriver {
     async fn tx_rollback(&self, tx: MemoryTx) -> Result<()> {
         let _call = self.enter(Statement::TxRollback).await?;
         tx.rollback();
+        Ok(())
+    }
+
+    type Savepoint<'c> = MemorySavepoint<'c>;
+
+    /// Marks where the transaction's undo log ends now.
+    async fn savepoint<'c>(&self, tx: &'c mut MemoryTx) -> Result<MemorySavepoint<'c>> {
+        let _call = self.enter(Statement::Savepoint).await?;
+        Ok(MemorySavepoint::set(tx))
+    }
+
+    /// Keeps the writes made since the savepoint, as the transaction's.
+    async fn savepoint_release(&self, savepoint: MemorySavepoint<'_>) -> Result<()> {
+        let _call = self.enter(Statement::SavepointRelease).await?;
+        savepoint.release();
+        Ok(())
+    }
+
+    /// Undoes the writes made since the savepoint, newest first, and drops the wake-ups queued
+    /// since.
+    async fn savepoint_rollback(&self, savepoint: MemorySavepoint<'_>) -> Result<()> {
+        let _call = self.enter(Statement::SavepointRollback).await?;
+        savepoint.rollback();
         Ok(())
     }
 

@@ -19,7 +19,7 @@ pub use driver::MemoryDriver;
 pub use error::MemoryError;
 pub use faults::{Faults, Statement, Statements, Tallied, Times};
 pub use queue::MemoryQueue;
-pub use store::MemoryTx;
+pub use store::{MemorySavepoint, MemoryTx};
 
 /// The target of every log line this crate writes, for filtering.
 pub const LOG_TARGET: &str = "queue::memory";

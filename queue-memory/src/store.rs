@@ -1,6 +1,7 @@
 //! [`Store`]: the tables behind one lock, the clock they are written by, and the queue values
 //! waiting for work on them; named stores shared across the process; [`MemoryTx`], a
-//! transaction that holds the store's lock until it ends.
+//! transaction that holds the store's lock until it ends, and [`MemorySavepoint`], a savepoint
+//! in one.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -315,5 +316,74 @@ impl Drop for MemoryTx {
     fn drop(&mut self) {
         let undo = std::mem::take(&mut self.undo);
         self.tables.undo(undo);
+    }
+}
+
+/// A savepoint in a [`MemoryTx`]: what the statements run through it wrote, and the wake-ups
+/// they queued, are undone by a rollback to it (also when it is dropped without a release),
+/// and kept, as part of the transaction, by a release.
+pub struct MemorySavepoint<'t> {
+    tx: &'t mut MemoryTx,
+    /// The transaction's writes and queued wake-ups when it was set.
+    writes: usize,
+    wakeups: usize,
+    open: bool,
+}
+
+impl std::fmt::Debug for MemorySavepoint<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemorySavepoint")
+            .field("writes", &(self.tx.undo.len() - self.writes))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t> MemorySavepoint<'t> {
+    /// Sets a savepoint at the current end of `tx`.
+    pub(crate) fn set(tx: &'t mut MemoryTx) -> Self {
+        let (writes, wakeups) = (tx.undo.len(), tx.notify.len());
+        MemorySavepoint {
+            tx,
+            writes,
+            wakeups,
+            open: true,
+        }
+    }
+
+    /// Keeps what was written since it was set.
+    pub(crate) fn release(mut self) {
+        self.open = false;
+    }
+
+    /// Undoes what was written since it was set (what dropping it without a release does too).
+    pub(crate) fn rollback(self) {}
+
+    fn undo(&mut self) {
+        let later = self.tx.undo.split_off(self.writes);
+        self.tx.tables.undo(later);
+        self.tx.notify.truncate(self.wakeups);
+        self.open = false;
+    }
+}
+
+impl std::ops::Deref for MemorySavepoint<'_> {
+    type Target = MemoryTx;
+
+    fn deref(&self) -> &MemoryTx {
+        self.tx
+    }
+}
+
+impl std::ops::DerefMut for MemorySavepoint<'_> {
+    fn deref_mut(&mut self) -> &mut MemoryTx {
+        self.tx
+    }
+}
+
+impl Drop for MemorySavepoint<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.undo();
+        }
     }
 }

@@ -290,6 +290,54 @@ async fn a_rollback_restores_exactly_what_was_there() {
     d.inspect().await.1.unwrap();
 }
 
+/// Inside a transaction, a rollback to a savepoint undoes what ran since it was set (so does
+/// dropping it) and keeps what ran before; a released one keeps what ran since, until the
+/// transaction ends.
+#[tokio::test]
+async fn a_savepoint_undoes_only_what_ran_after_it() {
+    let clock = ManualClock::new(start());
+    let q = queue(&clock).await;
+    let d = q.engine().driver();
+    let one = |payload: &str| [NewJob::new("s", &payload).unwrap()];
+    let insert = |jobs| JobInsert {
+        jobs,
+        delays: &[Duration::ZERO],
+        notify: &[],
+    };
+    let (before, undone, dropped, kept) =
+        (one("before"), one("undone"), one("dropped"), one("kept"));
+    let mut tx = d.tx_begin().await.unwrap();
+    d.job_insert(Target::Tx(&mut tx), insert(&before))
+        .await
+        .unwrap();
+    let mut savepoint = d.savepoint(&mut tx).await.unwrap();
+    d.job_insert(Target::Tx(&mut *savepoint), insert(&undone))
+        .await
+        .unwrap();
+    d.savepoint_rollback(savepoint).await.unwrap();
+    let mut savepoint = d.savepoint(&mut tx).await.unwrap();
+    d.job_insert(Target::Tx(&mut *savepoint), insert(&dropped))
+        .await
+        .unwrap();
+    drop(savepoint);
+    let mut savepoint = d.savepoint(&mut tx).await.unwrap();
+    d.job_insert(Target::Tx(&mut *savepoint), insert(&kept))
+        .await
+        .unwrap();
+    d.savepoint_release(savepoint).await.unwrap();
+    d.tx_commit(tx).await.unwrap();
+    for (jobs, stored) in [
+        (before, true),
+        (undone, false),
+        (dropped, false),
+        (kept, true),
+    ] {
+        let found = q.get(jobs[0].id()).await.unwrap();
+        assert_eq!(found.is_some(), stored, "{:?}", jobs[0].payload_json());
+    }
+    d.inspect().await.1.unwrap();
+}
+
 /// A migration that fails leaves nothing behind, and a store that was never migrated refuses
 /// every statement, naming the way out.
 #[tokio::test]

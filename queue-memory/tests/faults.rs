@@ -236,7 +236,10 @@ fn statements_are_named_as_in_the_catalogue() {
                     "watch",
                     "tx_begin",
                     "tx_commit",
-                    "tx_rollback"
+                    "tx_rollback",
+                    "savepoint",
+                    "savepoint_release",
+                    "savepoint_rollback"
                 ]
                 .contains(&s.name())
                 || queue_core::engine::statements::CATALOGUE

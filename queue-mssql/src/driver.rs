@@ -29,8 +29,9 @@ use crate::sql::{
     MAX_ROWS_PER_STATEMENT, PAIR_ROWS, WORKFLOW_ROWS,
 };
 
-/// The savepoint a multi-statement insert sets inside a caller's transaction.
-const INSERT_SAVEPOINT: &str = "queue_push";
+/// The name of the savepoints the engine sets inside a transaction (`SAVE TRANSACTION`; a
+/// rollback goes to the latest of that name).
+const SAVEPOINT: &str = "queue_push";
 
 /// The SQL Server driver behind [`crate::MsSqlQueue`]: a pool and the schema's statements.
 /// Reached through [`queue_core::Backend::engine`]; its statements are its only logic.
@@ -843,39 +844,20 @@ impl Driver for MsSqlDriver {
         p: JobInsert<'_>,
     ) -> Result<(), MsSqlError> {
         let parts = chunks(p.jobs.len(), INSERT_ROWS);
-        let single = parts.len() == 1;
         match target {
-            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
-            Target::Pool if single => {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips (the engine wraps
+            // several in a transaction).
+            Target::Pool => {
                 let mut conn = self.conn().await?;
                 self.insert_chunks(&mut conn, &p, &parts).await
             }
-            Target::Pool => {
-                let mut conn = self.conn().await?;
-                conn.begin().await?;
-                match self.insert_chunks(&mut conn, &p, &parts).await {
-                    Ok(()) => conn.commit().await,
-                    Err(e) => {
-                        let _ = conn.rollback().await;
-                        Err(e)
-                    }
-                }
-            }
-            Target::Tx(tx) if single => self.insert_chunks(tx.connection(), &p, &parts).await,
-            // A savepoint keeps a failed batch from leaving some chunks in the caller's
-            // transaction, without undoing the caller's own writes.
-            Target::Tx(tx) => {
-                let conn = tx.connection();
-                conn.savepoint(INSERT_SAVEPOINT).await?;
-                match self.insert_chunks(conn, &p, &parts).await {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        let _ = conn.rollback_to(INSERT_SAVEPOINT).await;
-                        Err(e)
-                    }
-                }
-            }
+            Target::Tx(tx) => self.insert_chunks(tx.connection(), &p, &parts).await,
         }
+    }
+
+    /// One statement per 149 jobs, 14 values each (2,100 parameters at most).
+    fn job_insert_statements(&self, p: JobInsert<'_>) -> usize {
+        p.jobs.len().div_ceil(INSERT_ROWS)
     }
 
     /// One request (see `job_insert_unique.sql`): the insert, and after a duplicate the holder
@@ -1638,6 +1620,26 @@ impl Driver for MsSqlDriver {
 
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), MsSqlError> {
         tx.rollback().await
+    }
+
+    type Savepoint<'c> = &'c mut MsSqlTransaction;
+
+    async fn savepoint<'c>(
+        &self,
+        tx: &'c mut MsSqlTransaction,
+    ) -> Result<&'c mut MsSqlTransaction, MsSqlError> {
+        tx.connection().savepoint(SAVEPOINT).await?;
+        Ok(tx)
+    }
+
+    /// Nothing to send: T-SQL has no release, and a savepoint left in the transaction ends
+    /// with it.
+    async fn savepoint_release(&self, _savepoint: &mut MsSqlTransaction) -> Result<(), MsSqlError> {
+        Ok(())
+    }
+
+    async fn savepoint_rollback(&self, savepoint: &mut MsSqlTransaction) -> Result<(), MsSqlError> {
+        savepoint.connection().rollback_to(SAVEPOINT).await
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, MsSqlError> {

@@ -746,27 +746,20 @@ impl Driver for MySqlDriver {
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
         let chunks = self.insert_chunks_of(p.jobs);
-        let single = chunks.len() == 1;
         match target {
-            // One statement is atomic by itself: no BEGIN/COMMIT round trips.
-            Target::Pool if single => {
+            // One statement is atomic by itself: no BEGIN/COMMIT round trips (the engine wraps
+            // several in a transaction).
+            Target::Pool => {
                 let mut conn = self.pool.acquire().await?;
                 self.insert_chunks(&mut conn, &chunks, p).await
             }
-            Target::Pool => {
-                let mut tx = self.pool.begin().await?;
-                self.insert_chunks(&mut tx, &chunks, p).await?;
-                tx.commit().await
-            }
-            Target::Tx(conn) if single => self.insert_chunks(conn, &chunks, p).await,
-            // A savepoint keeps a failed batch from leaving some chunks in the caller's
-            // transaction, without undoing the caller's own writes.
-            Target::Tx(conn) => {
-                let mut savepoint = conn.begin().await?;
-                self.insert_chunks(&mut savepoint, &chunks, p).await?;
-                savepoint.commit().await
-            }
+            Target::Tx(conn) => self.insert_chunks(conn, &chunks, p).await,
         }
+    }
+
+    /// One statement per 500 jobs, or fewer when they would fill half of `max_allowed_packet`.
+    fn job_insert_statements(&self, p: JobInsert<'_>) -> usize {
+        self.insert_chunks_of(p.jobs).len()
     }
 
     /// The INSERT; after a duplicate entry, the holder of the key (step 2), and when there is
@@ -1674,6 +1667,29 @@ impl Driver for MySqlDriver {
 
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
         tx.rollback().await
+    }
+
+    type Savepoint<'c> = Transaction<'c, MySql>;
+
+    async fn savepoint<'c>(
+        &self,
+        conn: &'c mut MySqlConnection,
+    ) -> Result<Transaction<'c, MySql>, sqlx::Error> {
+        conn.begin().await
+    }
+
+    async fn savepoint_release(
+        &self,
+        savepoint: Transaction<'_, MySql>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.commit().await
+    }
+
+    async fn savepoint_rollback(
+        &self,
+        savepoint: Transaction<'_, MySql>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.rollback().await
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {

@@ -31,7 +31,7 @@ use crate::pinned::on_pool;
 use crate::sql::Statements;
 
 /// Most rows one `INSERT ... SELECT FROM UNNEST` carries; larger batches are split into several
-/// statements inside one transaction (or savepoint).
+/// statements, which the engine runs inside one transaction (or savepoint).
 const INSERT_CHUNK: usize = 5_000;
 /// Batches of at least this many jobs, all due at once, are written with one binary COPY.
 const COPY_FROM: usize = 64;
@@ -254,6 +254,27 @@ impl PgDriver {
             .bind(micros(p.lease))
             .bind(p.worker)
             .bind(p.controls_checked)
+    }
+
+    /// Whether `p` is written with one binary COPY: a large batch, all due now, on connections
+    /// with Nagle's algorithm off.
+    fn copies(&self, p: JobInsert<'_>) -> bool {
+        p.jobs.len() >= COPY_FROM
+            && p.delays.iter().all(Duration::is_zero)
+            && self.setup.nodelay.copy_ok()
+    }
+
+    /// Writes `p.jobs` on `conn`: with one COPY when [`PgDriver::copies`], else in chunks.
+    async fn write_jobs(
+        &self,
+        conn: &mut PgConnection,
+        p: JobInsert<'_>,
+    ) -> Result<(), sqlx::Error> {
+        if self.copies(p) {
+            self.copy_jobs(conn, p).await
+        } else {
+            self.insert_chunks(conn, p).await
+        }
     }
 
     /// Writes `p.jobs` (all due now) with one COPY, then sends their wake-ups on the same
@@ -495,44 +516,29 @@ impl Driver for PgDriver {
         target: Target<'_, PgConnection>,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
-        if p.jobs.len() >= COPY_FROM
-            && p.delays.iter().all(Duration::is_zero)
-            && self.setup.nodelay.copy_ok()
-        {
-            return match target {
-                Target::Pool if self.pinned => {
-                    let mut tx = self.pool.begin().await?;
-                    self.copy_jobs(&mut tx, p).await?;
-                    tx.commit().await
-                }
-                Target::Pool => {
-                    let mut conn = self.pool.acquire().await?;
-                    self.copy_jobs(&mut conn, p).await
-                }
-                Target::Tx(conn) => self.copy_jobs(conn, p).await,
-            };
-        }
-        let single = p.jobs.len() <= INSERT_CHUNK;
         match target {
-            // One statement is atomic by itself: no BEGIN/COMMIT round trips (except behind a
-            // pooler in transaction mode, which needs them to keep the statement on one server).
-            Target::Pool if single && !self.pinned => {
-                let mut conn = self.pool.acquire().await?;
-                self.insert_chunks(&mut conn, p).await
-            }
-            Target::Pool => {
+            // One statement is atomic by itself (the engine wraps several in a transaction): no
+            // BEGIN/COMMIT round trips, except behind a pooler in transaction mode, which needs
+            // them to keep the statement on one server.
+            Target::Pool if self.pinned => {
                 let mut tx = self.pool.begin().await?;
-                self.insert_chunks(&mut tx, p).await?;
+                self.write_jobs(&mut tx, p).await?;
                 tx.commit().await
             }
-            Target::Tx(conn) if single => self.insert_chunks(conn, p).await,
-            // A savepoint keeps a failed batch from leaving some chunks in the caller's
-            // transaction.
-            Target::Tx(conn) => {
-                let mut savepoint = conn.begin().await?;
-                self.insert_chunks(&mut savepoint, p).await?;
-                savepoint.commit().await
+            Target::Pool => {
+                let mut conn = self.pool.acquire().await?;
+                self.write_jobs(&mut conn, p).await
             }
+            Target::Tx(conn) => self.write_jobs(conn, p).await,
+        }
+    }
+
+    /// One COPY, or one statement per 5,000 jobs.
+    fn job_insert_statements(&self, p: JobInsert<'_>) -> usize {
+        if self.copies(p) {
+            1
+        } else {
+            p.jobs.len().div_ceil(INSERT_CHUNK)
         }
     }
 
@@ -1431,6 +1437,29 @@ impl Driver for PgDriver {
 
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
         tx.rollback().await
+    }
+
+    type Savepoint<'c> = Transaction<'c, Postgres>;
+
+    async fn savepoint<'c>(
+        &self,
+        conn: &'c mut PgConnection,
+    ) -> Result<Transaction<'c, Postgres>, sqlx::Error> {
+        conn.begin().await
+    }
+
+    async fn savepoint_release(
+        &self,
+        savepoint: Transaction<'_, Postgres>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.commit().await
+    }
+
+    async fn savepoint_rollback(
+        &self,
+        savepoint: Transaction<'_, Postgres>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.rollback().await
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {

@@ -497,28 +497,22 @@ impl Driver for SqliteDriver {
         target: Target<'_, SqliteConnection>,
         p: JobInsert<'_>,
     ) -> Result<(), sqlx::Error> {
-        let single = p.jobs.len() <= INSERT_ROWS;
         match target {
             Target::Pool if p.jobs.len() == 1 => {
                 self.pushes.push(p.jobs[0].clone(), p.delays[0]).await
             }
-            // One statement is atomic by itself.
-            Target::Pool if single => {
+            // One statement is atomic by itself; the engine wraps several in a transaction.
+            Target::Pool => {
                 let mut conn = self.writer.acquire().await?;
                 insert_chunks(&self.sql, &mut conn, p).await
             }
-            Target::Pool => {
-                let mut tx = self.begin().await?;
-                insert_chunks(&self.sql, &mut tx, p).await?;
-                tx.commit().await
-            }
-            Target::Tx(conn) if single => insert_chunks(&self.sql, conn, p).await,
-            Target::Tx(conn) => {
-                let mut savepoint = conn.begin().await?;
-                insert_chunks(&self.sql, &mut savepoint, p).await?;
-                savepoint.commit().await
-            }
+            Target::Tx(conn) => insert_chunks(&self.sql, conn, p).await,
         }
+    }
+
+    /// One statement per 2,184 jobs (15 values each, under 32,766 parameters).
+    fn job_insert_statements(&self, p: JobInsert<'_>) -> usize {
+        p.jobs.len().div_ceil(INSERT_ROWS)
     }
 
     /// The insert and, when it stored nothing, the read of the holder, on one connection (the
@@ -1302,6 +1296,29 @@ impl Driver for SqliteDriver {
 
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
         tx.rollback().await
+    }
+
+    type Savepoint<'c> = Transaction<'c, Sqlite>;
+
+    async fn savepoint<'c>(
+        &self,
+        conn: &'c mut SqliteConnection,
+    ) -> Result<Transaction<'c, Sqlite>, sqlx::Error> {
+        conn.begin().await
+    }
+
+    async fn savepoint_release(
+        &self,
+        savepoint: Transaction<'_, Sqlite>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.commit().await
+    }
+
+    async fn savepoint_rollback(
+        &self,
+        savepoint: Transaction<'_, Sqlite>,
+    ) -> Result<(), sqlx::Error> {
+        savepoint.rollback().await
     }
 
     async fn schedule_get(&self, name: &str) -> Result<Option<StoredSchedule>, sqlx::Error> {

@@ -3,6 +3,7 @@
 //! and returning rows or a count. A driver decides nothing a user could observe: the engine
 //! validates, decides, diagnoses, retries and wakes.
 
+use std::ops::DerefMut;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,7 +143,8 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-/// `job_insert`: store `jobs`, all or none, in one call.
+/// `job_insert`: store `jobs`, all or none (the engine wraps a call of several statements in a
+/// transaction: see [`Driver::job_insert_statements`]).
 #[derive(Clone, Copy, Debug)]
 pub struct JobInsert<'a> {
     /// The validated jobs, in order.
@@ -527,13 +529,25 @@ pub trait Driver: Send + Sync + 'static {
         Utc::now()
     }
 
-    /// `job_insert`: stores every job of `p` or none (a call that needs several statements
-    /// wraps them in a transaction, or a savepoint inside the caller's).
+    /// `job_insert`: stores every job of `p`, with the statements
+    /// [`Driver::job_insert_statements`] counts. One statement is atomic by itself; the engine
+    /// runs a call of more than one inside a transaction, so that it stores all or none.
     async fn job_insert(
         &self,
         target: Target<'_, Self::Conn>,
         p: JobInsert<'_>,
     ) -> Result<(), Self::Error>;
+
+    /// How many statements [`Driver::job_insert`] of `p` runs (the dialect's parameter and
+    /// packet limits decide; one unless the driver says otherwise). When it is more than one,
+    /// the engine runs the call inside a transaction of the driver's ([`Driver::tx_begin`]) for
+    /// [`Target::Pool`], and inside a savepoint ([`Driver::savepoint`]) of the transaction it
+    /// is given for [`Target::Tx`], so that a failed batch leaves none of its jobs in that
+    /// transaction, and the transaction's own writes as they were.
+    fn job_insert_statements(&self, p: JobInsert<'_>) -> usize {
+        let _ = p;
+        1
+    }
 
     /// `job_insert_unique`: see [`JobInsertUnique`].
     async fn job_insert_unique(
@@ -756,6 +770,29 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Rolls `tx` back.
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), Self::Error>;
+
+    /// A savepoint in a transaction on [`Driver::Conn`] (the caller's, or one of the driver's
+    /// own). The engine sets one around a call of several statements inside such a transaction
+    /// (see [`Driver::job_insert_statements`]) and runs them on the connection it derefs to,
+    /// then ends it with [`Driver::savepoint_release`] or [`Driver::savepoint_rollback`]. What
+    /// one dropped without either does (a call cancelled halfway) is the dialect's: sqlx's
+    /// transactions roll back to it at the connection's next use.
+    type Savepoint<'c>: DerefMut<Target = Self::Conn> + Send
+    where
+        Self: 'c;
+
+    /// Sets a savepoint in the transaction on `conn`.
+    async fn savepoint<'c>(
+        &self,
+        conn: &'c mut Self::Conn,
+    ) -> Result<Self::Savepoint<'c>, Self::Error>;
+
+    /// Keeps what ran since `savepoint` was set, as part of its transaction.
+    async fn savepoint_release(&self, savepoint: Self::Savepoint<'_>) -> Result<(), Self::Error>;
+
+    /// Undoes what ran since `savepoint` was set, keeping its transaction open with what ran
+    /// in it before.
+    async fn savepoint_rollback(&self, savepoint: Self::Savepoint<'_>) -> Result<(), Self::Error>;
 
     // ---------------------------------------------------------------------------------------
     // Queue controls: one row per queue in the `queues` table, read by every claim statement

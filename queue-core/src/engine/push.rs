@@ -159,10 +159,10 @@ impl<D: Driver> Engine<D> {
             delays: &delays,
             notify: &notify,
         };
-        let d = self.driver();
         match target {
             Target::Pool => {
-                if let Err(e) = self.retried("push", || d.job_insert(Target::Pool, p)).await {
+                let inserted = self.retried("push", || self.insert_all_or_none(Target::Pool, p));
+                if let Err(e) = inserted.await {
                     return Err(self.insert_error(Target::Pool, jobs, e).await);
                 }
                 for (queue, n) in &counts {
@@ -173,12 +173,49 @@ impl<D: Driver> Engine<D> {
                 }
             }
             Target::Tx(conn) => {
-                if let Err(e) = d.job_insert(Target::Tx(&mut *conn), p).await {
+                if let Err(e) = self.insert_all_or_none(Target::Tx(&mut *conn), p).await {
                     return Err(self.insert_error(Target::Tx(conn), jobs, e).await);
                 }
             }
         }
         Ok(())
+    }
+
+    /// [`Driver::job_insert`] of `p`, all of it or none: a batch the driver writes with more
+    /// than one statement ([`Driver::job_insert_statements`]) runs inside a transaction of the
+    /// driver's on the pool, and inside a savepoint of the transaction `target` names, so that
+    /// a failure leaves none of its jobs there and undoes nothing else of that transaction.
+    pub(super) async fn insert_all_or_none(
+        &self,
+        target: Target<'_, D::Conn>,
+        p: JobInsert<'_>,
+    ) -> std::result::Result<(), D::Error> {
+        let d = self.driver();
+        if d.job_insert_statements(p) <= 1 {
+            return d.job_insert(target, p).await;
+        }
+        match target {
+            Target::Pool => {
+                let mut tx = d.tx_begin().await?;
+                match d.job_insert(Target::Tx(D::tx_conn(&mut tx)), p).await {
+                    Ok(()) => d.tx_commit(tx).await,
+                    Err(e) => {
+                        let _ = d.tx_rollback(tx).await;
+                        Err(e)
+                    }
+                }
+            }
+            Target::Tx(conn) => {
+                let mut savepoint = d.savepoint(conn).await?;
+                match d.job_insert(Target::Tx(&mut *savepoint), p).await {
+                    Ok(()) => d.savepoint_release(savepoint).await,
+                    Err(e) => {
+                        let _ = d.savepoint_rollback(savepoint).await;
+                        Err(e)
+                    }
+                }
+            }
+        }
     }
 
     /// Counts the jobs of `jobs` that were stored (`outcomes`: what became of each, when some

@@ -182,7 +182,7 @@ impl<D: Driver> Engine<D> {
                 delays: &plain_delays,
                 notify,
             };
-            if let Err(e) = d.job_insert(on(&mut conn), p).await {
+            if let Err(e) = self.insert_all_or_none(on(&mut conn), p).await {
                 return Err(self.insert_error(on(&mut conn), &plain, e).await);
             }
         }

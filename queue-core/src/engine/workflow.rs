@@ -207,7 +207,7 @@ impl<D: Driver> Engine<D> {
         let now = d.host_now();
         let delays: Vec<_> = jobs.iter().map(|j| j.delay_from(now)).collect();
         let notify: Vec<&str> = notify.iter().map(String::as_str).collect();
-        d.job_insert(
+        self.insert_all_or_none(
             Target::Tx(&mut *conn),
             JobInsert {
                 jobs,
