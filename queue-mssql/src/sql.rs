@@ -5,12 +5,11 @@
 //! tiberius sends every parameterised statement through `sp_executesql` with placeholders
 //! `@P1..@Pn`, at most [`MAX_PARAMETERS`] per request (SQL Server's limit, error 8003).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::engine::micros;
-use queue_core::engine::statements::load;
+use queue_core::engine::statements::{load, placeholders, splice, Placeholder};
 
 /// Most parameters one request may carry.
 pub(crate) const MAX_PARAMETERS: usize = 2_100;
@@ -164,60 +163,38 @@ statements!(
     job_deps,
 );
 
-/// `count` tuples made from `template`, whose `{}` are replaced by consecutive placeholder
-/// numbers starting at `first`: `tuples("(@P{}, @P{})", 3, 2)` is `(@P3, @P4), (@P5, @P6)`.
+/// `count` tuples made from `template`, whose `{}` become consecutive placeholders from
+/// `@P{first}`: `tuples("({}, {})", 3, 2)` is `(@P3, @P4), (@P5, @P6)`.
 fn tuples(template: &str, first: usize, count: usize) -> String {
-    let per = template.matches("{}").count();
-    let mut out = String::with_capacity(count * (template.len() + 4 * per));
-    let mut n = first;
-    for i in 0..count {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        let mut parts = template.split("{}");
-        if let Some(head) = parts.next() {
-            out.push_str(head);
-        }
-        for part in parts {
-            let _ = write!(out, "{n}");
-            n += 1;
-            out.push_str(part);
-        }
-    }
-    out
-}
-
-fn expand(text: &str, markers: &[(&str, String)]) -> String {
-    let mut out = text.to_owned();
-    for (marker, with) in markers {
-        out = out.replace(marker, with);
-    }
-    out
+    let style = Placeholder::Numbered {
+        prefix: "@P",
+        first,
+    };
+    placeholders(style, template, count, ", ")
 }
 
 impl Statements {
     /// An INSERT of `rows` jobs ([`INSERT_VALUES`] each, from `@P1`).
     pub(crate) fn job_insert_rows(&self, rows: usize) -> String {
-        let row =
-            "(@P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{}, @P{})";
-        expand(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
+        let row = "({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})";
+        splice(&self.job_insert, &[("{rows}", tuples(row, 1, rows))])
     }
 
     /// `job_dedup_live` for `queues` queues and `keys` keys (queues first, from `@P1`).
     pub(crate) fn job_dedup_live_for(&self, queues: usize, keys: usize) -> String {
-        expand(
+        splice(
             &self.job_dedup_live,
             &[
-                ("{queues}", tuples("@P{}", 1, queues)),
-                ("{keys}", tuples("@P{}", 1 + queues, keys)),
+                ("{queues}", tuples("{}", 1, queues)),
+                ("{keys}", tuples("{}", 1 + queues, keys)),
             ],
         )
     }
 
     /// `job_claim_candidates` for `n` candidates (after the 4 fixed values).
     pub(crate) fn job_claim_candidates_for(&self, n: usize) -> String {
-        let row = "(CAST(@P{} AS BINARY(16)), CAST(@P{} AS BINARY(8)))";
-        expand(
+        let row = "(CAST({} AS BINARY(16)), CAST({} AS BINARY(8)))";
+        splice(
             &self.job_claim_candidates,
             &[("{candidates}", tuples(row, 5, n))],
         )
@@ -225,92 +202,89 @@ impl Statements {
 
     /// `job_complete_many` for `n` leases (from `@P1`).
     pub(crate) fn job_complete_many_for(&self, n: usize) -> String {
-        let row = "(CAST(@P{} AS BINARY(16)), @P{})";
-        expand(&self.job_complete_many, &[("{leases}", tuples(row, 1, n))])
+        let row = "(CAST({} AS BINARY(16)), {})";
+        splice(&self.job_complete_many, &[("{leases}", tuples(row, 1, n))])
     }
 
     /// `job_rescue` for `n` jobs (after the 3 fixed values).
     pub(crate) fn job_rescue_for(&self, n: usize) -> String {
-        let row = "(CAST(@P{} AS BINARY(16)), @P{})";
-        expand(&self.job_rescue, &[("{jobs}", tuples(row, 4, n))])
+        let row = "(CAST({} AS BINARY(16)), {})";
+        splice(&self.job_rescue, &[("{jobs}", tuples(row, 4, n))])
     }
 
     /// `job_prune` for `n` states (after the 4 fixed values).
     pub(crate) fn job_prune_for(&self, n: usize) -> String {
-        expand(&self.job_prune, &[("{states}", tuples("@P{}", 5, n))])
+        splice(&self.job_prune, &[("{states}", tuples("{}", 5, n))])
     }
 
     /// `job_ids` for `n` states (after the 6 fixed values).
     pub(crate) fn job_ids_for(&self, n: usize) -> String {
-        expand(&self.job_ids, &[("{states}", tuples("@P{}", 7, n))])
+        splice(&self.job_ids, &[("{states}", tuples("{}", 7, n))])
     }
 
     /// `job_count` for `n` states (after the 4 fixed values).
     pub(crate) fn job_count_for(&self, n: usize) -> String {
-        expand(&self.job_count, &[("{states}", tuples("@P{}", 5, n))])
+        splice(&self.job_count, &[("{states}", tuples("{}", 5, n))])
     }
 
     /// `job_cancel_many` for `n` ids (from `@P1`).
     pub(crate) fn job_cancel_many_for(&self, n: usize) -> String {
-        expand(&self.job_cancel_many, &[("{ids}", ids(n))])
+        splice(&self.job_cancel_many, &[("{ids}", ids(n))])
     }
 
     /// `job_retry_many` for `n` ids (from `@P1`).
     pub(crate) fn job_retry_many_for(&self, n: usize) -> String {
-        expand(&self.job_retry_many, &[("{ids}", ids(n))])
+        splice(&self.job_retry_many, &[("{ids}", ids(n))])
     }
 
     /// `job_delete_many` for `n` ids (from `@P1`), then `states` states.
     pub(crate) fn job_delete_many_for(&self, n: usize, states: usize) -> String {
-        expand(
+        splice(
             &self.job_delete_many,
-            &[
-                ("{ids}", ids(n)),
-                ("{states}", tuples("@P{}", 1 + n, states)),
-            ],
+            &[("{ids}", ids(n)), ("{states}", tuples("{}", 1 + n, states))],
         )
     }
 
     /// `workflow_steps_insert` for `n` jobs (after the workflow, `@P1`).
     pub(crate) fn workflow_steps_insert_for(&self, n: usize) -> String {
-        expand(
+        splice(
             &self.workflow_steps_insert,
-            &[("{steps}", tuples("(@P{}, @P{})", 2, n))],
+            &[("{steps}", tuples("({}, {})", 2, n))],
         )
     }
 
     /// `workflow_deps_insert` for `n` dependencies (from `@P1`).
     pub(crate) fn workflow_deps_insert_for(&self, n: usize) -> String {
-        expand(
+        splice(
             &self.workflow_deps_insert,
-            &[("{edges}", tuples("(@P{}, @P{}, @P{})", 1, n))],
+            &[("{edges}", tuples("({}, {}, {})", 1, n))],
         )
     }
 
     /// `workflow_dependents` for `n` finished jobs (from `@P1`).
     pub(crate) fn workflow_dependents_for(&self, n: usize) -> String {
-        expand(&self.workflow_dependents, &[("{ids}", ids(n))])
+        splice(&self.workflow_dependents, &[("{ids}", ids(n))])
     }
 
     /// `workflow_block` for `n` waiting jobs (from `@P1`).
     pub(crate) fn workflow_block_for(&self, n: usize) -> String {
-        expand(&self.workflow_block, &[("{ids}", ids(n))])
+        splice(&self.workflow_block, &[("{ids}", ids(n))])
     }
 
     /// `workflow_promote` for `n` waiting jobs (from `@P1`).
     pub(crate) fn workflow_promote_for(&self, n: usize) -> String {
-        expand(&self.workflow_promote, &[("{ids}", ids(n))])
+        splice(&self.workflow_promote, &[("{ids}", ids(n))])
     }
 
     /// `workflow_reopen` for `n` retried jobs (from `@P1`).
     pub(crate) fn workflow_reopen_for(&self, n: usize) -> String {
-        expand(&self.workflow_reopen, &[("{ids}", ids(n))])
+        splice(&self.workflow_reopen, &[("{ids}", ids(n))])
     }
 }
 
 /// `n` ids from `@P1`, each compared as the jobs table stores it.
 fn ids(n: usize) -> String {
-    tuples("CAST(@P{} AS BINARY(16))", 1, n)
+    tuples("CAST({} AS BINARY(16))", 1, n)
 }
 
 /// A duration as DATEADD takes it: whole seconds and the microseconds left over, each an `int`
@@ -1798,9 +1772,9 @@ mod tests {
 
     #[test]
     fn tuples_number_consecutively() {
-        assert_eq!(tuples("(@P{}, @P{})", 3, 2), "(@P3, @P4), (@P5, @P6)");
-        assert_eq!(tuples("@P{}", 1, 3), "@P1, @P2, @P3");
-        assert_eq!(tuples("@P{}", 1, 0), "");
+        assert_eq!(tuples("({}, {})", 3, 2), "(@P3, @P4), (@P5, @P6)");
+        assert_eq!(tuples("{}", 1, 3), "@P1, @P2, @P3");
+        assert_eq!(tuples("{}", 1, 0), "");
         assert_eq!(placeholders("a = @P1 AND b = @P12 OR @P1"), vec![1, 12, 1]);
     }
 

@@ -2,6 +2,7 @@
 //! prefix spliced in, and the expansion of their placeholder lists (`{ids}`, `{token_cases}`,
 //! ...) for statements over several rows. Only placeholders are ever expanded: values are bound.
 
+use queue_core::engine::statements::{self, Placeholder};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 queue_core::statements!(sqlx = sqlx, dir = "../queries";
@@ -115,19 +116,19 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_deps,
 );
 
-/// `n` copies of `item` joined by `sep`.
+/// `n` copies of the statement text `item` joined by `sep`.
 fn repeat(item: &str, n: usize, sep: &str) -> String {
     vec![item; n].join(sep)
 }
 
 /// `?, ?, ?` (placeholders only).
 fn placeholders(n: usize) -> String {
-    repeat("?", n, ", ")
+    statements::placeholders(Placeholder::Question, "{}", n, ", ")
 }
 
 /// `WHEN ? THEN ?` per row, for `CASE id ... END`.
 fn cases(n: usize) -> String {
-    repeat("WHEN ? THEN ?", n, " ")
+    statements::placeholders(Placeholder::Question, "WHEN {} THEN {}", n, " ")
 }
 
 /// A locking SELECT (`... FOR UPDATE` at its end) as a plain read.
@@ -137,12 +138,9 @@ fn unlocked(statement: &SqlStr) -> SqlStr {
     AssertSqlSafe(plain.to_owned()).into_sql_str()
 }
 
+/// `text` with its placeholder lists put in.
 fn expand(text: &SqlStr, markers: &[(&str, String)]) -> SqlStr {
-    let mut out = text.as_str().to_owned();
-    for (marker, with) in markers {
-        out = out.replace(marker, with);
-    }
-    AssertSqlSafe(out).into_sql_str()
+    AssertSqlSafe(statements::splice(text.as_str(), markers)).into_sql_str()
 }
 
 /// A one-row INSERT (`... VALUES (...)`) made into one of `rows` rows, its VALUES tuple repeated.

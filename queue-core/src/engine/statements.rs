@@ -1,4 +1,5 @@
-//! The statement catalogue every dialect follows, and loading statement files.
+//! The statement catalogue every dialect follows, loading statement files, and the placeholder
+//! lists of statements over several rows.
 //!
 //! Each dialect keeps its SQL in `queries/<name>.sql`, one statement per file, headed
 //! `-- name: <name>`. The names are the same in every dialect and are the names of the
@@ -7,6 +8,7 @@
 //! a dialect that needs a second step for one method names the file `<method>_<step>.sql`.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::path::Path;
 
 /// Every statement name of the catalogue.
@@ -109,15 +111,78 @@ pub const CATALOGUE: &[&str] = &[
 /// `(marker, value)` of `splices` replaced. Only identifiers that were validated as plain
 /// (`queue_core::validate::identifier`) and placeholder lists may be spliced: values are bound.
 pub fn load(text: &str, splices: &[(&str, &str)]) -> String {
-    let mut out = text
+    let text = text
         .lines()
         .filter(|l| !l.trim_start().starts_with("--"))
         .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_owned();
+        .join("\n");
+    splice(text.trim(), splices)
+}
+
+/// `text` with each `(marker, value)` of `splices` replaced, in order: a loaded statement with
+/// its placeholder lists ([`placeholders`]) put in, for a statement over several rows. As for
+/// [`load`], only validated identifiers and placeholder lists may be spliced.
+pub fn splice<S: AsRef<str>>(text: &str, splices: &[(&str, S)]) -> String {
+    let mut out = text.to_owned();
     for (marker, value) in splices {
-        out = out.replace(marker, value);
+        out = out.replace(marker, value.as_ref());
+    }
+    out
+}
+
+/// How a dialect writes the placeholder of a bound value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placeholder {
+    /// `?`: values bind in the order of their placeholders (MySQL, SQLite).
+    Question,
+    /// `prefix` and the value's position, counted on from `first` through a list (SQL Server's
+    /// `@P1`, `@P2`, ... through tiberius).
+    Numbered {
+        /// What comes before the number (`@P`).
+        prefix: &'static str,
+        /// The number of the list's first placeholder.
+        first: usize,
+    },
+}
+
+/// A list of placeholders for a statement over several values or rows: `count` copies of
+/// `item` joined by `sep`, each `{}` in them a placeholder written as `style` says (numbered
+/// ones counting on from copy to copy). It writes placeholders only: the values are bound.
+///
+/// ```
+/// use dbqueue_core::engine::statements::{placeholders, Placeholder};
+///
+/// assert_eq!(placeholders(Placeholder::Question, "{}", 3, ", "), "?, ?, ?");
+/// assert_eq!(
+///     placeholders(Placeholder::Question, "WHEN {} THEN {}", 2, " "),
+///     "WHEN ? THEN ? WHEN ? THEN ?"
+/// );
+/// let at = Placeholder::Numbered { prefix: "@P", first: 3 };
+/// assert_eq!(placeholders(at, "({}, {})", 2, ", "), "(@P3, @P4), (@P5, @P6)");
+/// ```
+pub fn placeholders(style: Placeholder, item: &str, count: usize, sep: &str) -> String {
+    let per = item.matches("{}").count();
+    let mut out = String::with_capacity(count * (item.len() + sep.len() + 4 * per));
+    let mut n = match style {
+        Placeholder::Question => 0,
+        Placeholder::Numbered { first, .. } => first,
+    };
+    for i in 0..count {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        let mut parts = item.split("{}");
+        out.push_str(parts.next().unwrap_or_default());
+        for part in parts {
+            match style {
+                Placeholder::Question => out.push('?'),
+                Placeholder::Numbered { prefix, .. } => {
+                    let _ = write!(out, "{prefix}{n}");
+                    n += 1;
+                }
+            }
+            out.push_str(part);
+        }
     }
     out
 }
@@ -242,5 +307,31 @@ mod tests {
         );
         assert_eq!(header(text), Some("job_get"));
         assert_eq!(header("SELECT 1"), None);
+    }
+
+    #[test]
+    fn placeholder_lists_number_on_from_copy_to_copy() {
+        let at = |first| Placeholder::Numbered {
+            prefix: "@P",
+            first,
+        };
+        assert_eq!(placeholders(at(1), "{}", 3, ", "), "@P1, @P2, @P3");
+        assert_eq!(
+            placeholders(at(9), "(CAST({} AS BINARY(16)), {})", 2, ", "),
+            "(CAST(@P9 AS BINARY(16)), @P10), (CAST(@P11 AS BINARY(16)), @P12)"
+        );
+        assert_eq!(placeholders(at(1), "{}", 0, ", "), "");
+        assert_eq!(placeholders(Placeholder::Question, "{}", 0, ", "), "");
+        assert_eq!(
+            placeholders(Placeholder::Question, "({}, 0)", 2, ", "),
+            "(?, 0), (?, 0)"
+        );
+        assert_eq!(
+            splice(
+                "IN ({ids}) AND s IN ({states})",
+                &[("{ids}", "?, ?"), ("{states}", "?")]
+            ),
+            "IN (?, ?) AND s IN (?)"
+        );
     }
 }
