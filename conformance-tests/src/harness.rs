@@ -17,6 +17,8 @@ pub struct TestConfig {
     pub retry: RetryPolicy,
     /// The size limits of the queue.
     pub limits: Limits,
+    /// Whether completed jobs stay in the table (the builders' `keep_completed_jobs`).
+    pub keep_completed: bool,
 }
 
 impl TestConfig {
@@ -37,6 +39,7 @@ impl TestConfig {
                 max_pop: 100,
                 ..Limits::default()
             },
+            keep_completed: true,
         }
     }
 }

@@ -117,6 +117,7 @@ pub fn catalogue() -> Vec<Case> {
         maintenance::retention_by_the_worker,
         maintenance::retention_bad_rules_store_nothing,
         maintenance::retention_deletes_the_rows_of_finished_workflows,
+        maintenance::completions_delete_what_nothing_needs,
         maintenance::gauge_lease_has_one_holder_at_a_time,
         maintenance::bulk_cancel_touches_exactly_the_filtered_jobs,
         maintenance::bulk_retry_by_age_skips_held_keys,

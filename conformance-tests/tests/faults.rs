@@ -159,6 +159,7 @@ async fn connect(path: &str, config: &TestConfig) -> queue_core::Result<SqliteQu
         .claim_strategy(config.claim)
         .retry_policy(config.retry.clone())
         .limits(config.limits.clone())
+        .keep_completed_jobs(config.keep_completed)
         .connect()
         .await
 }

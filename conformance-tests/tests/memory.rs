@@ -21,6 +21,7 @@ async fn open(name: &str, config: &TestConfig) -> queue_core::Result<MemoryQueue
         .claim_strategy(config.claim)
         .retry_policy(config.retry.clone())
         .limits(config.limits.clone())
+        .keep_completed_jobs(config.keep_completed)
         .connect()
         .await
 }

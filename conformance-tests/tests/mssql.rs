@@ -56,6 +56,7 @@ async fn connect(
         .claim_strategy(config.claim)
         .retry_policy(config.retry.clone())
         .limits(config.limits.clone())
+        .keep_completed_jobs(config.keep_completed)
         .connect()
         .await
 }

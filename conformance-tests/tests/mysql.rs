@@ -53,7 +53,8 @@ impl SqlBackend for Backend {
         let b = builder(&server.url, ns)
             .claim_strategy(config.claim)
             .retry_policy(config.retry.clone())
-            .limits(config.limits.clone());
+            .limits(config.limits.clone())
+            .keep_completed_jobs(config.keep_completed);
         match conformance_tests::test_profile() {
             Some(profile) => b.profile(profile).connect().await,
             None => b.connect().await,

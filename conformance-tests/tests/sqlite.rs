@@ -18,6 +18,7 @@ async fn open(path: &str, config: &TestConfig) -> queue_core::Result<SqliteQueue
         .claim_strategy(config.claim)
         .retry_policy(config.retry.clone())
         .limits(config.limits.clone())
+        .keep_completed_jobs(config.keep_completed)
         .connect()
         .await
 }

@@ -1,13 +1,21 @@
 //! What the workloads need from a database: fresh, isolated namespaces for our queue and for
 //! the hand-written baseline, and a way to check the outcome in the database itself.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use async_trait::async_trait;
 use clap::ValueEnum;
 use queue_core::{Limits, Queue};
+
+/// Whether the queues this process opens keep completed jobs (`--discard-completed` clears it).
+pub(crate) static KEEP_COMPLETED: AtomicBool = AtomicBool::new(true);
+
+/// [`KEEP_COMPLETED`], for the queue builders.
+pub(crate) fn keep_completed() -> bool {
+    KEEP_COMPLETED.load(Ordering::Relaxed)
+}
 
 /// The database kinds the bench knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]

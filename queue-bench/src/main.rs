@@ -94,6 +94,10 @@ struct Cli {
     /// Skip the hand-written SQL baselines.
     #[arg(long)]
     no_baseline: bool,
+    /// Open the queue with `keep_completed_jobs(false)`: a completion deletes the job (as
+    /// Graphile Worker does) instead of keeping it as completed.
+    #[arg(long)]
+    discard_completed: bool,
     /// Print machine-readable results (JSON) on stdout; the table goes to stderr.
     #[arg(long)]
     json: bool,
@@ -298,6 +302,7 @@ impl WorkloadArg {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    backend::KEEP_COMPLETED.store(!cli.discard_completed, std::sync::atomic::Ordering::Relaxed);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -164,6 +164,7 @@ async fn open_queue(
         .table_prefix(prefix)
         .max_connections(pool_size)
         .limits(limits)
+        .keep_completed_jobs(crate::backend::keep_completed())
         .connect_timeout(CONNECT_TIMEOUT)
         .connect()
         .await?;

@@ -141,6 +141,7 @@ async fn open_queue(
         .schema(schema)
         .max_connections(pool_size)
         .limits(limits)
+        .keep_completed_jobs(crate::backend::keep_completed())
         .connect_timeout(CONNECT_TIMEOUT)
         .connect()
         .await?;

@@ -158,6 +158,9 @@ fn spawn(
     if let Some(url) = url {
         cmd.arg("--url").arg(url);
     }
+    if !crate::backend::keep_completed() {
+        cmd.arg("--discard-completed");
+    }
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -163,6 +163,7 @@ async fn open_queue(path: &Path, pool_size: u32, limits: Limits) -> Result<Arc<d
     let q = queue_sqlite::SqliteQueue::builder(path.display().to_string())
         .max_connections(pool_size)
         .limits(limits)
+        .keep_completed_jobs(crate::backend::keep_completed())
         .connect()
         .await?;
     q.migrate().await?;

@@ -5,19 +5,31 @@ CREATE SCHEMA exp;
 -- The bench's baseline table (queue-bench/src/pg.rs).
 CREATE TABLE exp.base (id bigserial PRIMARY KEY, payload jsonb NOT NULL, state text NOT NULL DEFAULT 'pending', attempts int NOT NULL DEFAULT 0);
 CREATE INDEX base_pending ON exp.base (id) WHERE state = 'pending';
--- The queue's jobs table as queue-postgres/migrations/0001 to 0003 leave it (payload json).
+-- The queue's jobs table as queue-postgres/migrations/0001 to 0013 leave it (columns in the order
+-- the migrations add them; every index, partial ones included).
 CREATE TABLE exp.jobs (
     id uuid PRIMARY KEY, queue text NOT NULL, payload json NOT NULL, priority integer NOT NULL DEFAULT 0,
-    state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','running','completed','dead','cancelled')),
+    state text NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('waiting','pending','running','completed','dead','cancelled')),
     attempts integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL, run_at timestamptz NOT NULL DEFAULT now(),
     lease_token uuid, lease_expires_at timestamptz, worker text, last_error text, dedup_key text,
     version bigint NOT NULL DEFAULT 0, created_at timestamptz NOT NULL DEFAULT now(),
-    updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz
+    updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz,
+    kind text, meta json, timeout_us bigint, snoozes integer NOT NULL DEFAULT 0, errors jsonb, output json,
+    unique_key bytea, unique_states smallint, concurrency_key text COLLATE "C", workflow_id uuid, blocked_by uuid
 ) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02);
 CREATE INDEX jobs_claim_idx ON exp.jobs (queue, priority DESC, run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_lease_idx ON exp.jobs (lease_expires_at) WHERE state = 'running';
 CREATE UNIQUE INDEX jobs_dedup_idx ON exp.jobs (queue, dedup_key) WHERE dedup_key IS NOT NULL AND state IN ('pending','running');
 CREATE INDEX jobs_finished_idx ON exp.jobs (finished_at) WHERE state IN ('completed','dead','cancelled');
+CREATE UNIQUE INDEX jobs_unique_idx ON exp.jobs (unique_key)
+    WHERE unique_key IS NOT NULL
+      AND (unique_states & CASE state WHEN 'pending' THEN 1 WHEN 'running' THEN 2
+           WHEN 'completed' THEN 4 WHEN 'dead' THEN 8 ELSE 16 END) <> 0;
+CREATE INDEX jobs_finished_queue_idx ON exp.jobs (queue, state) WHERE state IN ('completed','dead','cancelled');
+CREATE INDEX jobs_key_idx ON exp.jobs (queue, concurrency_key, priority DESC, run_at, id)
+    WHERE state = 'pending' AND concurrency_key IS NOT NULL;
+CREATE INDEX jobs_waiting_idx ON exp.jobs (id) WHERE state = 'waiting';
 
 -- The baseline's cycle: claim n with the bench's statement, commit, mark them done, commit.
 CREATE PROCEDURE exp.base_cycle(n int) LANGUAGE plpgsql AS $$

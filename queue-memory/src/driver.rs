@@ -305,21 +305,57 @@ fn claim(w: &mut Writer<'_>, p: JobClaim<'_>, now: DateTime<Utc>) -> Result<Vec<
     claim_rows(w, ids, p, now)
 }
 
-/// `job_complete_many`: completes every listed job still running under the listed token.
-fn complete_many(w: &mut Writer<'_>, leases: &[Lease], now: DateTime<Utc>) -> Result<u64> {
+/// `job_complete_many`: completes every listed job still running under the listed token;
+/// unless `keep`, deletes the ones nothing needs instead (see [`deletable`]).
+fn complete_many(
+    w: &mut Writer<'_>,
+    leases: &[Lease],
+    keep: bool,
+    now: DateTime<Utc>,
+) -> Result<u64> {
     let mut done = 0;
     for lease in leases {
-        let Some(mut row) = fenced(w, lease)? else {
+        let Some(row) = fenced(w, lease)? else {
             continue;
         };
-        row.state = JobState::Completed;
-        row.finished_at = Some(now);
-        end_lease(&mut row);
-        touch(&mut row, now);
-        w.update_job(row)?;
+        complete_row(w, row, None, keep, now)?;
         done += 1;
     }
     Ok(done)
+}
+
+/// Whether a completion that does not keep completed jobs deletes `row`, completed with
+/// `output`: not when the row is needed (output, a step of a workflow, a uniqueness over the
+/// completed state, bit 4).
+fn deletable(row: &JobRow, output: Option<&str>) -> bool {
+    output.is_none()
+        && row.output.is_none()
+        && row.workflow.is_none()
+        && row.unique.is_none_or(|(_, states)| states & 4 == 0)
+}
+
+/// Completes the fenced `row` (its output stored when given), or deletes it (unless `keep`,
+/// when nothing needs it).
+fn complete_row(
+    w: &mut Writer<'_>,
+    mut row: JobRow,
+    output: Option<&str>,
+    keep: bool,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    if !keep && deletable(&row, output) {
+        w.delete_job(row.id)?;
+        return Ok(());
+    }
+    row.state = JobState::Completed;
+    row.finished_at = Some(now);
+    if let Some(o) = output {
+        row.output = Some(json(o, "output")?);
+    }
+    end_lease(&mut row);
+    touch(&mut row, now);
+    w.update_job(row)?;
+    Ok(())
 }
 
 /// Jobs that `m` matches, newest first (below `below`): its queue, states, kind, and age by
@@ -755,12 +791,11 @@ impl Driver for MemoryDriver {
             let Some(mut row) = fenced(w, p.lease)? else {
                 return Ok(0);
             };
-            row.state = JobState::Completed;
-            row.finished_at = Some(now);
-            row.output = p.output.map(|o| json(o, "output")).transpose()?;
-            end_lease(&mut row);
-            touch(&mut row, now);
-            w.update_job(row)?;
+            // The completion stores the output it is given, or clears it.
+            if p.output.is_none() {
+                row.output = None;
+            }
+            complete_row(w, row, p.output, p.keep, now)?;
             Ok(1)
         })
         .await
@@ -768,9 +803,10 @@ impl Driver for MemoryDriver {
 
     /// Completes every listed job whose lease is current (as `job_complete`, its output left
     /// as it is); rows changed.
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64> {
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64> {
         let _call = self.enter(Statement::JobCompleteMany).await?;
-        self.pool(|w, now| complete_many(w, leases, now)).await
+        self.pool(|w, now| complete_many(w, leases, keep, now))
+            .await
     }
 
     /// `job_complete_many` of `leases`, then `job_claim` of `p`, as one statement: both or
@@ -778,11 +814,12 @@ impl Driver for MemoryDriver {
     async fn job_complete_and_claim(
         &self,
         leases: &[Lease],
+        keep: bool,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>> {
         let _call = self.enter(Statement::JobCompleteAndClaim).await?;
         self.pool(|w, now| {
-            let done = complete_many(w, leases, now)?;
+            let done = complete_many(w, leases, keep, now)?;
             let claimed = claim(w, p, now)?;
             Ok(Some((done, claimed)))
         })

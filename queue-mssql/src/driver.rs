@@ -743,6 +743,24 @@ impl MsSqlDriver {
     }
 }
 
+/// Ends the driver's own transaction on `conn`: commits after `done` succeeded, else rolls back
+/// (a failed rollback leaves the error of the work itself to report).
+async fn finish(
+    conn: &mut MsSqlConnection,
+    done: Result<u64, MsSqlError>,
+) -> Result<u64, MsSqlError> {
+    match done {
+        Ok(total) => {
+            conn.commit().await?;
+            Ok(total)
+        }
+        Err(e) => {
+            let _ = conn.rollback().await;
+            Err(e)
+        }
+    }
+}
+
 #[async_trait]
 impl Driver for MsSqlDriver {
     type Conn = MsSqlTransaction;
@@ -1000,35 +1018,65 @@ impl Driver for MsSqlDriver {
         target: Target<'_, MsSqlTransaction>,
         p: JobComplete<'_>,
     ) -> Result<u64, MsSqlError> {
+        let delete = !p.keep && p.output.is_none();
         match target {
-            Target::Pool => {
+            Target::Pool if !delete => {
                 self.fenced(&self.sql.job_complete, p.lease, params![p.output])
                     .await
             }
+            Target::Pool => {
+                let mut conn = self.conn().await?;
+                conn.begin().await?;
+                let done = async {
+                    let lease = params![p.lease.job_id, p.lease.token];
+                    let deleted = conn.execute(&self.sql.job_complete_delete, lease).await?;
+                    let update = params![p.lease.job_id, p.lease.token, p.output];
+                    Ok(deleted + conn.execute(&self.sql.job_complete, update).await?)
+                }
+                .await;
+                finish(&mut conn, done).await
+            }
             Target::Tx(tx) => {
-                tx.connection()
-                    .execute(
-                        &self.sql.job_complete,
-                        params![p.lease.job_id, p.lease.token, p.output],
-                    )
-                    .await
+                let conn = tx.connection();
+                let mut deleted = 0;
+                if delete {
+                    let lease = params![p.lease.job_id, p.lease.token];
+                    deleted = conn.execute(&self.sql.job_complete_delete, lease).await?;
+                }
+                let update = params![p.lease.job_id, p.lease.token, p.output];
+                Ok(deleted + conn.execute(&self.sql.job_complete, update).await?)
             }
         }
     }
 
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, MsSqlError> {
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64, MsSqlError> {
         let mut conn = self.conn().await?;
-        let mut total = 0;
-        for chunk in leases.chunks(PAIR_ROWS) {
-            let mut params = Params::with_capacity(2 * chunk.len());
-            for l in chunk {
-                params.push(l.job_id);
-                params.push(l.token);
-            }
-            let sql = self.sql.job_complete_many_for(chunk.len());
-            total += conn.execute(&sql, params).await?;
+        if !keep {
+            conn.begin().await?;
         }
-        Ok(total)
+        let done = async {
+            let mut total = 0;
+            for chunk in leases.chunks(PAIR_ROWS) {
+                for delete in [true, false] {
+                    if delete && keep {
+                        continue;
+                    }
+                    let mut params = Params::with_capacity(2 * chunk.len());
+                    for l in chunk {
+                        params.push(l.job_id);
+                        params.push(l.token);
+                    }
+                    let sql = self.sql.job_complete_many_for(chunk.len(), delete);
+                    total += conn.execute(&sql, params).await?;
+                }
+            }
+            Ok(total)
+        }
+        .await;
+        if keep {
+            return done;
+        }
+        finish(&mut conn, done).await
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, MsSqlError> {

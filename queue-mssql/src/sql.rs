@@ -92,7 +92,9 @@ statements!(
     job_candidates,
     job_claim_candidates,
     job_complete,
+    job_complete_delete,
     job_complete_many,
+    job_complete_many_delete,
     job_fail_retry,
     job_fail_dead,
     job_snooze,
@@ -200,10 +202,16 @@ impl Statements {
         )
     }
 
-    /// `job_complete_many` for `n` leases (from `@P1`).
-    pub(crate) fn job_complete_many_for(&self, n: usize) -> String {
+    /// `job_complete_many` (or, with `delete`, `job_complete_many_delete`) for `n` leases
+    /// (from `@P1`).
+    pub(crate) fn job_complete_many_for(&self, n: usize, delete: bool) -> String {
         let row = "(CAST({} AS BINARY(16)), {})";
-        splice(&self.job_complete_many, &[("{leases}", tuples(row, 1, n))])
+        let statement = if delete {
+            &self.job_complete_many_delete
+        } else {
+            &self.job_complete_many
+        };
+        splice(statement, &[("{leases}", tuples(row, 1, n))])
     }
 
     /// `job_rescue` for `n` jobs (after the 3 fixed values).
@@ -442,7 +450,16 @@ mod tests {
                 &s.job_claim_candidates_for(n),
                 4 + 2 * n,
             );
-            gapless("job_complete_many", &s.job_complete_many_for(n), 2 * n);
+            gapless(
+                "job_complete_many",
+                &s.job_complete_many_for(n, false),
+                2 * n,
+            );
+            gapless(
+                "job_complete_many_delete",
+                &s.job_complete_many_for(n, true),
+                2 * n,
+            );
             gapless("job_rescue", &s.job_rescue_for(n), 3 + 2 * n);
         }
         for n in 1..=3 {
@@ -1397,6 +1414,19 @@ mod tests {
         // the unique push writes the unique columns otherwise.
         for (name, text) in s.all() {
             if known.contains(name) || matches!(name, "job_insert_unique" | "job_unique_holder") {
+                continue;
+            }
+            // The completions that delete instead (completed jobs not kept) write no column:
+            // they keep, and leave to job_complete(_many), a job whose key the completed
+            // state holds.
+            if matches!(name, "job_complete_delete" | "job_complete_many_delete") {
+                let text = flat(text);
+                assert!(text.starts_with("DELETE"), "{name}: {text}");
+                assert!(
+                    text.contains("unique_key IS NULL OR (")
+                        && text.contains("unique_states & 4) = 0"),
+                    "{name} deletes a job whose key the completed state holds: {text}"
+                );
                 continue;
             }
             assert!(

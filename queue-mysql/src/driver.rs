@@ -528,22 +528,29 @@ impl MySqlDriver {
         Ok(ids)
     }
 
-    /// `job_complete_many` on `conn`, in statements of at most [`PAIR_CHUNK`] leases.
+    /// `job_complete_many` on `conn`, in statements of at most [`PAIR_CHUNK`] leases; unless
+    /// `keep`, `job_complete_many_delete` first (the caller holds a transaction).
     async fn complete_on(
         &self,
         conn: &mut MySqlConnection,
         leases: &[Lease],
+        keep: bool,
     ) -> Result<u64, sqlx::Error> {
         let mut total = 0;
         for chunk in leases.chunks(PAIR_CHUNK) {
-            let mut q = sqlx::query(self.sql.job_complete_many(chunk.len()));
-            for l in chunk {
-                q = q.bind(l.job_id.0);
+            for delete in [true, false] {
+                if delete && keep {
+                    continue;
+                }
+                let mut q = sqlx::query(self.sql.job_complete_many(chunk.len(), delete));
+                for l in chunk {
+                    q = q.bind(l.job_id.0);
+                }
+                for l in chunk {
+                    q = q.bind(l.job_id.0).bind(l.token);
+                }
+                total += q.execute(&mut *conn).await?.rows_affected();
             }
-            for l in chunk {
-                q = q.bind(l.job_id.0).bind(l.token);
-            }
-            total += q.execute(&mut *conn).await?.rows_affected();
         }
         Ok(total)
     }
@@ -877,10 +884,11 @@ impl Driver for MySqlDriver {
     async fn job_complete_and_claim(
         &self,
         leases: &[Lease],
+        keep: bool,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        let completed = self.complete_on(&mut tx, leases).await?;
+        let completed = self.complete_on(&mut tx, leases, keep).await?;
         let claimed = self.claim_on(&mut tx, p).await?;
         tx.commit().await?;
         Ok(Some((completed, claimed)))
@@ -977,20 +985,46 @@ impl Driver for MySqlDriver {
         target: Target<'_, MySqlConnection>,
         p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
-        let q = sqlx::query(self.sql.job_complete.clone())
-            .bind(p.output)
+        let update = || {
+            sqlx::query(self.sql.job_complete.clone())
+                .bind(p.output)
+                .bind(p.lease.job_id.0)
+                .bind(p.lease.token)
+        };
+        if p.keep || p.output.is_some() {
+            let done = match target {
+                Target::Pool => update().execute(&self.pool).await?,
+                Target::Tx(conn) => update().execute(conn).await?,
+            };
+            return Ok(done.rows_affected());
+        }
+        let delete = sqlx::query(self.sql.job_complete_delete.clone())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token);
-        let done = match target {
-            Target::Pool => q.execute(&self.pool).await?,
-            Target::Tx(conn) => q.execute(conn).await?,
-        };
-        Ok(done.rows_affected())
+        match target {
+            Target::Pool => {
+                let mut tx = self.pool.begin().await?;
+                let deleted = delete.execute(&mut *tx).await?.rows_affected();
+                let done = update().execute(&mut *tx).await?.rows_affected();
+                tx.commit().await?;
+                Ok(deleted + done)
+            }
+            Target::Tx(conn) => {
+                let deleted = delete.execute(&mut *conn).await?.rows_affected();
+                Ok(deleted + update().execute(conn).await?.rows_affected())
+            }
+        }
     }
 
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        self.complete_on(&mut conn, leases).await
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64, sqlx::Error> {
+        if keep {
+            let mut conn = self.pool.acquire().await?;
+            return self.complete_on(&mut conn, leases, keep).await;
+        }
+        let mut tx = self.pool.begin().await?;
+        let done = self.complete_on(&mut tx, leases, keep).await?;
+        tx.commit().await?;
+        Ok(done)
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {

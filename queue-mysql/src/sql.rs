@@ -33,7 +33,9 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_claim_candidates_batch,
     job_claim_candidates_tokens,
     job_complete,
+    job_complete_delete,
     job_complete_many,
+    job_complete_many_delete,
     job_fail_retry,
     job_fail_dead,
     job_snooze,
@@ -281,9 +283,14 @@ impl Statements {
         )
     }
 
-    pub(crate) fn job_complete_many(&self, rows: usize) -> SqlStr {
+    pub(crate) fn job_complete_many(&self, rows: usize, delete: bool) -> SqlStr {
+        let statement = if delete {
+            &self.job_complete_many_delete
+        } else {
+            &self.job_complete_many
+        };
         expand(
-            &self.job_complete_many,
+            statement,
             &[
                 ("{ids}", placeholders(rows)),
                 ("{token_cases}", cases(rows)),
@@ -398,7 +405,10 @@ mod tests {
                 assert!(!ins.as_str().contains("'pending'"), "{}", ins.as_str());
             }
         }
-        assert!(s.job_complete_many(2).as_str().contains("id IN (?, ?)"));
+        assert!(s
+            .job_complete_many(2, false)
+            .as_str()
+            .contains("id IN (?, ?)"));
         assert!(s.job_prune(3).as_str().contains("state IN (?, ?, ?)"));
         assert!(s
             .job_dedup_live(1, 2)

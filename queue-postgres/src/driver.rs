@@ -394,9 +394,10 @@ impl PgDriver {
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)
             .bind(p.output)
-            .execute(conn)
+            .bind(p.keep)
+            .fetch_one(conn)
             .await?;
-        Ok(done.rows_affected())
+        Ok(count(done.try_get("completed")?))
     }
 }
 
@@ -694,20 +695,22 @@ impl Driver for PgDriver {
         }
     }
 
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_complete_many.clone())
             .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
-            .execute(e))?;
-        Ok(done.rows_affected())
+            .bind(keep)
+            .fetch_one(e))?;
+        Ok(count(done.try_get("completed")?))
     }
 
     async fn job_complete_and_claim(
         &self,
         leases: &[Lease],
+        keep: bool,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
@@ -722,6 +725,7 @@ impl Driver for PgDriver {
         .bind(p.worker)
         .bind(&ids)
         .bind(&tokens)
+        .bind(keep)
         .fetch_all(e))?;
         let completed = match rows.first() {
             Some(row) => count(row.try_get("completed")?),

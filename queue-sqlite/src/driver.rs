@@ -661,27 +661,69 @@ impl Driver for SqliteDriver {
         target: Target<'_, SqliteConnection>,
         p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
-        let q = sqlx::query(self.sql.job_complete.clone())
-            .bind(p.lease.job_id.0)
-            .bind(p.lease.token)
-            .bind(now_micros())
-            .bind(p.output);
-        let done = match target {
-            Target::Pool => q.execute(&self.writer).await?,
-            Target::Tx(conn) => q.execute(conn).await?,
+        let update = || {
+            sqlx::query(self.sql.job_complete.clone())
+                .bind(p.lease.job_id.0)
+                .bind(p.lease.token)
+                .bind(now_micros())
+                .bind(p.output)
         };
-        Ok(done.rows_affected())
+        if p.keep || p.output.is_some() {
+            let done = match target {
+                Target::Pool => update().execute(&self.writer).await?,
+                Target::Tx(conn) => update().execute(conn).await?,
+            };
+            return Ok(done.rows_affected());
+        }
+        let delete = sqlx::query(self.sql.job_complete_delete.clone())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token);
+        match target {
+            Target::Pool => {
+                let mut tx = self.begin().await?;
+                let deleted = delete.execute(&mut *tx).await?.rows_affected();
+                let done = update().execute(&mut *tx).await?.rows_affected();
+                tx.commit().await?;
+                Ok(deleted + done)
+            }
+            Target::Tx(conn) => {
+                let deleted = delete.execute(&mut *conn).await?.rows_affected();
+                Ok(deleted + update().execute(conn).await?.rows_affected())
+            }
+        }
     }
 
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, sqlx::Error> {
-        self.pairs(
-            &self.sql.job_complete_many,
-            &[now_micros()],
-            &[],
-            &[],
-            leases.iter().map(|l| (l.job_id.0, l.token)),
-        )
-        .await
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64, sqlx::Error> {
+        let pairs = leases.iter().map(|l| (l.job_id.0, l.token));
+        if keep {
+            return self
+                .pairs(
+                    &self.sql.job_complete_many,
+                    &[now_micros()],
+                    &[],
+                    &[],
+                    pairs,
+                )
+                .await;
+        }
+        // Deletes what nothing needs, then completes the rest, in one write transaction.
+        let pairs: Vec<(Uuid, Uuid)> = pairs.collect();
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let mut done = 0;
+        for chunk in pairs.chunks(PAIRS) {
+            let mut delete = sqlx::query(rows_of(&self.sql.job_complete_many_delete, chunk.len()));
+            let mut update =
+                sqlx::query(rows_of(&self.sql.job_complete_many, chunk.len())).bind(now);
+            for (id, token) in chunk {
+                delete = delete.bind(*id).bind(*token);
+                update = update.bind(*id).bind(*token);
+            }
+            done += delete.execute(&mut *tx).await?.rows_affected();
+            done += update.execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(done)
     }
 
     async fn job_fail_retry(&self, p: JobFailRetry<'_>) -> Result<u64, sqlx::Error> {

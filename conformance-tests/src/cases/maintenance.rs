@@ -781,3 +781,156 @@ pub async fn stats_count_finished_jobs_up_to_the_cap(ctx: Ctx) -> anyhow::Result
     );
     Ok(())
 }
+
+/// A queue that does not keep completed jobs (`keep_completed_jobs(false)`) deletes a job in the
+/// statement that completes it, through every completion path (one ack, a batch, the worker's
+/// acknowledge-and-claim), fenced by the lease like the update: a lost lease deletes nothing.
+/// It keeps, as completed, the jobs whose rows are still needed: one completed with an output,
+/// a step of a workflow (whose dependent is then promoted), a unique job whose rule covers the
+/// completed state (a second push is still refused); a unique job whose rule does not is
+/// deleted, and its key is free again. Failed jobs stay dead.
+pub async fn completions_delete_what_nothing_needs(ctx: Ctx) -> anyhow::Result<()> {
+    let mut config = ctx.config();
+    config.keep_completed = false;
+    let fx = ctx.fixture_with(config).await?;
+    let q = fx.queue();
+    // One ack.
+    let one = q.push(job("k.one", json!({ "n": 1 }))).await?;
+    q.ack(&pop_one(&q, "k.one").await?.lease).await?;
+    ensure!(
+        !exists(&q, one).await?,
+        "an acknowledged job is still stored"
+    );
+    // A batch, one of whose leases was lost: that job is left as its new holder has it.
+    let ids = many(&q, "k.batch", 4).await?;
+    let popped = pop(&q, "k.batch", 4, LONG_LEASE, "w1").await?;
+    ensure!(popped.len() == 4, "popped {} of 4", popped.len());
+    let lost = &popped[3];
+    q.release(&lost.lease).await?;
+    let again = pop_one(&q, "k.batch").await?;
+    ensure!(again.job.id == lost.job.id, "popped {} again", again.job.id);
+    let leases: Vec<_> = popped.iter().map(|l| l.lease.clone()).collect();
+    let acked = q.ack_batch(&leases).await?;
+    ensure!(acked == 3, "acknowledged {acked} of the batch, expected 3");
+    for id in &ids {
+        let stored = q.get(*id).await?;
+        if *id == lost.job.id {
+            let held = stored.context("the job whose lease was lost is gone")?;
+            ensure!(
+                held.state == JobState::Running,
+                "the job whose lease was lost is {:?}",
+                held.state
+            );
+        } else {
+            ensure!(stored.is_none(), "acknowledged job {id} is still stored");
+        }
+    }
+    match q.ack(&lost.lease).await {
+        Err(Error::LeaseLost { .. }) => {}
+        other => bail!("ack under a lost lease: {other:?}"),
+    }
+    expect_state(&q, lost.job.id, JobState::Running).await?;
+    // Rows still needed are kept, completed.
+    let with_output = q.push(job("k.kept", json!({ "n": "output" }))).await?;
+    let l = pop_one(&q, "k.kept").await?;
+    let output = serde_json::value::RawValue::from_string(r#"{"rows":3}"#.into())?;
+    q.ack_with_output(&l.lease, &output).await?;
+    let kept = expect_state(&q, with_output, JobState::Completed).await?;
+    ensure!(
+        kept.output.as_ref().map(|o| o.get()) == Some(r#"{"rows":3}"#),
+        "output {:?}",
+        kept.output
+    );
+    let flow = q
+        .push_workflow(
+            Workflow::new()
+                .then("a", job("k.flow", json!("a")))
+                .then("b", job("k.flow", json!("b"))),
+        )
+        .await?;
+    let (a, b) = (flow.job("a").expect("a"), flow.job("b").expect("b"));
+    complete(&q, "k.flow", a).await?;
+    expect_state(&q, a, JobState::Completed).await?;
+    expect_state(&q, b, JobState::Pending).await?;
+    complete(&q, "k.flow", b).await?;
+    expect_state(&q, b, JobState::Completed).await?;
+    let held_rule = Unique::new().by_args();
+    let held = q
+        .push(
+            job("k.unique", json!("held"))
+                .kind("u")
+                .unique(held_rule.clone()),
+        )
+        .await?;
+    complete(&q, "k.unique", held).await?;
+    expect_state(&q, held, JobState::Completed).await?;
+    let second = q
+        .push_outcome(job("k.unique", json!("held")).kind("u").unique(held_rule))
+        .await?;
+    ensure!(
+        !second.inserted() && second.id() == held,
+        "a second push of a held unique job: {second:?}"
+    );
+    let live_rule = Unique::new()
+        .by_args()
+        .states([JobState::Pending, JobState::Running]);
+    let free = q
+        .push(
+            job("k.unique", json!("free"))
+                .kind("u")
+                .unique(live_rule.clone()),
+        )
+        .await?;
+    complete(&q, "k.unique", free).await?;
+    ensure!(
+        !exists(&q, free).await?,
+        "a unique job of live states is still stored"
+    );
+    let second = q
+        .push_outcome(job("k.unique", json!("free")).kind("u").unique(live_rule))
+        .await?;
+    ensure!(
+        second.inserted() && second.id() != free,
+        "a second push after the unique job was deleted: {second:?}"
+    );
+    let dead = make(&q, "k.dead", "k", JobState::Dead, 1).await?;
+    expect_state(&q, dead[0], JobState::Dead).await?;
+    // The worker's path (acknowledge and claim in one call where the backend can).
+    let drained = many(&q, "k.worker", 30).await?;
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = ran.clone();
+    let handle = Worker::builder(q.clone(), "k.worker")
+        .concurrency(4)
+        .prefetch(8)
+        .poll_interval(Duration::from_millis(10), Duration::from_millis(50))
+        .handler_fn(move |_ctx| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()?
+        .start();
+    let gone = super::eventually(
+        Duration::from_secs(15),
+        "the worker's completions deleted its jobs",
+        || {
+            let (q, ids) = (q.clone(), drained.clone());
+            async move {
+                for id in &ids {
+                    if q.get(*id).await?.is_some() {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(()))
+            }
+        },
+    )
+    .await;
+    handle.shutdown(Duration::from_secs(2)).await;
+    gone?;
+    let ran = ran.load(std::sync::atomic::Ordering::SeqCst);
+    ensure!(ran == 30, "the handler ran {ran} times for 30 jobs");
+    Ok(())
+}

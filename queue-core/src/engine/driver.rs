@@ -242,6 +242,13 @@ pub struct JobComplete<'a> {
     pub lease: &'a Lease,
     /// The handler's recorded output (JSON text, validated), stored in the same statement.
     pub output: Option<&'a str>,
+    /// Whether the completed job stays in the table
+    /// ([`CommonOptions::keep_completed`](super::CommonOptions::keep_completed)). With `false`
+    /// the statement deletes it instead, fenced by its lease like the update, unless it is one
+    /// that every dialect keeps all the same: a job of a workflow (its dependents read its
+    /// state), a job whose uniqueness covers the completed state (the rule lasts until
+    /// retention deletes it), a job completed with an output.
+    pub keep: bool,
 }
 
 /// `job_fail_retry`: a fenced failure that sends the job back to pending.
@@ -608,8 +615,9 @@ pub trait Driver: Send + Sync + 'static {
         p: JobComplete<'_>,
     ) -> Result<u64, Self::Error>;
 
-    /// `job_complete_many`: completes every job whose lease is current; rows changed.
-    async fn job_complete_many(&self, leases: &[Lease]) -> Result<u64, Self::Error>;
+    /// `job_complete_many`: completes every job whose lease is current (unless `keep`,
+    /// deleting the ones [`JobComplete::keep`] describes); rows changed or deleted.
+    async fn job_complete_many(&self, leases: &[Lease], keep: bool) -> Result<u64, Self::Error>;
 
     /// `job_complete_and_claim`: [`Driver::job_complete_many`] of `leases`, then
     /// [`Driver::job_claim`] of `p`, in one round trip or one transaction, all or nothing; the
@@ -618,9 +626,10 @@ pub trait Driver: Send + Sync + 'static {
     async fn job_complete_and_claim(
         &self,
         leases: &[Lease],
+        keep: bool,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, Self::Error> {
-        let _ = (leases, p);
+        let _ = (leases, keep, p);
         Ok(None)
     }
 

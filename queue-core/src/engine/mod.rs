@@ -128,6 +128,7 @@ struct Inner<D: Driver> {
     caps: Capabilities,
     retry_policy: RetryPolicy,
     lock_retries: u32,
+    keep_completed: bool,
     hub: Arc<WakeHub>,
     /// Some when workers in other processes are woken through the driver.
     remote: Option<Coalescer>,
@@ -176,6 +177,7 @@ impl<D: Driver> Engine<D> {
                 caps: capabilities,
                 retry_policy: options.retry_policy.clone(),
                 lock_retries: options.lock_retries,
+                keep_completed: options.keep_completed,
                 hub: Arc::new(WakeHub::new()),
                 remote: match remote {
                     RemoteWakeups::Off => None,
@@ -188,6 +190,11 @@ impl<D: Driver> Engine<D> {
                 metrics: crate::metrics::Handles::default(),
             }),
         }
+    }
+
+    /// Whether completed jobs stay in the table (see [`JobComplete::keep`]).
+    pub fn keeps_completed(&self) -> bool {
+        self.inner.keep_completed
     }
 
     /// The driver.

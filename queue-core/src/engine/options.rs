@@ -26,6 +26,9 @@ pub struct CommonOptions {
     /// failure is tried again (with jittered backoff) before the error surfaces. Operations
     /// inside a caller's transaction are never retried: the caller owns that transaction.
     pub lock_retries: u32,
+    /// Whether a completed job stays in the table (until retention deletes it) or is deleted by
+    /// its completion; see [`keep_completed_jobs`](crate::common_builder_methods).
+    pub keep_completed: bool,
 }
 
 impl Default for CommonOptions {
@@ -37,6 +40,7 @@ impl Default for CommonOptions {
             max_connections: None,
             connect_timeout: Duration::from_secs(5),
             lock_retries: 5,
+            keep_completed: true,
         }
     }
 }
@@ -165,6 +169,20 @@ macro_rules! common_builder_methods {
         /// never inside the caller's own transactions).
         pub fn lock_retries(mut self, n: u32) -> Self {
             self.common.lock_retries = n;
+            self
+        }
+
+        /// Whether a job that completes stays in the table as `completed` until
+        /// [retention](crate::Retention) deletes it (`true`, the default), or is deleted by
+        /// the statement that completes it (`false`), as Graphile Worker does and Solid
+        /// Queue's `preserve_finished_jobs = false`: no history of completed jobs, and on
+        /// PostgreSQL a completion that writes no index entry (see BENCHMARKS.md for what it
+        /// buys on each backend). Kept as `completed` all the same: a job of a workflow (its
+        /// dependents read its state), a job whose uniqueness covers the completed state (the
+        /// rule holds until retention deletes it), and a job completed with an output (the
+        /// output is there to be read). Dead and cancelled jobs are always kept.
+        pub fn keep_completed_jobs(mut self, keep: bool) -> Self {
+            self.common.keep_completed = keep;
             self
         }
 

@@ -64,7 +64,11 @@ impl<D: Driver> Engine<D> {
     }
 
     async fn complete(&self, lease: &Lease, output: Option<&str>) -> Result<()> {
-        let p = JobComplete { lease, output };
+        let p = JobComplete {
+            lease,
+            output,
+            keep: self.keeps_completed(),
+        };
         let changed = self
             .retried("ack", || self.driver().job_complete(Target::Pool, p))
             .await
@@ -100,6 +104,7 @@ impl<D: Driver> Engine<D> {
         let p = JobComplete {
             lease,
             output: output.map(RawValue::get),
+            keep: self.keeps_completed(),
         };
         let changed = self
             .driver()
@@ -123,7 +128,10 @@ impl<D: Driver> Engine<D> {
             return Ok(0);
         }
         let done = self
-            .retried("ack_batch", || self.driver().job_complete_many(leases))
+            .retried("ack_batch", || {
+                self.driver()
+                    .job_complete_many(leases, self.keeps_completed())
+            })
             .await
             .map_err(|e| self.error(e))?;
         self.places_freed(leases).await;
@@ -156,7 +164,8 @@ impl<D: Driver> Engine<D> {
             let started = std::time::Instant::now();
             let combined = self
                 .retried("ack_batch_and_pop", || {
-                    self.driver().job_complete_and_claim(leases, p)
+                    self.driver()
+                        .job_complete_and_claim(leases, self.keeps_completed(), p)
                 })
                 .await
                 .map_err(|e| self.error(e))?;

@@ -1,0 +1,9 @@
+-- name: job_complete_delete
+-- job_complete when completed jobs are not kept and the completion records no output (the driver
+-- runs it only then): deletes the job instead, fenced by its lease token, unless its row is needed
+-- (a step of a workflow, a uniqueness over the completed state: bit 4 of unique_states).
+-- job_complete then completes what is left, in the same transaction. Binds: id, lease_token.
+DELETE FROM {prefix}jobs
+WHERE id = ? AND lease_token = ? AND state = 'running'
+  AND workflow_id IS NULL
+  AND (unique_key IS NULL OR unique_states & 4 = 0)
