@@ -1318,16 +1318,7 @@ impl Driver for MsSqlDriver {
             Ok(total)
         }
         .await;
-        match retried {
-            Ok(total) => {
-                conn.commit().await?;
-                Ok(total)
-            }
-            Err(e) => {
-                let _ = conn.rollback().await;
-                Err(e)
-            }
-        }
+        finish(&mut conn, retried).await
     }
 
     /// One statement per 1,000 ids (`BULK_IDS`; the engine's batch is one).

@@ -72,6 +72,22 @@ async fn exists(q: &Arc<dyn Queue>, id: JobId) -> anyhow::Result<bool> {
     Ok(q.get(id).await?.is_some())
 }
 
+/// Waits (up to 15 s) until none of `ids` is stored any more.
+async fn all_gone(q: &Arc<dyn Queue>, ids: &[JobId], what: &str) -> anyhow::Result<()> {
+    super::eventually(Duration::from_secs(15), what, || {
+        let (q, ids) = (q.clone(), ids.to_vec());
+        async move {
+            for id in &ids {
+                if q.get(*id).await?.is_some() {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        }
+    })
+    .await
+}
+
 fn filter(queue: &str) -> JobFilter {
     JobFilter {
         queue: Some(queue.into()),
@@ -260,20 +276,10 @@ pub async fn retention_by_the_worker(ctx: Ctx) -> anyhow::Result<()> {
         .handler_fn(|_ctx| async { Ok(()) })
         .build()?
         .start();
-    let gone = super::eventually(
-        Duration::from_secs(15),
+    let gone = all_gone(
+        &q,
+        &ids,
         "the worker's retention deleted its completed jobs",
-        || {
-            let (q, ids) = (q.clone(), ids.clone());
-            async move {
-                for id in &ids {
-                    if q.get(*id).await?.is_some() {
-                        return Ok(None);
-                    }
-                }
-                Ok(Some(()))
-            }
-        },
     )
     .await;
     handle.shutdown(Duration::from_secs(2)).await;
@@ -912,22 +918,7 @@ pub async fn completions_delete_what_nothing_needs(ctx: Ctx) -> anyhow::Result<(
         })
         .build()?
         .start();
-    let gone = super::eventually(
-        Duration::from_secs(15),
-        "the worker's completions deleted its jobs",
-        || {
-            let (q, ids) = (q.clone(), drained.clone());
-            async move {
-                for id in &ids {
-                    if q.get(*id).await?.is_some() {
-                        return Ok(None);
-                    }
-                }
-                Ok(Some(()))
-            }
-        },
-    )
-    .await;
+    let gone = all_gone(&q, &drained, "the worker's completions deleted its jobs").await;
     handle.shutdown(Duration::from_secs(2)).await;
     gone?;
     let ran = ran.load(std::sync::atomic::Ordering::SeqCst);
