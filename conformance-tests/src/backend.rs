@@ -113,6 +113,13 @@ pub trait SqlBackend: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Applies the previous release's migrations to the unmigrated namespace of `q` (see
+    /// [`Fixture::migrate_previous_schema`]); `false` where the jobs table did not change since.
+    async fn migrate_previous_schema(q: &Self::Queue) -> anyhow::Result<bool> {
+        let _ = q;
+        Ok(false)
+    }
+
     /// Drops `ns` and everything in it, and closes `q`.
     async fn drop_namespace(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
 
@@ -220,6 +227,10 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
 
     async fn seed_previous_release(&self) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
         B::seed_previous_release(&self.queue, &self.ns.name).await
+    }
+
+    async fn migrate_previous_schema(&self) -> anyhow::Result<bool> {
+        B::migrate_previous_schema(&self.queue).await
     }
 
     async fn teardown(&self) -> anyhow::Result<()> {

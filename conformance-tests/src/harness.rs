@@ -139,6 +139,13 @@ pub trait Fixture: Send + Sync + 'static {
     async fn seed_previous_release(&self) -> anyhow::Result<Option<Vec<(JobId, JobState)>>> {
         Ok(None)
     }
+
+    /// In a namespace where nothing is migrated yet: applies every migration but those that
+    /// changed the jobs table since the previous release, whose statements are the current
+    /// ones (only indexes changed). `false` where the backend's jobs table did not change.
+    async fn migrate_previous_schema(&self) -> anyhow::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Work inside a transaction of the caller's own, on the same database, with a table of the

@@ -124,6 +124,7 @@ pub fn catalogue() -> Vec<Case> {
         maintenance::bulk_delete_in_batches,
         maintenance::bulk_bad_filters_touch_nothing,
         maintenance::stats_count_finished_jobs_up_to_the_cap,
+        maintenance::previous_schema_migrates_with_jobs_in_every_state,
         // Queue controls.
         controls::controls_pause_and_resume,
         controls::controls_pause_while_draining,

@@ -111,6 +111,13 @@ impl SqlBackend for Backend {
         Ok(Some(seeded))
     }
 
+    async fn migrate_previous_schema(q: &PostgresQueue) -> anyhow::Result<bool> {
+        use queue_core::Backend as _;
+        // Migration 14 merged the two indexes of finished jobs into one.
+        q.engine().migrate_until(13).await?;
+        Ok(true)
+    }
+
     async fn create_effects(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
         // Statements of the suite's own are unnamed, and those outside a transaction have no
         // values (the simple protocol), so that they run behind a pooler in transaction mode.
@@ -1432,11 +1439,25 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
             // finished state of each is counted along it, an index range with the cap as its
             // limit. (How the few live jobs are counted is the planner's choice.)
             ensure!(
-                plan.matches("jobs_finished_queue_idx").count() >= 4
+                plan.matches("jobs_finished_by_queue_idx").count() >= 4
                     && plan
                         .matches("Index Cond: ((queue = q.queue) AND (state =")
                         .count()
                         == 3,
+                "{file}\n{plan}"
+            );
+            continue;
+        }
+        if *file == "job_prune" {
+            // The queues with finished jobs are found by skipping along their index, and each
+            // queue's and state's oldest finished jobs are a range of it; the rows are deleted
+            // by primary key.
+            ensure!(
+                plan.matches("jobs_finished_by_queue_idx").count() >= 3
+                    && plan.contains("Index Cond: (queue >= COALESCE($3, ''::text))")
+                    && plan.contains("(state = s.state) AND (finished_at <")
+                    && plan.contains("jobs_pkey")
+                    && !plan.contains("Seq Scan on jobs"),
                 "{file}\n{plan}"
             );
             continue;

@@ -2,24 +2,26 @@
 -- Counts per queue and state; only queue $1 when not null. Pending jobs are counted along
 -- jobs_claim_idx, running ones along jobs_lease_idx and waiting ones (steps of workflows)
 -- along jobs_waiting_idx, exactly; completed, dead and cancelled jobs of
--- each queue along jobs_finished_queue_idx, up to $2 each (NULL: no cap), so that the
+-- each queue along jobs_finished_by_queue_idx, up to $2 each (NULL: no cap), so that the
 -- statement reads a bounded range per queue and state rather than every finished row. The
 -- queues that have finished jobs are found by a skip scan of that index (one descent per
--- queue). The literal states repeat the partial indexes' predicates, so that a generic plan
--- can prove they apply. oldest_due: the run_at of the queue's longest-waiting available job
+-- queue; with $1, one descent to it: the bound `queue >= coalesce($1, '')` is what a generic
+-- plan can seek to, where `$1 IS NULL OR queue = $1` alone filtered every entry before it).
+-- The literal states repeat the partial indexes' predicates, so that a generic plan can prove
+-- they apply. oldest_due: the run_at of the queue's longest-waiting available job
 -- (NULL: none), read in the same pass as the pending counts. A queue with only waiting jobs is
 -- listed too.
 WITH RECURSIVE finished_queues (queue) AS (
     (SELECT queue FROM {schema}.jobs
-     WHERE state IN ('completed', 'dead', 'cancelled') AND ($1::text IS NULL OR queue = $1)
+     WHERE state IN ('completed', 'dead', 'cancelled')
+       AND queue >= coalesce($1::text, '') AND ($1::text IS NULL OR queue = $1)
      ORDER BY queue LIMIT 1)
     UNION ALL
     SELECT (SELECT j.queue FROM {schema}.jobs j
             WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
-              AND ($1::text IS NULL OR j.queue = $1)
             ORDER BY j.queue LIMIT 1)
     FROM finished_queues f
-    WHERE f.queue IS NOT NULL
+    WHERE f.queue IS NOT NULL AND $1::text IS NULL
 ),
 live (queue, available, scheduled, running, waiting, oldest_due) AS (
     SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,

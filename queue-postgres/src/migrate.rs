@@ -77,6 +77,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "workflows",
         sql: include_str!("../migrations/0013_workflows.sql"),
     },
+    Migration {
+        version: 14,
+        name: "finished_index",
+        sql: include_str!("../migrations/0014_finished_index.sql"),
+    },
 ];
 
 /// The migration lock of engines without advisory locks: the migrations table is created

@@ -925,3 +925,147 @@ pub async fn completions_delete_what_nothing_needs(ctx: Ctx) -> anyhow::Result<(
     ensure!(ran == 30, "the handler ran {ran} times for 30 jobs");
     Ok(())
 }
+
+/// A database of the previous release's schema, holding jobs in every state, is migrated to
+/// the current one (workers stopped meanwhile): every job reads back in its state, `stats`
+/// counts them, a lease taken before the migration completes after it, `prune` finds the old
+/// finished jobs per queue and state, and every job that can run does. The jobs are written by
+/// the current statements, which run unchanged on the previous schema (the migration changes
+/// the jobs table's indexes, not its rows).
+pub async fn previous_schema_migrates_with_jobs_in_every_state(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.unmigrated_fixture().await?;
+    if !fx.migrate_previous_schema().await? {
+        return Err(
+            ctx.skip("this backend's jobs table has not changed since the previous release")
+        );
+    }
+    let q = fx.queue();
+    let (queue, other) = ("schema-a", "schema-b");
+    let pending = make(&q, queue, "old", JobState::Pending, 2).await?;
+    let completed = make(&q, queue, "old", JobState::Completed, 3).await?;
+    let dead = make(&q, queue, "old", JobState::Dead, 1).await?;
+    let cancelled = make(&q, queue, "old", JobState::Cancelled, 1).await?;
+    let other_completed = make(&q, other, "old", JobState::Completed, 2).await?;
+    let scheduled = q
+        .push(job(queue, json!("later")).delay(Duration::from_millis(500)))
+        .await?;
+    let flow = q
+        .push_workflow(
+            Workflow::new()
+                .add("first", job(queue, json!("first")))
+                .add_after("then", job(queue, json!("then")), ["first"]),
+        )
+        .await?;
+    let waiting = flow.job("then").context("no step `then`")?;
+    expect_state(&q, waiting, JobState::Waiting).await?;
+    // A lease taken by a worker of the previous release before it stopped.
+    let running = q
+        .push(job(queue, json!("held")).kind("old").priority(100))
+        .await?;
+    let held = pop_one(&q, queue).await?;
+    ensure!(
+        held.job.id == running,
+        "popped {} instead of {running}",
+        held.job.id
+    );
+
+    q.migrate().await?;
+
+    let states: Vec<(JobId, JobState)> = pending
+        .iter()
+        .map(|id| (*id, JobState::Pending))
+        .chain([(scheduled, JobState::Pending), (running, JobState::Running)])
+        .chain(completed.iter().map(|id| (*id, JobState::Completed)))
+        .chain(other_completed.iter().map(|id| (*id, JobState::Completed)))
+        .chain([
+            (dead[0], JobState::Dead),
+            (cancelled[0], JobState::Cancelled),
+            (waiting, JobState::Waiting),
+        ])
+        .collect();
+    for (id, state) in &states {
+        expect_state(&q, *id, *state).await?;
+    }
+    let stats = q.stats(None).await?;
+    let of = |name: &str| stats.iter().find(|s| s.queue == name).cloned();
+    let a = of(queue).context("no stats of the first queue")?;
+    ensure!(
+        (a.available, a.scheduled, a.running, a.waiting) == (3, 1, 1, 1)
+            && (a.completed, a.dead, a.cancelled) == (3, 1, 1),
+        "{a:?}"
+    );
+    let b = of(other).context("no stats of the second queue")?;
+    ensure!((b.completed, b.dead, b.cancelled) == (2, 0, 0), "{b:?}");
+    let only = q.stats(Some(other)).await?;
+    ensure!(
+        only.len() == 1 && only[0].queue == other && only[0].completed == 2,
+        "{only:?}"
+    );
+
+    // Pruning one queue's completed jobs leaves the other queue's and every other state.
+    let pruned = q
+        .prune(queue_core::PruneRequest {
+            older_than: Duration::ZERO,
+            states: vec![JobState::Completed],
+            queue: Some(queue.into()),
+        })
+        .await?;
+    ensure!(
+        pruned == 3,
+        "pruned {pruned} jobs of {queue}, not its 3 completed ones"
+    );
+    for id in &completed {
+        ensure!(q.get(*id).await?.is_none(), "{id} was not pruned");
+    }
+    for id in &other_completed {
+        expect_state(&q, *id, JobState::Completed).await?;
+    }
+    expect_state(&q, dead[0], JobState::Dead).await?;
+    expect_state(&q, cancelled[0], JobState::Cancelled).await?;
+
+    // The lease taken before the migration completes after it.
+    q.ack(&held.lease).await?;
+    expect_state(&q, running, JobState::Completed).await?;
+    q.retry(dead[0]).await?;
+    q.retry(cancelled[0]).await?;
+    let handle = Worker::builder(q.clone(), queue)
+        .poll_interval(Duration::from_millis(10), Duration::from_millis(50))
+        .handler_fn(|_| async { Ok(()) })
+        .build()?
+        .start();
+    let run: Vec<JobId> = pending
+        .iter()
+        .copied()
+        .chain([scheduled, dead[0], cancelled[0]])
+        .chain(flow.jobs.iter().map(|(_, id)| *id))
+        .collect();
+    let done = super::eventually(Duration::from_secs(15), "every job ran", || {
+        let (q, run) = (q.clone(), run.clone());
+        async move {
+            for id in &run {
+                if super::get(&q, *id).await?.state != JobState::Completed {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        }
+    })
+    .await;
+    handle.shutdown(Duration::from_secs(2)).await;
+    done?;
+
+    // Every completed job of every queue, pruned along the new index.
+    let pruned = q
+        .prune(queue_core::PruneRequest::older_than(Duration::ZERO))
+        .await?;
+    ensure!(
+        pruned == (run.len() + 1 + other_completed.len()) as u64,
+        "pruned {pruned}"
+    );
+    let left = super::all_jobs(&q).await?;
+    ensure!(
+        left.is_empty(),
+        "left after pruning everything finished: {left:?}"
+    );
+    Ok(())
+}
