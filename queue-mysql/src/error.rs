@@ -10,6 +10,8 @@ const DUP_ENTRY: u16 = 1062;
 const DUP_FIELDNAME: u16 = 1060;
 /// `ER_DUP_KEYNAME`: an index that exists is added again.
 const DUP_KEYNAME: u16 = 1061;
+/// `ER_CANT_DROP_FIELD_OR_KEY`: a column or index that does not exist is dropped.
+const CANT_DROP_FIELD_OR_KEY: u16 = 1091;
 /// `ER_LOCK_DEADLOCK`: InnoDB chose this transaction as a deadlock victim (and rolled it back).
 const LOCK_DEADLOCK: u16 = 1213;
 /// `ER_LOCK_WAIT_TIMEOUT`: a row lock was not granted within `innodb_lock_wait_timeout`.
@@ -57,10 +59,14 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
     }
 }
 
-/// Whether `err` says a column or index that is being added exists already (a migration run
-/// again after its DDL committed and before its record).
+/// Whether `err` says a column or index that is being added exists already, or one being
+/// dropped is gone already (a migration run again after its DDL committed and before its
+/// record).
 pub(crate) fn is_already_added(err: &sqlx::Error) -> bool {
-    matches!(number(err), Some(DUP_FIELDNAME | DUP_KEYNAME))
+    matches!(
+        number(err),
+        Some(DUP_FIELDNAME | DUP_KEYNAME | CANT_DROP_FIELD_OR_KEY)
+    )
 }
 
 /// Whether `err` is a duplicate entry in a unique index.

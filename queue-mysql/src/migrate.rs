@@ -225,6 +225,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "workflows",
         sql: include_str!("../migrations/0012_workflows.sql"),
     },
+    Migration {
+        version: 13,
+        name: "finished_index",
+        sql: include_str!("../migrations/0013_finished_index.sql"),
+    },
 ];
 
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`
@@ -282,6 +287,25 @@ mod tests {
         for stmt in &stmts {
             assert!(!stmt.contains("--") && !stmt.contains("{prefix}"));
         }
+    }
+
+    #[test]
+    fn the_finished_index_migration_is_three_rerunnable_statements() {
+        let m = &MIGRATIONS[12];
+        assert_eq!((m.version, m.name), (13, "finished_index"));
+        let stmts = statements(m.sql, "abc_");
+        assert_eq!(stmts.len(), 3);
+        // Finished rows without a lease first, read along the old lease_expiry.
+        assert!(stmts[0].starts_with("UPDATE abc_jobs SET lease_expires_at = NULL"));
+        assert!(stmts[0].ends_with("AND lease_expires_at IS NOT NULL"));
+        // The redefinition yields the same table when repeated; the drop is refused with
+        // "can't drop" (1091), taken as applied.
+        assert_eq!(
+            stmts[1],
+            "ALTER TABLE abc_jobs\n    DROP INDEX lease_expiry,\n    \
+             ADD INDEX lease_expiry (state, lease_expires_at, finished_at)"
+        );
+        assert_eq!(stmts[2], "ALTER TABLE abc_jobs DROP INDEX finished");
     }
 
     #[test]
