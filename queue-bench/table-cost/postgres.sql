@@ -6,7 +6,9 @@ CREATE SCHEMA exp;
 CREATE TABLE exp.base (id bigserial PRIMARY KEY, payload jsonb NOT NULL, state text NOT NULL DEFAULT 'pending', attempts int NOT NULL DEFAULT 0);
 CREATE INDEX base_pending ON exp.base (id) WHERE state = 'pending';
 -- The queue's jobs table as queue-postgres/migrations/0001 to 0013 leave it (columns in the order
--- the migrations add them; every index, partial ones included).
+-- the migrations add them; every index, partial ones included). Migration 14 merged the two
+-- indexes of finished jobs into one: that table is the variant merged-finished-index of
+-- postgres_variants.sh, whose other variants are measured against this one.
 CREATE TABLE exp.jobs (
     id uuid PRIMARY KEY, queue text NOT NULL, payload json NOT NULL, priority integer NOT NULL DEFAULT 0,
     state text NOT NULL DEFAULT 'pending'

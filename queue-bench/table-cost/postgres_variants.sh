@@ -61,7 +61,7 @@ ddl[delete-on-completion]=$(cycle ", worker = 'w', version = j.version + 1, upda
 
 # The two indexes of finished jobs (by finish time for pruning, by queue and state for the
 # stats) as one, (queue, state, finished_at): a completion adds one index entry fewer; pruning
-# would walk it queue by queue and state by state.
+# walks it queue by queue and state by state. The table as PostgreSQL migration 14 left it.
 ddl[merged-finished-index]='DROP INDEX exp.jobs_finished_idx; DROP INDEX exp.jobs_finished_queue_idx;
 CREATE INDEX jobs_finished_idx ON exp.jobs (queue, state, finished_at) WHERE state IN ('"'"'completed'"'"', '"'"'dead'"'"', '"'"'cancelled'"'"');'
 # A completion moves the job to a history table instead of rewriting it in place: the hot table

@@ -695,13 +695,19 @@ impl Driver for MySqlDriver {
                 .await?;
         }
         for stmt in statements(migration.sql, &self.prefix) {
+            let lone_drop = crate::migrate::is_lone_drop(&stmt);
             match m.conn.execute(sqlx::AssertSqlSafe(stmt)).await {
                 Ok(_) => {}
                 // A statement that adds columns or an index and was applied before its record
                 // (DDL commits by itself): "duplicate column name" or "duplicate key name",
-                // which only such a rerun produces here.
-                Err(e) if crate::error::is_already_added(&e) => {
-                    tracing::info!(target: crate::LOG_TARGET, version = migration.version, "the migration's columns or index exist already; recording it");
+                // which only such a rerun produces here. Likewise a statement that only drops
+                // an index: "can't drop". (A statement that drops and adds in one ALTER is
+                // written to be repeatable instead, and its "can't drop" is an error.)
+                Err(e)
+                    if crate::error::is_already_added(&e)
+                        || (lone_drop && crate::error::is_already_dropped(&e)) =>
+                {
+                    tracing::info!(target: crate::LOG_TARGET, version = migration.version, "the migration's columns or indexes are in place already; recording it");
                 }
                 Err(e) => return Err(e),
             }

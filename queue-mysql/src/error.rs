@@ -59,14 +59,17 @@ pub(crate) fn classify(err: &sqlx::Error) -> DriverFault {
     }
 }
 
-/// Whether `err` says a column or index that is being added exists already, or one being
-/// dropped is gone already (a migration run again after its DDL committed and before its
-/// record).
+/// Whether `err` says a column or index that is being added exists already (a migration run
+/// again after its DDL committed and before its record).
 pub(crate) fn is_already_added(err: &sqlx::Error) -> bool {
-    matches!(
-        number(err),
-        Some(DUP_FIELDNAME | DUP_KEYNAME | CANT_DROP_FIELD_OR_KEY)
-    )
+    matches!(number(err), Some(DUP_FIELDNAME | DUP_KEYNAME))
+}
+
+/// Whether `err` says a column or index that is being dropped does not exist (taken as applied
+/// only for a statement that drops one index and does nothing else:
+/// [`crate::migrate::is_lone_drop`]).
+pub(crate) fn is_already_dropped(err: &sqlx::Error) -> bool {
+    number(err) == Some(CANT_DROP_FIELD_OR_KEY)
 }
 
 /// Whether `err` is a duplicate entry in a unique index.

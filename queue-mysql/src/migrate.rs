@@ -232,6 +232,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// Whether a migration statement only drops one index (`ALTER TABLE t DROP INDEX i`): the one
+/// kind of statement whose "can't drop" (1091) on a rerun means it was applied.
+pub(crate) fn is_lone_drop(stmt: &str) -> bool {
+    let words: Vec<&str> = stmt.split_whitespace().collect();
+    matches!(
+        words.as_slice(),
+        ["ALTER", "TABLE", _, "DROP", "INDEX", name] if !name.contains(',')
+    )
+}
+
 /// The statements of a migration file: comments dropped, the prefix spliced in, split on `;`
 /// at the end of a line.
 pub(crate) fn statements(sql: &str, prefix: &str) -> Vec<String> {
@@ -306,6 +316,15 @@ mod tests {
              ADD INDEX lease_expiry (state, lease_expires_at, finished_at)"
         );
         assert_eq!(stmts[2], "ALTER TABLE abc_jobs DROP INDEX finished");
+        // Only the last is a lone drop, whose "can't drop" on a rerun means applied.
+        let lone: Vec<bool> = stmts.iter().map(|s| is_lone_drop(s)).collect();
+        assert_eq!(lone, [false, false, true]);
+        assert!(!is_lone_drop(
+            "ALTER TABLE abc_jobs DROP INDEX a, DROP INDEX b"
+        ));
+        assert!(!is_lone_drop(
+            "ALTER TABLE abc_jobs DROP INDEX a, ADD INDEX a (b)"
+        ));
     }
 
     #[test]

@@ -5,17 +5,25 @@
 -- each queue along jobs_finished_by_queue_idx, up to $2 each (NULL: no cap), so that the
 -- statement reads a bounded range per queue and state rather than every finished row. The
 -- queues that have finished jobs are found by a skip scan of that index (one descent per
--- queue; with $1, one descent to it: the bound `queue >= coalesce($1, '')` is what a generic
--- plan can seek to, where `$1 IS NULL OR queue = $1` alone filtered every entry before it).
+-- queue; with $1, one descent to it: only the CASE branch taken is run, and there the first
+-- entry at or after $1 is read, kept if it is $1's. In a generic plan `$1 IS NULL OR queue =
+-- $1` filtered every entry of the queues before it, and `queue = $1 LIMIT 1` was a
+-- sequential scan).
 -- The literal states repeat the partial indexes' predicates, so that a generic plan can prove
 -- they apply. oldest_due: the run_at of the queue's longest-waiting available job
 -- (NULL: none), read in the same pass as the pending counts. A queue with only waiting jobs is
 -- listed too.
 WITH RECURSIVE finished_queues (queue) AS (
-    (SELECT queue FROM {schema}.jobs
-     WHERE state IN ('completed', 'dead', 'cancelled')
-       AND queue >= coalesce($1::text, '') AND ($1::text IS NULL OR queue = $1)
-     ORDER BY queue LIMIT 1)
+    SELECT CASE WHEN $1::text IS NULL
+                THEN (SELECT queue FROM {schema}.jobs
+                      WHERE state IN ('completed', 'dead', 'cancelled')
+                      ORDER BY queue LIMIT 1)
+                ELSE (SELECT n.queue
+                      FROM (SELECT queue FROM {schema}.jobs
+                            WHERE state IN ('completed', 'dead', 'cancelled') AND queue >= $1
+                            ORDER BY queue LIMIT 1) n
+                      WHERE n.queue = $1)
+           END
     UNION ALL
     SELECT (SELECT j.queue FROM {schema}.jobs j
             WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
