@@ -698,6 +698,28 @@ async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::R
     Ok(())
 }
 
+/// `drop_tables` drops every table the migrations made, leaving none of its prefix behind.
+async fn drop_tables_leaves_no_table_of_its_prefix(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let prefix = q.table_prefix().to_owned();
+    let tables = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?",
+        )
+        .bind(&prefix)
+        .bind(&prefix)
+        .fetch_all(q.pool())
+        .await
+    };
+    let made = tables().await?;
+    ensure!(made.len() >= 9, "the migrations made {made:?}");
+    q.drop_tables().await?;
+    let left = tables().await?;
+    ensure!(left.is_empty(), "left after drop_tables: {left:?}");
+    Ok(())
+}
+
 /// Migrations that add columns and indexes, or drop an index, and ran without their records (a
 /// crash between the DDL, which commits by itself, and the record) run again and are recorded,
 /// the table unchanged.
@@ -802,6 +824,7 @@ fn main() -> std::process::ExitCode {
         claims(),
         conformance_tests::dialect_tests![
             the_error_history_keeps_the_newest_entries,
+            drop_tables_leaves_no_table_of_its_prefix,
             a_migration_applied_but_not_recorded_runs_again,
             unique_keys_compare_byte_for_byte,
             capabilities_and_detection,
