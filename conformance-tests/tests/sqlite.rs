@@ -107,6 +107,13 @@ impl SqlBackend for Backend {
         Ok(Some(seeded))
     }
 
+    async fn migrate_previous_schema(q: &SqliteQueue) -> anyhow::Result<bool> {
+        use queue_core::Backend as _;
+        // Migration 12 merged the two indexes of finished jobs into one.
+        q.engine().migrate_until(11).await?;
+        Ok(true)
+    }
+
     async fn create_effects(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {
         sqlx::query("CREATE TABLE effects (marker TEXT NOT NULL)")
             .execute(q.writer_pool())
@@ -397,6 +404,63 @@ async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
     ensure!(
         !detail.contains("TEMP B-TREE"),
         "sorts instead of walking the index: {detail}"
+    );
+    Ok(())
+}
+
+/// Retention and stats find finished jobs along their one index: a range per queue and state,
+/// the queues found by seeking from one to the next, never a scan of the index filtered by the
+/// queue (the plans of the statements' exact text, with their parameters unbound, as the driver
+/// prepares them).
+async fn finished_jobs_are_found_along_their_index(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let q = SqliteQueue::builder(dir.path().join("finished.db").display().to_string())
+        .connect()
+        .await?;
+    q.migrate().await?;
+    let plan = |text: &'static str| {
+        let q = q.clone();
+        async move {
+            let text = queue_core::engine::statements::load(text, &[]);
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {text}")))
+                .fetch_all(q.writer_pool())
+                .await?;
+            let detail: Vec<String> = rows
+                .iter()
+                .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
+                .collect();
+            anyhow::Ok(detail.join("\n"))
+        }
+    };
+    let index = "queue_jobs_finished_by_queue";
+    // A scan of the index is only ever the first queue's (ORDER BY queue LIMIT 1).
+    let scans = |plan: &str| {
+        plan.lines()
+            .filter(|l| l.contains("SCAN") && l.contains("queue_jobs"))
+            .count()
+    };
+    let prune = plan(include_str!("../../queue-sqlite/queries/job_prune.sql")).await?;
+    ensure!(
+        prune.contains(&format!("{index} (queue=? AND state=? AND finished_at<?)"))
+            && prune.contains(&format!("{index} (queue=? AND state=?)"))
+            && prune.contains(&format!("{index} (queue>?)"))
+            && prune.contains("INTEGER PRIMARY KEY (rowid=?)")
+            && scans(&prune) == 1,
+        "job_prune:\n{prune}"
+    );
+    let stats = plan(include_str!("../../queue-sqlite/queries/job_stats.sql")).await?;
+    ensure!(
+        stats
+            .matches(&format!("{index} (queue=? AND state=?)"))
+            .count()
+            == 4
+            && stats.contains(&format!("{index} (queue>?)"))
+            && stats
+                .lines()
+                .filter(|l| l.contains("SCAN") && l.contains(index))
+                .count()
+                == 1,
+        "job_stats:\n{stats}"
     );
     Ok(())
 }
@@ -717,6 +781,7 @@ fn main() -> std::process::ExitCode {
         every_spelling_of_a_path_opens_the_file,
         in_memory_database_works,
         the_claim_uses_the_partial_index,
+        finished_jobs_are_found_along_their_index,
         a_write_lock_held_past_the_busy_timeout_is_unavailable,
         a_lease_runs_from_the_write_lock_not_from_the_wait,
         writes_resume_after_the_disk_was_full,

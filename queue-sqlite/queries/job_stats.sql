@@ -1,9 +1,11 @@
 -- name: job_stats
 -- Job counts per queue and state. Pending jobs are counted along the claim index, running
 -- ones along the lease index and waiting ones along queue_jobs_waiting; completed, dead and cancelled jobs of each queue are counted
--- along queue_jobs_finished_queue up to ?3 each (-1: no cap), so that the statement reads a
+-- along queue_jobs_finished_by_queue up to ?3 each (-1: no cap), so that the statement reads a
 -- bounded range per queue and state rather than every finished row. The queues that have
--- finished jobs are found by a skip scan of that index (one seek per queue). The literal
+-- finished jobs are found by a skip scan of that index (one seek per queue; with ?2, one seek
+-- to it: only the CASE branch taken is run. As a filter, `?2 IS NULL OR queue = ?2` read every
+-- finished entry of the queues after ?2, or before it when it had none). The literal
 -- `state IN (...)` repeats the partial index's predicate, which SQLite needs to use it; the
 -- counts name the index (INDEXED BY): SQLite 3.46 otherwise scans the whole index for each
 -- of them, with the queue as a filter (40 ms per state on 1,000,000 finished rows, against
@@ -11,16 +13,20 @@
 -- oldest_due: the run_at of the queue's longest-waiting available job (NULL: none), read in
 -- the same pass as the pending counts. Binds: ?1 now, ?2 queue or NULL, ?3 cap.
 WITH RECURSIVE finished_queues (queue) AS (
-    SELECT (SELECT queue FROM queue_jobs
-            WHERE state IN ('completed', 'dead', 'cancelled') AND (?2 IS NULL OR queue = ?2)
-            ORDER BY queue LIMIT 1)
+    SELECT CASE WHEN ?2 IS NULL
+                THEN (SELECT queue FROM queue_jobs
+                      WHERE state IN ('completed', 'dead', 'cancelled')
+                      ORDER BY queue LIMIT 1)
+                ELSE (SELECT queue FROM queue_jobs
+                      WHERE state IN ('completed', 'dead', 'cancelled') AND queue = ?2
+                      LIMIT 1)
+           END
     UNION ALL
     SELECT (SELECT j.queue FROM queue_jobs j
             WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
-              AND (?2 IS NULL OR j.queue = ?2)
             ORDER BY j.queue LIMIT 1)
     FROM finished_queues f
-    WHERE f.queue IS NOT NULL
+    WHERE f.queue IS NOT NULL AND ?2 IS NULL
 ),
 live (queue, waiting, available, scheduled, running, oldest_due) AS (
     SELECT queue, 0, SUM(run_at <= ?1), SUM(run_at > ?1), 0, MIN(CASE WHEN run_at <= ?1 THEN run_at END)
@@ -49,13 +55,13 @@ SELECT q.queue,
        COALESCE((SELECT SUM(scheduled) FROM live l WHERE l.queue = q.queue), 0) AS scheduled,
        COALESCE((SELECT SUM(running) FROM live l WHERE l.queue = q.queue), 0) AS running,
        (SELECT MIN(oldest_due) FROM live l WHERE l.queue = q.queue) AS oldest_due,
-       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_by_queue
         WHERE queue = q.queue AND state = 'completed'
           AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS completed,
-       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_by_queue
         WHERE queue = q.queue AND state = 'dead'
           AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS dead,
-       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_queue
+       (SELECT COUNT(*) FROM (SELECT 1 FROM queue_jobs INDEXED BY queue_jobs_finished_by_queue
         WHERE queue = q.queue AND state = 'cancelled'
           AND state IN ('completed', 'dead', 'cancelled') LIMIT ?3)) AS cancelled
 FROM queues q

@@ -61,4 +61,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "workflows",
         sql: include_str!("../migrations/0011_workflows.sql"),
     },
+    Migration {
+        version: 12,
+        name: "finished_index",
+        sql: include_str!("../migrations/0012_finished_index.sql"),
+    },
 ];
