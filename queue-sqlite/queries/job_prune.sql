@@ -17,9 +17,11 @@ WHERE rowid IN (
                     THEN (SELECT queue FROM queue_jobs
                           WHERE state IN ('completed', 'dead', 'cancelled')
                           ORDER BY queue LIMIT 1)
-                    ELSE (SELECT queue FROM queue_jobs
-                          WHERE state IN ('completed', 'dead', 'cancelled') AND queue = ?2
-                          LIMIT 1)
+                    ELSE (SELECT n.queue
+                          FROM (SELECT queue FROM queue_jobs
+                                WHERE state IN ('completed', 'dead', 'cancelled') AND queue >= ?2
+                                ORDER BY queue LIMIT 1) n
+                          WHERE n.queue = ?2)
                END
         UNION ALL
         SELECT (SELECT j.queue FROM queue_jobs j

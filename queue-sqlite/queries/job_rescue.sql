@@ -5,6 +5,9 @@
 -- tuple after VALUES once per job. Every placeholder is anonymous (sqlx numbers anonymous ones
 -- apart from `?NNN` ones). Binds: now, dead, last_error, now as RFC 3339 text, entries kept,
 -- then id and lease_token per job.
+-- `+state` keeps the lookup on the primary key: as a plain term it qualifies the partial index
+-- of running jobs, which statistics gathered while no job ran (ANALYZE, PRAGMA optimize) show
+-- as empty, and the planner then scanned every running job for each listed job.
 WITH p (now, dead, error, at, kept) AS (SELECT ?, ?, ?, ?, ?)
 UPDATE queue_jobs
 SET state = CASE WHEN p.dead THEN 'dead' ELSE 'pending' END,
@@ -25,5 +28,5 @@ FROM p, (VALUES
 ) AS expired
 WHERE queue_jobs.id = expired.column1
   AND queue_jobs.lease_token = expired.column2
-  AND queue_jobs.state = 'running'
+  AND +queue_jobs.state = 'running'
   AND queue_jobs.lease_expires_at < p.now
