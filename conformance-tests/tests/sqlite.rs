@@ -379,27 +379,37 @@ async fn the_error_history_keeps_the_newest_entries(_: Server) -> anyhow::Result
     conformance_tests::statements::error_history_keeps_the_newest(&q).await
 }
 
-async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let q = SqliteQueue::builder(dir.path().join("plan.db").display().to_string())
+/// A migrated queue on a new file `name` in `dir`.
+async fn migrated_file(dir: &tempfile::TempDir, name: &str) -> anyhow::Result<SqliteQueue> {
+    let q = SqliteQueue::builder(dir.path().join(name).display().to_string())
         .connect()
         .await?;
     q.migrate().await?;
-    let rows = sqlx::query(
-        "EXPLAIN QUERY PLAN SELECT rowid FROM queue_jobs \
+    Ok(q)
+}
+
+/// The lines of `EXPLAIN QUERY PLAN` of `text`, its parameters unbound (as it is prepared).
+async fn query_plan(q: &SqliteQueue, text: &str) -> anyhow::Result<Vec<String>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {text}")))
+        .fetch_all(q.writer_pool())
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
+        .collect())
+}
+
+async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let q = migrated_file(&dir, "plan.db").await?;
+    let detail = query_plan(
+        &q,
+        "SELECT rowid FROM queue_jobs \
          WHERE queue = ?1 AND state = 'pending' AND run_at <= ?2 \
          ORDER BY priority DESC, run_at, id LIMIT ?3",
     )
-    .bind("q")
-    .bind(0i64)
-    .bind(1i64)
-    .fetch_all(q.writer_pool())
-    .await?;
-    let detail: Vec<String> = rows
-        .iter()
-        .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
-        .collect();
-    let detail = detail.join("\n");
+    .await?
+    .join("\n");
     ensure!(detail.contains("queue_jobs_claim"), "{detail}");
     ensure!(
         !detail.contains("TEMP B-TREE"),
@@ -414,22 +424,12 @@ async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
 /// prepares them).
 async fn finished_jobs_are_found_along_their_index(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let q = SqliteQueue::builder(dir.path().join("finished.db").display().to_string())
-        .connect()
-        .await?;
-    q.migrate().await?;
+    let q = migrated_file(&dir, "finished.db").await?;
     let plan = |text: &'static str| {
         let q = q.clone();
         async move {
             let text = queue_core::engine::statements::load(text, &[]);
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {text}")))
-                .fetch_all(q.writer_pool())
-                .await?;
-            let detail: Vec<String> = rows
-                .iter()
-                .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
-                .collect();
-            anyhow::Ok(detail.join("\n"))
+            anyhow::Ok(query_plan(&q, &text).await?.join("\n"))
         }
     };
     let index = "queue_jobs_finished_by_queue";
@@ -472,10 +472,7 @@ async fn finished_jobs_are_found_along_their_index(_: Server) -> anyhow::Result<
 /// the statements' exact text, lists of 60, after `ANALYZE` of 20,000 finished jobs).
 async fn plans_hold_after_analyze_of_an_idle_table(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let q = SqliteQueue::builder(dir.path().join("analyzed.db").display().to_string())
-        .connect()
-        .await?;
-    q.migrate().await?;
+    let q = migrated_file(&dir, "analyzed.db").await?;
     sqlx::raw_sql(
         "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 20000) \
          INSERT INTO queue_jobs (id, queue, payload, state, attempts, max_attempts, run_at, \
@@ -516,13 +513,7 @@ async fn plans_hold_after_analyze_of_an_idle_table(_: Server) -> anyhow::Result<
             }
             None => text,
         };
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {text}")))
-            .fetch_all(q.writer_pool())
-            .await?;
-        let plan: Vec<String> = rows
-            .iter()
-            .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
-            .collect();
+        let plan = query_plan(&q, &text).await?;
         // The one scan allowed: the first queue with finished jobs (ORDER BY queue LIMIT 1).
         let scans: Vec<&String> = plan
             .iter()
