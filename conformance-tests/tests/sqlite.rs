@@ -425,12 +425,10 @@ async fn the_claim_uses_the_partial_index(_: Server) -> anyhow::Result<()> {
 async fn finished_jobs_are_found_along_their_index(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let q = migrated_file(&dir, "finished.db").await?;
-    let plan = |text: &'static str| {
-        let q = q.clone();
-        async move {
-            let text = queue_core::engine::statements::load(text, &[]);
-            anyhow::Ok(query_plan(&q, &text).await?.join("\n"))
-        }
+    let plan = |text: &str| {
+        let text = queue_core::engine::statements::load(text, &[]);
+        let q = &q;
+        async move { anyhow::Ok(query_plan(q, &text).await?.join("\n")) }
     };
     let index = "queue_jobs_finished_by_queue";
     // A scan of the index is only ever the first queue's (ORDER BY queue LIMIT 1).
