@@ -10,6 +10,9 @@
 -- counts name the index (INDEXED BY): SQLite 3.46 otherwise scans the whole index for each
 -- of them, with the queue as a filter (40 ms per state on 1,000,000 finished rows, against
 -- 0.2 ms for a seek), and a statement that cannot use it fails rather than read every row.
+-- Pending jobs of one queue are a range of the claim index from ?2 to ?2; of every queue, the
+-- whole index (every text sorts at or after '' and before any blob such as x'ff'). As a
+-- filter, `?2 IS NULL OR queue = ?2` read every pending job of every queue.
 -- oldest_due: the run_at of the queue's longest-waiting available job (NULL: none), read in
 -- the same pass as the pending counts. Binds: ?1 now, ?2 queue or NULL, ?3 cap.
 WITH RECURSIVE finished_queues (queue) AS (
@@ -33,7 +36,7 @@ WITH RECURSIVE finished_queues (queue) AS (
 live (queue, waiting, available, scheduled, running, oldest_due) AS (
     SELECT queue, 0, SUM(run_at <= ?1), SUM(run_at > ?1), 0, MIN(CASE WHEN run_at <= ?1 THEN run_at END)
     FROM queue_jobs
-    WHERE state = 'pending' AND (?2 IS NULL OR queue = ?2)
+    WHERE state = 'pending' AND queue >= COALESCE(?2, '') AND queue <= COALESCE(?2, x'ff')
     GROUP BY queue
     UNION ALL
     SELECT queue, 0, 0, 0, COUNT(*), NULL
