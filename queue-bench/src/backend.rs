@@ -155,6 +155,17 @@ pub(crate) trait BaselineNs: Send + Sync {
     async fn cleanup(&self) -> Result<()>;
 }
 
+/// How many rows `jobs` plain jobs leave in the table once completed: all of them, or none when
+/// a completion deletes its job (`--discard-completed`; jobs of a workflow are kept either way).
+/// Each job then ran exactly once if the handler ran `jobs` times and none is left.
+pub(crate) fn kept_after_completion(jobs: u64) -> u64 {
+    if keep_completed() {
+        jobs
+    } else {
+        0
+    }
+}
+
 /// Row counts read back from the database after a workload.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub(crate) struct DrainCheck {

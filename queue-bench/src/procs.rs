@@ -229,7 +229,10 @@ pub(crate) async fn drain(
         total.unexpected += c.unexpected;
         p.child.wait().await.context("wait for a worker process")?;
     }
-    let mut violations = ns.check(QUEUE).await?.violations(s.jobs);
+    let mut violations = ns
+        .check(QUEUE)
+        .await?
+        .violations(crate::backend::kept_after_completion(s.jobs));
     if total.handled != s.jobs {
         violations.push(format!(
             "the handlers ran {} times for {} jobs",

@@ -13,7 +13,7 @@ use queue_core::worker::{JobContext, JobError, Worker};
 use queue_core::{JobId, NewJob, Queue, RateLimit};
 use tokio::task::JoinSet;
 
-use crate::backend::{BaselineNs, OursNs, Server};
+use crate::backend::{kept_after_completion, BaselineNs, OursNs, Server};
 
 mod workflow;
 
@@ -991,7 +991,7 @@ async fn drain_ours(
         );
     }
     let check = ns.check(QUEUE).await?;
-    let mut violations = check.violations(s.jobs + backlog);
+    let mut violations = check.violations(kept_after_completion(s.jobs) + backlog);
     if let Some(n) = controls.limit {
         if most_running > u64::from(n) {
             violations.push(format!(
@@ -1232,7 +1232,7 @@ async fn fairness_ours(
         );
     }
     let check = ns.check(QUEUE).await?;
-    let mut violations = check.violations(total);
+    let mut violations = check.violations(kept_after_completion(total));
     let snap = counters.snapshot();
     if snap.completed != total {
         violations.push(format!(
@@ -1480,7 +1480,7 @@ async fn latency_ours(
         ));
     }
     let check = ns.check(QUEUE).await?;
-    violations.extend(check.violations(s.latency_jobs));
+    violations.extend(check.violations(kept_after_completion(s.latency_jobs)));
     let mut call = Vec::new();
     let mut commit = Vec::new();
     let mut early = 0;
