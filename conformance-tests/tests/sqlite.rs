@@ -470,8 +470,8 @@ async fn finished_jobs_are_found_along_their_index(_: Server) -> anyhow::Result<
 /// which SQLite advises running now and then) record the partial indexes of running and waiting
 /// jobs as empty, and the finished jobs as one queue's. Every statement of a job's life still
 /// finds its rows by key then: none reads every running, waiting or finished job, nor the list
-/// of rows it was given once per row (the plans of
-/// the statements' exact text, lists of 60, after `ANALYZE` of 20,000 finished jobs).
+/// of rows it was given once per row (the plans of the statements' exact text, lists of 60,
+/// after `ANALYZE` of 20,000 finished jobs).
 async fn plans_hold_after_analyze_of_an_idle_table(_: Server) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let q = migrated_file(&dir, "analyzed.db").await?;
