@@ -656,7 +656,7 @@ pub(crate) async fn login(
     Extension(Csrf(csrf)): Extension<Csrf>,
     Posted(form): Posted<LoginForm>,
 ) -> Response {
-    let next = local_path(form.next.trim()).to_owned();
+    let next = local_path(form.next.trim());
     let Some(token) = app.config.auth_token.as_deref() else {
         return Redirect::to(&next).into_response();
     };

@@ -543,7 +543,7 @@ pub(crate) async fn login(
     Extension(Csrf(csrf)): Extension<Csrf>,
     Query(lq): Query<LoginQuery>,
 ) -> Response {
-    let next = local_path(non_empty(&lq.next).unwrap_or("/")).to_owned();
+    let next = local_path(non_empty(&lq.next).unwrap_or("/"));
     if app.config.auth_token.is_none() {
         return Redirect::to(&next).into_response();
     }

@@ -381,12 +381,39 @@ where
     }
 }
 
-/// Where to go after logging in: a path of this dashboard, never another site.
-pub(crate) fn local_path(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
-        next
-    } else {
-        "/"
+/// The origin `next` is resolved against. Only the path and query of the result are ever sent
+/// back, so the name stands for whichever host the browser reached the dashboard on; `.invalid`
+/// is a name no site can have (RFC 2606).
+const LOGIN_BASE: &str = "http://dashboard.invalid/";
+
+/// Where to go after logging in: a page of this dashboard, never another site.
+///
+/// `next` is read as a browser reads a link on the dashboard: parsed as a URL reference by the
+/// WHATWG rules (which drop tabs and newlines, and read `\` as `/`) and resolved against the
+/// dashboard's origin. It is kept only when the result is on that origin, and then only its
+/// path and query, as the parser serialises them (percent-encoded, so the value is always a valid
+/// header value). A path that the parser normalised to begin with `//` (`/.//host`) is refused
+/// too, since a browser would read that `Location` as another host. Anything else gives `/`.
+pub(crate) fn local_path(next: &str) -> String {
+    let Ok(base) = url::Url::parse(LOGIN_BASE) else {
+        return "/".to_owned();
+    };
+    let Ok(target) = base.join(next) else {
+        return "/".to_owned();
+    };
+    if target.origin() != base.origin() {
+        return "/".to_owned();
+    }
+    let path = target.path();
+    // Exactly one `/`, then anything but another slash: a path-absolute reference, which no
+    // browser reads as a host.
+    let one_slash = path.starts_with('/') && !matches!(path.as_bytes().get(1), Some(b'/' | b'\\'));
+    if !one_slash {
+        return "/".to_owned();
+    }
+    match target.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
     }
 }
 
@@ -482,11 +509,129 @@ mod tests {
         assert!(!s.is_open(&id));
     }
 
+    /// `next` as the login page's query string carries it, decoded as the handler gets it.
+    fn from_query(encoded: &str) -> String {
+        #[derive(serde::Deserialize)]
+        struct Next {
+            next: String,
+        }
+        let Next { next } = serde_urlencoded::from_str(&format!("next={encoded}")).unwrap();
+        local_path(&next)
+    }
+
     #[test]
-    fn only_local_paths_follow_a_login() {
-        assert_eq!(local_path("/jobs?queue=a"), "/jobs?queue=a");
-        assert_eq!(local_path("//evil.example/"), "/");
-        assert_eq!(local_path("https://evil.example/"), "/");
-        assert_eq!(local_path("/\\evil.example"), "/");
+    fn a_login_returns_to_pages_of_the_dashboard() {
+        assert_eq!(local_path("/jobs?state=dead"), "/jobs?state=dead");
+        assert_eq!(
+            local_path("/jobs?queue=a&state=dead"),
+            "/jobs?queue=a&state=dead"
+        );
+        assert_eq!(from_query("%2Fjobs%3Fstate%3Ddead"), "/jobs?state=dead");
+        assert_eq!(local_path("/"), "/");
+        assert_eq!(local_path(""), "/");
+        assert_eq!(local_path("   "), "/");
+        // Relative to the dashboard's root, as the login page's own links are.
+        assert_eq!(local_path("jobs?state=dead"), "/jobs?state=dead");
+        // A fragment is not sent to the server: dropped.
+        assert_eq!(local_path("/jobs?state=dead#top"), "/jobs?state=dead");
+        // Dot segments resolved, as the browser would.
+        assert_eq!(local_path("/jobs/../search?q=a"), "/search?q=a");
+    }
+
+    #[test]
+    fn control_characters_cannot_make_a_host_of_the_path() {
+        for next in [
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r/evil.example",
+            "/\r\n/evil.example",
+            "\t//evil.example",
+            "/\t\t/evil.example",
+            "/\t/\tevil.example",
+        ] {
+            assert_eq!(local_path(next), "/", "{next:?}");
+        }
+        for encoded in [
+            "/%09/evil.example",
+            "/%0A/evil.example",
+            "/%0D/evil.example",
+        ] {
+            assert_eq!(from_query(encoded), "/", "{encoded}");
+        }
+    }
+
+    #[test]
+    fn other_hosts_and_schemes_are_refused() {
+        for next in [
+            "//evil.example",
+            "//evil.example/",
+            "/\\evil.example",
+            "\\\\evil.example",
+            "\\/evil.example",
+            "/\\/evil.example",
+            "https://evil.example/",
+            "http://evil.example/jobs",
+            "https:evil.example",
+            "http:/\\evil.example",
+            "javascript:alert(1)",
+            "JavaScript:alert(document.cookie)",
+            "data:text/html,<script>alert(1)</script>",
+            "/.//evil.example",
+            "/./\\evil.example",
+            "/%2e//evil.example",
+            "/jobs/..//evil.example",
+        ] {
+            assert_eq!(local_path(next), "/", "{next:?}");
+        }
+        // The parser removes the `.` segment and leaves the path `//evil.example`, which as a
+        // `Location` would name a host: that is why the path's second character is checked.
+        let base = url::Url::parse(LOGIN_BASE).unwrap();
+        assert_eq!(
+            base.join("/.//evil.example").unwrap().path(),
+            "//evil.example"
+        );
+        // `%2F%2F` decoded from the query string is `//`.
+        assert_eq!(from_query("%2F%2Fevil.example"), "/");
+        assert_eq!(from_query("%5C%5Cevil.example"), "/");
+        // One backslash is one slash: a path of this dashboard.
+        assert_eq!(from_query("%5Cevil.example"), "/evil.example");
+    }
+
+    #[test]
+    fn encoded_slashes_stay_in_the_path() {
+        // Left encoded, `%2F` is part of a path segment; no browser reads it as a separator.
+        assert_eq!(local_path("/%2F%2Fevil.example"), "/%2F%2Fevil.example");
+        assert_eq!(local_path("%2F%2Fevil.example"), "/%2F%2Fevil.example");
+        assert_eq!(local_path("/%5Cevil.example"), "/%5Cevil.example");
+    }
+
+    #[test]
+    fn the_location_is_what_was_checked() {
+        // The value sent is the parser's serialisation: what a browser reads back is the same
+        // path, and it is always a valid header value.
+        assert_eq!(local_path("/jobs/ a"), "/jobs/%20a");
+        assert_eq!(local_path("/jobs?q=a b"), "/jobs?q=a%20b");
+        assert_eq!(local_path("/a\\b"), "/a/b");
+        assert_eq!(local_path("/caf\u{e9}"), "/caf%C3%A9");
+        assert_eq!(local_path("/\u{0}x"), "/%00x");
+        for next in [
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/jobs/\u{7f}",
+            "/\u{0}x",
+            "/caf\u{e9}",
+        ] {
+            let location = local_path(next);
+            assert!(
+                HeaderValue::from_str(&location).is_ok(),
+                "{next:?} gave {location:?}"
+            );
+            let bytes = location.as_bytes();
+            assert_eq!(bytes[0], b'/', "{next:?} gave {location:?}");
+            assert!(
+                !matches!(bytes.get(1), Some(b'/' | b'\\')),
+                "{next:?} gave {location:?}"
+            );
+        }
     }
 }
