@@ -1868,6 +1868,55 @@ async fn a_token_guards_every_page_and_action(fx: Arc<Fixture>) -> anyhow::Resul
     Ok(())
 }
 
+/// Where a login returns to: a page of this dashboard, or `/` when `next` would leave it, with
+/// no token (`GET /login` redirects at once) and with one (`POST /login`).
+async fn a_login_returns_only_to_this_dashboard(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let cases = [
+        ("/jobs?state=dead", "/jobs?state=dead"),
+        ("/\t/evil.example", "/"),
+        ("/\n/evil.example", "/"),
+        ("/\r/evil.example", "/"),
+        ("//evil.example", "/"),
+        ("/\\evil.example", "/"),
+        ("/.//evil.example", "/"),
+        ("https://evil.example/", "/"),
+        ("javascript:alert(1)", "/"),
+        ("/%2F%2Fevil.example", "/%2F%2Fevil.example"),
+    ];
+    let mut open = client(&fx);
+    for (next, expected) in cases {
+        let page = open
+            .get(&format!("/login?next={}", support::query_value(next)))
+            .await?
+            .expect(StatusCode::SEE_OTHER)?;
+        ensure!(
+            page.header("location") == Some(expected),
+            "GET /login with next {next:?}: Location {:?}, not {expected:?}",
+            page.header("location")
+        );
+    }
+    let mut c = client_with(
+        &fx,
+        DashboardConfig {
+            auth_token: Some(TOKEN.to_owned()),
+            ..config()
+        },
+    );
+    c.get("/login").await?.expect(StatusCode::OK)?;
+    for (next, expected) in cases {
+        let page = c
+            .post("/login", &[("token", TOKEN), ("next", next)])
+            .await?
+            .expect(StatusCode::SEE_OTHER)?;
+        ensure!(
+            page.header("location") == Some(expected),
+            "POST /login with next {next:?}: Location {:?}, not {expected:?}",
+            page.header("location")
+        );
+    }
+    Ok(())
+}
+
 async fn forged_and_cross_site_posts_are_refused(fx: Arc<Fixture>) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
     let id = dead(q, "emails", "{}", "boom").await?;
@@ -2472,6 +2521,7 @@ fn main() {
         case!(key_controls_from_the_queue_page),
         case!(read_only_shows_no_actions_and_refuses_them),
         case!(a_token_guards_every_page_and_action),
+        case!(a_login_returns_only_to_this_dashboard),
         case!(forged_and_cross_site_posts_are_refused),
         case!(foreign_host_names_are_refused),
         case!(untrusted_text_is_escaped_everywhere),
