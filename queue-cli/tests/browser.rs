@@ -1109,6 +1109,42 @@ async fn markup_in_jobs_renders_as_text_and_runs_nothing(
     Ok(())
 }
 
+/// With no token, `/login` redirects at once to its `next`. For a `next` that a browser would
+/// read as another host (a tab, or a CR and LF, between its two slashes: browsers drop both)
+/// and for one whose path normalises to `//evil.example`, Chromium follows the redirect to the
+/// dashboard's overview.
+async fn a_login_redirect_stays_on_the_dashboard(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
+    let server = serve(fx, &[], None)?;
+    let dashboard = url::Url::parse(&server.url)?;
+    for next in [
+        "/%09/evil.example",
+        "/%0D%0A/evil.example",
+        "/.//evil.example",
+    ] {
+        // A redirect off the site fails to load (the other host does not resolve): where the
+        // browser went is what matters, so the address is checked before the load's outcome.
+        let loaded = c.goto(&format!("{}/login?next={next}", server.url)).await;
+        let now = c.current_url().await?;
+        ensure!(
+            now.scheme() == dashboard.scheme()
+                && now.host_str() == dashboard.host_str()
+                && now.port_or_known_default() == dashboard.port_or_known_default(),
+            "next={next} left the dashboard ({}) for {now}",
+            server.url
+        );
+        loaded.with_context(|| format!("next={next}: loading {now}"))?;
+        ensure!(
+            now.path() == "/",
+            "next={next} led to {now}, not the overview"
+        );
+        ensure!(
+            c.title().await? == "Queues · dbqueue",
+            "next={next}: {now} is not the overview"
+        );
+    }
+    Ok(())
+}
+
 /// A page on another site that posts a form to the dashboard is refused, and nothing changes.
 async fn a_cross_site_post_is_refused(c: &Client, fx: &Fixture) -> anyhow::Result<()> {
     let q = fx.queue.as_ref();
@@ -1326,6 +1362,7 @@ fn main() {
         browser_case!(a_wrong_or_missing_token_is_refused),
         browser_case!(markup_in_jobs_renders_as_text_and_runs_nothing),
         browser_case!(a_cross_site_post_is_refused),
+        browser_case!(a_login_redirect_stays_on_the_dashboard),
         browser_case!(reschedule_a_job_with_a_history),
         browser_case!(follow_a_workflow_to_the_step_a_failure_cancelled),
     ];
