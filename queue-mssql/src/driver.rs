@@ -715,7 +715,7 @@ impl MsSqlDriver {
     async fn conn(
         &self,
     ) -> Result<bb8::PooledConnection<'_, crate::pool::ConnectionManager>, MsSqlError> {
-        Ok(self.pool.get().await?)
+        crate::pool::checkout(&self.pool).await
     }
 
     async fn insert_chunks(
@@ -790,7 +790,7 @@ impl Driver for MsSqlDriver {
     }
 
     async fn migration_lock(&self) -> Result<Self::Migrator, MsSqlError> {
-        let mut conn = self.pool.get_owned().await?;
+        let mut conn = crate::pool::checkout_owned(&self.pool).await?;
         conn.begin().await?;
         let locked = async {
             let rows = conn
@@ -3445,6 +3445,36 @@ mod tests {
             sql: Statements::new(&[("{schema}", "s")]),
         };
         (driver, server)
+    }
+
+    /// A checkout that waits out the pool's connection timeout names that wait (the builder's
+    /// connect timeout), not zero; it is unavailable, as a server that does not answer is.
+    #[tokio::test]
+    async fn an_exhausted_pool_names_its_connection_timeout() {
+        let (config, server) = crate::wire::server().await;
+        let pool = bb8::Pool::builder()
+            .max_size(1)
+            .connection_timeout(Duration::from_millis(50))
+            .build_unchecked(crate::pool::ConnectionManager::new(config));
+        let driver = MsSqlDriver {
+            pool,
+            schema: "s".into(),
+            sql: Statements::new(&[("{schema}", "s")]),
+        };
+        let held = driver.conn().await.unwrap();
+        let err = driver.now().await.unwrap_err();
+        assert!(
+            matches!(err, MsSqlError::PoolTimedOut(d) if d == Duration::from_millis(50)),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "no connection to SQL Server within 50ms");
+        assert_eq!(driver.classify(&err), DriverFault::Unavailable);
+        // A transaction's checkout too.
+        let err = driver.tx_begin().await.unwrap_err();
+        assert_eq!(err.to_string(), "no connection to SQL Server within 50ms");
+        drop(held);
+        drop(driver);
+        server.await.unwrap();
     }
 
     /// The statements and values of the RPC requests, after the session's own batches.
