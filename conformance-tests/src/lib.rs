@@ -15,4 +15,6 @@ pub use harness::{
     expect_refused_connection, required, run_on, Ctx, Discovery, Fixture, Harness, Server, Skipped,
     TestConfig, Transactions,
 };
-pub use runner::{main, main_with, run_suite, test_profile, DialectTest, TestFuture};
+pub use runner::{
+    main, main_with, run_suite, run_suite_with, test_profile, DialectTest, LocalTest, TestFuture,
+};

@@ -38,6 +38,28 @@ macro_rules! dialect_tests {
     };
 }
 
+/// A test of one backend that needs no server: a check of the test binary's own setup (such as
+/// the tables its teardown drops). It runs whether a server was found or not, and passes or
+/// fails as any test does; it is called `<backend>::local::<name>`.
+#[derive(Clone, Copy)]
+pub struct LocalTest {
+    /// Its name.
+    pub name: &'static str,
+    /// The test.
+    pub run: fn() -> anyhow::Result<()>,
+}
+
+/// The [`LocalTest`]s named by these `fn() -> anyhow::Result<()>`.
+#[macro_export]
+macro_rules! local_tests {
+    ($($test:ident),* $(,)?) => {
+        vec![$($crate::LocalTest {
+            name: stringify!($test),
+            run: $test,
+        }),*]
+    };
+}
+
 /// Runs the whole catalogue on every claim strategy of the backend `B`, and `dialect`.
 pub fn main<B: SqlBackend>(dialect: Vec<DialectTest>) -> ExitCode {
     main_with::<B>(B::CLAIMS, dialect)
@@ -84,6 +106,16 @@ pub fn run_suite(
     harnesses: Vec<Arc<dyn Harness>>,
     dialect: Vec<DialectTest>,
 ) -> ExitCode {
+    run_suite_with(backend, harnesses, dialect, Vec::new())
+}
+
+/// [`run_suite`], and the `local` tests, which run without a server.
+pub fn run_suite_with(
+    backend: &'static str,
+    harnesses: Vec<Arc<dyn Harness>>,
+    dialect: Vec<DialectTest>,
+    local: Vec<LocalTest>,
+) -> ExitCode {
     let args = Arguments::from_args();
     let Some(first) = harnesses.first() else {
         eprintln!("{backend}: no harness to run");
@@ -94,7 +126,7 @@ pub fn run_suite(
         Err(e) => Discovery::Missing(format!("cannot start a runtime: {e}")),
     };
     let cases = catalogue();
-    let mut trials = Vec::new();
+    let mut trials: Vec<Trial> = local.iter().map(|t| local_trial(backend, *t)).collect();
     match discovery {
         Discovery::Servers(servers) => {
             let servers = Arc::new(servers);
@@ -195,6 +227,12 @@ fn case_trial(
         on_each(&servers, |server| {
             rt.block_on(run_on(harness.clone(), server, case.name, &case.run))
         })
+    })
+}
+
+fn local_trial(backend: &'static str, test: LocalTest) -> Trial {
+    Trial::test(format!("{backend}::local::{}", test.name), move || {
+        (test.run)().map_err(|e| Failed::from(format!("{e:?}")))
     })
 }
 

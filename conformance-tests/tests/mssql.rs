@@ -23,7 +23,8 @@ use anyhow::{bail, ensure, Context as _};
 use async_trait::async_trait;
 use conformance_tests::servers::{docker_answers, random_suffix};
 use conformance_tests::{
-    dialect_tests, run_suite, Discovery, Fixture, Harness, Server, TestConfig, Transactions,
+    dialect_tests, local_tests, run_suite_with, Discovery, Fixture, Harness, Server, TestConfig,
+    Transactions,
 };
 use queue_core::engine::statements::load;
 use queue_core::{
@@ -267,6 +268,112 @@ fn in_schema(sql: &str, schema: &str) -> String {
     sql.replace("{schema}", schema)
 }
 
+/// The fixture's own table: what a caller's transaction wrote beside the queue's statements.
+const EFFECTS_TABLE: &str = "CREATE TABLE [{schema}].[effects] (marker NVARCHAR(255) NOT NULL)";
+
+/// The SQL Server backend's migrations: every file of `queue-mssql/migrations` (each one is a
+/// migration `migrate` applies, which a unit test of that crate checks), in name order, and
+/// the statement that creates the migrations table, as `(file name, text)`.
+fn migration_files() -> anyhow::Result<Vec<(String, String)>> {
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../queue-mssql");
+    let dir = crate_dir.join("migrations");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "sql") {
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            files.push((name, std::fs::read_to_string(&path)?));
+        }
+    }
+    files.sort();
+    ensure!(!files.is_empty(), "no migration in {}", dir.display());
+    let table = crate_dir.join("queries/migration_table.sql");
+    files.push((
+        "migration_table.sql".to_owned(),
+        std::fs::read_to_string(&table).with_context(|| table.display().to_string())?,
+    ));
+    Ok(files)
+}
+
+/// The tables `sql` creates, in order: each `CREATE TABLE [{schema}].[name]` (also inside an
+/// `EXEC`), comments left out. A `CREATE TABLE` in any other form is an error, so that no table
+/// is missed.
+fn created_tables(sql: &str) -> anyhow::Result<Vec<String>> {
+    let code: Vec<&str> = sql
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or_default())
+        .collect();
+    let flat = code
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let upper = flat.to_ascii_uppercase();
+    let mut tables = Vec::new();
+    let mut from = 0;
+    while let Some(at) = upper[from..].find("CREATE TABLE ") {
+        let rest = &flat[from + at + "CREATE TABLE ".len()..];
+        let name = rest
+            .strip_prefix("[{schema}].[")
+            .and_then(|r| r.split_once(']'))
+            .map(|(name, _)| name)
+            .filter(|name| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+            .with_context(|| {
+                let start: String = rest.chars().take(60).collect();
+                format!("a CREATE TABLE not of the form [{{schema}}].[name]: {start}")
+            })?;
+        if !tables.iter().any(|t| t == name) {
+            tables.push(name.to_owned());
+        }
+        from += at + "CREATE TABLE ".len();
+    }
+    Ok(tables)
+}
+
+/// Every table a fixture may leave in its schema: the fixture's `effects`, then each table the
+/// migrations create (and the migrations table), newest first. Derived from the migration files
+/// each time the test binary starts, so a migration that adds a table adds it here.
+fn schema_tables() -> anyhow::Result<&'static [String]> {
+    static TABLES: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let derive = || -> anyhow::Result<Vec<String>> {
+            let mut tables = created_tables(EFFECTS_TABLE)?;
+            let mut created = Vec::new();
+            for (name, text) in migration_files()? {
+                for table in created_tables(&text).with_context(|| name.clone())? {
+                    if !created.contains(&table) {
+                        created.push(table);
+                    }
+                }
+            }
+            tables.extend(created.into_iter().rev());
+            Ok(tables)
+        };
+        derive().map_err(|e| format!("{e:#}"))
+    });
+    match tables {
+        Ok(t) => Ok(t),
+        Err(e) => bail!("the tables of the migrations: {e}"),
+    }
+}
+
+/// The batch that drops every table of `schema` ([`schema_tables`]), then the schema itself
+/// (which SQL Server refuses while a table is left in it).
+fn drop_batch(schema: &str) -> anyhow::Result<String> {
+    let mut sql: String = schema_tables()?
+        .iter()
+        .map(|t| format!("DROP TABLE IF EXISTS [{schema}].[{t}]; "))
+        .collect();
+    sql.push_str(&format!("DROP SCHEMA IF EXISTS [{schema}];"));
+    Ok(sql)
+}
+
 /// Runs `sql` (no values) in a transaction of its own on `q`'s pool.
 async fn run_batch(q: &MsSqlQueue, sql: &str) -> anyhow::Result<()> {
     let mut tx = q.begin().await?;
@@ -328,14 +435,7 @@ impl Harness for MsSqlHarness {
         let queue = connect(server, &schema, config).await?;
         if migrate {
             queue.migrate().await?;
-            run_batch(
-                &queue,
-                &in_schema(
-                    "CREATE TABLE [{schema}].[effects] (marker NVARCHAR(255) NOT NULL)",
-                    &schema,
-                ),
-            )
-            .await?;
+            run_batch(&queue, &in_schema(EFFECTS_TABLE, &schema)).await?;
         }
         Ok(Box::new(MsSqlFixture {
             queue,
@@ -430,17 +530,7 @@ impl Fixture for MsSqlFixture {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        run_batch(
-            &self.queue,
-            &in_schema(
-                "DROP TABLE IF EXISTS [{schema}].[effects]; DROP TABLE IF EXISTS [{schema}].[jobs]; \
-                 DROP TABLE IF EXISTS [{schema}].[schedules]; DROP TABLE IF EXISTS [{schema}].[queues]; \
-                 DROP TABLE IF EXISTS [{schema}].[maintenance]; \
-                 DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
-                &self.schema,
-            ),
-        )
-        .await
+        run_batch(&self.queue, &drop_batch(&self.schema)?).await
     }
 }
 
@@ -555,17 +645,9 @@ async fn the_error_history_keeps_the_newest_entries(server: Server) -> anyhow::R
     drop_schema(&q).await
 }
 
+/// Drops every table of `q`'s schema, then the schema (see [`drop_batch`]).
 async fn drop_schema(q: &MsSqlQueue) -> anyhow::Result<()> {
-    run_batch(
-        q,
-        &in_schema(
-            "DROP TABLE IF EXISTS [{schema}].[jobs]; DROP TABLE IF EXISTS [{schema}].[schedules]; \
-             DROP TABLE IF EXISTS [{schema}].[queues]; DROP TABLE IF EXISTS [{schema}].[maintenance]; \
-             DROP TABLE IF EXISTS [{schema}].[migrations]; DROP SCHEMA IF EXISTS [{schema}];",
-            q.schema(),
-        ),
-    )
-    .await
+    run_batch(q, &drop_batch(q.schema())?).await
 }
 
 async fn count(q: &MsSqlQueue, condition: &str) -> anyhow::Result<i64> {
@@ -1085,6 +1167,147 @@ async fn the_maintenance_migration_is_guarded(server: Server) -> anyhow::Result<
     drop_schema(&q).await
 }
 
+/// The first column of each row of `sql` with `params`, as text.
+async fn strings(q: &MsSqlQueue, sql: &str, params: &[&str]) -> anyhow::Result<Vec<String>> {
+    let mut tx = q.begin().await?;
+    let mut query = Query::new(sql);
+    for p in params {
+        query.bind(*p);
+    }
+    let rows = query.query(tx.client()).await?.into_first_result().await?;
+    tx.commit().await?;
+    rows.iter()
+        .map(|r| Ok(r.try_get::<&str, _>(0)?.unwrap_or_default().to_owned()))
+        .collect()
+}
+
+/// The schema as the migrations declare it: the columns that the ALTER TABLE ... ADDs of
+/// migrations 4 to 11 add one each, in order, with their types, lengths and nullability; every
+/// check constraint trusted (one added without WITH CHECK is checked against the rows all the
+/// same), the state check allowing `waiting`; the defaults named; and job_deps_job_idx
+/// nonclustered and not unique, over (job_id, dep_id).
+async fn the_schema_is_what_the_migrations_declare(server: Server) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    let table = |t: &str| format!("[{}].[{t}]", q.schema());
+    let columns = |t: String, after: &'static str| {
+        let q = &q;
+        async move {
+            strings(
+                q,
+                "SELECT c.name + N' ' + TYPE_NAME(c.user_type_id) + N' ' \
+                 + CAST(c.max_length AS NVARCHAR(10)) \
+                 + CASE WHEN c.is_nullable = 1 THEN N' NULL' ELSE N' NOT NULL' END \
+                 + CASE WHEN c.collation_name = N'Latin1_General_100_BIN2' THEN N' BIN2' \
+                 ELSE N'' END \
+                 FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(@P1) \
+                 AND c.column_id > COLUMNPROPERTY(OBJECT_ID(@P1), @P2, 'ColumnId') \
+                 ORDER BY c.column_id",
+                &[&t, after],
+            )
+            .await
+        }
+    };
+    let jobs = columns(table("jobs"), "finished_at").await?;
+    ensure!(
+        jobs == [
+            "kind nvarchar 256 NULL BIN2",
+            "meta nvarchar -1 NULL",
+            "timeout_us bigint 8 NULL",
+            "snoozes int 4 NULL",
+            "errors nvarchar -1 NULL BIN2",
+            "output nvarchar -1 NULL",
+            "unique_key varbinary 32 NULL",
+            "unique_states smallint 2 NULL",
+            "unique_live varbinary 32 NULL",
+            "concurrency_key varbinary 800 NULL",
+            "workflow_id binary 16 NULL",
+            "blocked_by binary 16 NULL",
+        ],
+        "jobs after finished_at: {jobs:?}"
+    );
+    let queues = columns(table("queues"), "updated_at").await?;
+    ensure!(
+        queues
+            == [
+                "rate_limit int 4 NULL",
+                "rate_period_us bigint 8 NULL",
+                "rate_window bigint 8 NULL",
+                "rate_count int 4 NOT NULL",
+                "key_limit int 4 NULL",
+                "fair_shares bit 1 NOT NULL",
+                "key_cursor varbinary 800 NULL",
+                "key_rate_limit int 4 NULL",
+                "key_rate_period_us bigint 8 NULL",
+            ],
+        "queues after updated_at: {queues:?}"
+    );
+    let checks = strings(
+        &q,
+        "SELECT name + CASE WHEN is_not_trusted = 1 OR is_disabled = 1 THEN N' untrusted' \
+         ELSE N'' END FROM sys.check_constraints \
+         WHERE parent_object_id IN (OBJECT_ID(@P1), OBJECT_ID(@P2)) ORDER BY name",
+        &[&table("jobs"), &table("queues")],
+    )
+    .await?;
+    ensure!(
+        checks
+            == [
+                "jobs_state_check",
+                "queues_concurrency_limit_check",
+                "queues_key_limit_check",
+                "queues_key_rate_limit_check",
+                "queues_key_rate_period_check",
+                "queues_rate_limit_check",
+                "queues_rate_period_check",
+            ],
+        "check constraints: {checks:?}"
+    );
+    let state = strings(
+        &q,
+        "SELECT definition FROM sys.check_constraints WHERE name = N'jobs_state_check' \
+         AND parent_object_id = OBJECT_ID(@P1)",
+        &[&table("jobs")],
+    )
+    .await?;
+    ensure!(
+        state.len() == 1 && state[0].contains("N'waiting'") && state[0].contains("N'cancelled'"),
+        "{state:?}"
+    );
+    let defaults = strings(
+        &q,
+        "SELECT name FROM sys.default_constraints WHERE parent_object_id = OBJECT_ID(@P1) \
+         ORDER BY name",
+        &[&table("queues")],
+    )
+    .await?;
+    ensure!(
+        defaults
+            == [
+                "queues_fair_shares_default",
+                "queues_paused_default",
+                "queues_rate_count_default",
+                "queues_updated_at_default",
+            ],
+        "defaults: {defaults:?}"
+    );
+    let index = strings(
+        &q,
+        "SELECT i.type_desc + N' ' + CAST(i.is_unique AS NVARCHAR(1)) + N' ' \
+         + COL_NAME(ic.object_id, ic.column_id) \
+         FROM sys.indexes AS i INNER JOIN sys.index_columns AS ic \
+         ON ic.object_id = i.object_id AND ic.index_id = i.index_id \
+         WHERE i.object_id = OBJECT_ID(@P1) AND i.name = N'job_deps_job_idx' \
+         ORDER BY ic.key_ordinal",
+        &[&table("job_deps")],
+    )
+    .await?;
+    ensure!(
+        index == ["NONCLUSTERED 0 job_id", "NONCLUSTERED 0 dep_id"],
+        "job_deps_job_idx: {index:?}"
+    );
+    drop_schema(&q).await
+}
+
 /// Bulk cancel and retry keep `unique_live` as their single-job statements do: a bulk cancel
 /// frees a key unless cancelled is in its rule's states, a bulk retry takes it back, and a
 /// retry whose key another job took meanwhile (the batch fails with 2601 as a whole; the
@@ -1146,12 +1369,58 @@ async fn bulk_operations_keep_unique_live(server: Server) -> anyhow::Result<()> 
     drop_schema(&q).await
 }
 
+/// The teardown drops every table that a migration creates (the migrations table and the
+/// fixture's own too), and the schema last: a table left behind would make `DROP SCHEMA` fail
+/// and leak the case's schema. Runs without a server.
+fn the_teardown_drops_every_table_the_migrations_create() -> anyhow::Result<()> {
+    let batch = drop_batch("t0")?;
+    let drops: Vec<&str> = batch.split("; ").collect();
+    ensure!(
+        drops.last() == Some(&"DROP SCHEMA IF EXISTS [t0];"),
+        "the schema is not dropped last: {batch}"
+    );
+    for (name, text) in migration_files()? {
+        // Every CREATE TABLE of the file, which the parser reads or refuses.
+        for table in created_tables(&text).with_context(|| name.clone())? {
+            ensure!(
+                drops.contains(&format!("DROP TABLE IF EXISTS [t0].[{table}]").as_str()),
+                "{name} creates {table}, which the teardown does not drop: {batch}"
+            );
+        }
+    }
+    // What the migrations made so far, each dropped once.
+    for table in [
+        "effects",
+        "jobs",
+        "queues",
+        "schedules",
+        "maintenance",
+        "queue_key_rates",
+        "workflows",
+        "workflow_jobs",
+        "job_deps",
+        "migrations",
+    ] {
+        let drop = format!("DROP TABLE IF EXISTS [t0].[{table}]");
+        ensure!(
+            drops.iter().filter(|d| **d == drop).count() == 1,
+            "{table} is not dropped once: {batch}"
+        );
+    }
+    // A table created in another form is refused, not missed.
+    ensure!(created_tables("CREATE TABLE dbo.other (a INT)").is_err());
+    ensure!(
+        created_tables("IF 1 = 1 EXEC(N'CREATE TABLE [{schema}].[later] (a INT)')")? == ["later"]
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let harnesses: Vec<Arc<dyn Harness>> = [ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic]
         .into_iter()
         .map(|claim| Arc::new(MsSqlHarness { claim }) as Arc<dyn Harness>)
         .collect();
-    run_suite(
+    run_suite_with(
         "mssql",
         harnesses,
         dialect_tests![
@@ -1165,6 +1434,8 @@ fn main() -> ExitCode {
             stats_seek_the_finished_queue_index,
             the_maintenance_migration_is_guarded,
             bulk_operations_keep_unique_live,
+            the_schema_is_what_the_migrations_declare,
         ],
+        local_tests![the_teardown_drops_every_table_the_migrations_create],
     )
 }

@@ -10,10 +10,12 @@
 --   errors:     a JSON array of the most recent failures, {attempt, at, error, worker} each,
 --               written by the statements that fail a job (see job_fail_retry)
 --   output:     the JSON a handler recorded with its completion
-ALTER TABLE [{schema}].[jobs] ADD
-    kind       NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    meta       NVARCHAR(MAX) NULL,
-    timeout_us BIGINT        NULL,
-    snoozes    INT           NULL,
-    errors     NVARCHAR(MAX) COLLATE Latin1_General_100_BIN2 NULL,
-    output     NVARCHAR(MAX) NULL;
+-- One column per ALTER TABLE ... ADD, in this order (the order of the columns in the table):
+-- SQL Server also takes a list of columns in one ADD, T-SQL servers that are not SQL Server
+-- (Babelfish for PostgreSQL) refuse it. The migration transaction adds all six or none.
+ALTER TABLE [{schema}].[jobs] ADD kind NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL;
+ALTER TABLE [{schema}].[jobs] ADD meta NVARCHAR(MAX) NULL;
+ALTER TABLE [{schema}].[jobs] ADD timeout_us BIGINT NULL;
+ALTER TABLE [{schema}].[jobs] ADD snoozes INT NULL;
+ALTER TABLE [{schema}].[jobs] ADD errors NVARCHAR(MAX) COLLATE Latin1_General_100_BIN2 NULL;
+ALTER TABLE [{schema}].[jobs] ADD output NVARCHAR(MAX) NULL;

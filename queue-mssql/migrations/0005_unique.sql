@@ -28,16 +28,21 @@
 -- catalogue only, on every edition, and no existing row is rewritten; existing rows hold no
 -- key. The index is created through EXEC: a statement that names columns added earlier in its
 -- own batch is compiled before they exist. Building it reads the table once and finds no row
--- to index (every existing unique_live is NULL); the ALTER's schema modification lock is held
+-- to index (every existing unique_live is NULL); the ALTERs' schema modification lock is held
 -- until the migration commits, so the table waits for that scan: on a large table, migrate
--- when a pause of that length is acceptable. Each step is guarded (COL_LENGTH, sys.indexes):
--- a rerun finds them made and goes on, although the migration transaction already commits
--- the columns, the index and the migration's record together or not at all.
+-- when a pause of that length is acceptable. Each column comes in an ALTER TABLE ... ADD of
+-- its own (T-SQL servers that are not SQL Server refuse a list of columns in one ADD). Each
+-- step is guarded (COL_LENGTH, sys.indexes): a rerun finds them made and goes on, although the
+-- migration transaction already commits the columns, the index and the migration's record
+-- together or not at all.
+IF COL_LENGTH(N'[{schema}].[jobs]', N'unique_key') IS NULL
+    ALTER TABLE [{schema}].[jobs] ADD unique_key VARBINARY(32) NULL;
+
+IF COL_LENGTH(N'[{schema}].[jobs]', N'unique_states') IS NULL
+    ALTER TABLE [{schema}].[jobs] ADD unique_states SMALLINT NULL;
+
 IF COL_LENGTH(N'[{schema}].[jobs]', N'unique_live') IS NULL
-    ALTER TABLE [{schema}].[jobs] ADD
-        unique_key    VARBINARY(32) NULL,
-        unique_states SMALLINT      NULL,
-        unique_live   VARBINARY(32) NULL;
+    ALTER TABLE [{schema}].[jobs] ADD unique_live VARBINARY(32) NULL;
 
 IF NOT EXISTS (SELECT 1 FROM sys.indexes
                WHERE object_id = OBJECT_ID(N'[{schema}].[jobs]') AND name = N'jobs_unique_idx')

@@ -51,11 +51,13 @@
 --
 -- Each step is guarded (COL_LENGTH, sys.indexes, OBJECT_ID): a rerun finds it made and goes
 -- on, although the migration transaction already commits the columns, the index, the table
--- and the migration's record together or not at all. The five columns of `queues` come in one
--- ALTER (all or none), so one guard covers them. The CREATE TABLE may share the batch with the
--- ALTERs: whether the table exists is checked when the statement runs (so the guard skips it on
--- a rerun, as in migration 6), and nothing else in the batch names the table, or a column added
--- here outside its own ALTER (which would not compile; hence the index's EXEC).
+-- and the migration's record together or not at all. Each column comes in an ALTER TABLE ...
+-- ADD of its own, its constraints with it, in the order of the columns in the table (T-SQL
+-- servers that are not SQL Server refuse a list of columns in one ADD), each under its own
+-- guard. The CREATE TABLE may share the batch with the ALTERs: whether the table exists is
+-- checked when the statement runs (so the guard skips it on a rerun, as in migration 6), and
+-- nothing else in the batch names the table, or a column added here outside its own ALTER and
+-- guard (which would not compile; hence the index's EXEC).
 IF COL_LENGTH(N'[{schema}].[jobs]', N'concurrency_key') IS NULL
     ALTER TABLE [{schema}].[jobs] ADD
         concurrency_key VARBINARY(800) NULL;
@@ -65,17 +67,24 @@ IF NOT EXISTS (SELECT 1 FROM sys.indexes
     EXEC(N'CREATE INDEX jobs_key_idx ON [{schema}].[jobs] (queue, concurrency_key, priority DESC, run_at, id)
         WHERE state = N''pending'' AND concurrency_key IS NOT NULL');
 
+IF COL_LENGTH(N'[{schema}].[queues]', N'key_limit') IS NULL
+    ALTER TABLE [{schema}].[queues] ADD key_limit INT NULL
+        CONSTRAINT queues_key_limit_check CHECK (key_limit > 0);
+
+IF COL_LENGTH(N'[{schema}].[queues]', N'fair_shares') IS NULL
+    ALTER TABLE [{schema}].[queues] ADD fair_shares BIT NOT NULL
+        CONSTRAINT queues_fair_shares_default DEFAULT 0;
+
 IF COL_LENGTH(N'[{schema}].[queues]', N'key_cursor') IS NULL
-    ALTER TABLE [{schema}].[queues] ADD
-        key_limit          INT            NULL
-            CONSTRAINT queues_key_limit_check CHECK (key_limit > 0),
-        fair_shares        BIT            NOT NULL
-            CONSTRAINT queues_fair_shares_default DEFAULT 0,
-        key_cursor         VARBINARY(800) NULL,
-        key_rate_limit     INT            NULL
-            CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0),
-        key_rate_period_us BIGINT         NULL
-            CONSTRAINT queues_key_rate_period_check CHECK (key_rate_period_us > 0);
+    ALTER TABLE [{schema}].[queues] ADD key_cursor VARBINARY(800) NULL;
+
+IF COL_LENGTH(N'[{schema}].[queues]', N'key_rate_limit') IS NULL
+    ALTER TABLE [{schema}].[queues] ADD key_rate_limit INT NULL
+        CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0);
+
+IF COL_LENGTH(N'[{schema}].[queues]', N'key_rate_period_us') IS NULL
+    ALTER TABLE [{schema}].[queues] ADD key_rate_period_us BIGINT NULL
+        CONSTRAINT queues_key_rate_period_check CHECK (key_rate_period_us > 0);
 
 IF OBJECT_ID(N'[{schema}].[queue_key_rates]', N'U') IS NULL
     CREATE TABLE [{schema}].[queue_key_rates] (

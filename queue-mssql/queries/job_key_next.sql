@@ -4,9 +4,12 @@
 -- A recursive CTE cannot take these steps (its recursive member allows no aggregate, TOP or
 -- subquery), so they are a WHILE loop inside this request, as in job_stats: one seek per key,
 -- without a round trip per key. Each step is one seek of the filtered
--- index jobs_key_idx (queue, concurrency_key, ...): MIN over its second column after an
--- equality on the first is its first entry past @P2, so a keyed claim steps from key to key
--- without reading the jobs of the keys between. VARBINARY compares bytes, whatever the
+-- index jobs_key_idx (queue, concurrency_key, ...): TOP (1) in the order of its second column
+-- after an equality on the first is its first entry past @P2, so a keyed claim steps from key
+-- to key without reading the jobs of the keys between (the subquery is NULL when no key is
+-- left). Not MIN(concurrency_key), which seeks the same entry on SQL Server: Babelfish for
+-- PostgreSQL answers MIN() of a BINARY(16) column with a number, and TOP (1) ... ORDER BY is
+-- the form that returns a binary value's bytes on both. VARBINARY compares bytes, whatever the
 -- database's collation; keys hold no 0x00 byte (the engine refuses NUL), so the padding that
 -- VARBINARY comparisons apply to a shorter value cannot make two keys equal.
 -- The filter is carried as literals: `state = N'pending'`, and `concurrency_key IS NOT NULL`
@@ -25,11 +28,12 @@ DECLARE @after VARBINARY(800) = CAST(@P2 AS VARBINARY(800)), @next VARBINARY(800
 DECLARE @keys TABLE (n INT NOT NULL PRIMARY KEY, next_key VARBINARY(800) NOT NULL);
 WHILE @n < @P3
 BEGIN
-    SET @next = NULL;
-    SELECT @next = MIN(concurrency_key)
-    FROM [{schema}].[jobs] WITH (READPAST, READCOMMITTEDLOCK)
-    WHERE queue = @P1 AND state = N'pending'
-      AND concurrency_key > @after AND concurrency_key IS NOT NULL;
+    SET @next = (
+        SELECT TOP (1) concurrency_key
+        FROM [{schema}].[jobs] WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE queue = @P1 AND state = N'pending'
+          AND concurrency_key > @after AND concurrency_key IS NOT NULL
+        ORDER BY concurrency_key);
     IF @next IS NULL BREAK;
     SET @n = @n + 1;
     INSERT INTO @keys (n, next_key) VALUES (@n, @next);

@@ -715,7 +715,7 @@ impl MsSqlDriver {
     async fn conn(
         &self,
     ) -> Result<bb8::PooledConnection<'_, crate::pool::ConnectionManager>, MsSqlError> {
-        Ok(self.pool.get().await?)
+        crate::pool::checkout(&self.pool).await
     }
 
     async fn insert_chunks(
@@ -740,6 +740,19 @@ impl MsSqlDriver {
 
     async fn fetch(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, MsSqlError> {
         self.conn().await?.fetch(sql, params).await
+    }
+
+    /// A write of a queue's controls (an UPDATE, then an INSERT when it changed no row: see
+    /// `queue_set_paused.sql`) as one request inside a transaction of the driver's, its verbs
+    /// batches of their own (never inside `sp_executesql`, where they would fail with error
+    /// 266): the UPDATE's key lock (`UPDLOCK, HOLDLOCK`) lasts until the commit, so two first
+    /// writes of one queue never both insert. Committed when the request succeeded, else
+    /// rolled back.
+    async fn upsert(&self, sql: &str, params: Params<'_>) -> Result<(), MsSqlError> {
+        let mut conn = self.conn().await?;
+        conn.begin().await?;
+        let done = conn.execute(sql, params).await;
+        finish(&mut conn, done).await.map(|_| ())
     }
 }
 
@@ -777,7 +790,7 @@ impl Driver for MsSqlDriver {
     }
 
     async fn migration_lock(&self) -> Result<Self::Migrator, MsSqlError> {
-        let mut conn = self.pool.get_owned().await?;
+        let mut conn = crate::pool::checkout_owned(&self.pool).await?;
         conn.begin().await?;
         let locked = async {
             let rows = conn
@@ -1396,20 +1409,16 @@ impl Driver for MsSqlDriver {
         rows.iter().map(control).collect()
     }
 
+    /// An UPDATE, then an INSERT when it changed no row, in one request inside a transaction
+    /// of the driver's, as every write of a queue's controls (see `queue_set_paused.sql`).
     async fn queue_set_paused(&self, queue: &str, paused: bool) -> Result<(), MsSqlError> {
-        self.conn()
-            .await?
-            .execute(&self.sql.queue_set_paused, params![queue, paused])
-            .await?;
-        Ok(())
+        self.upsert(&self.sql.queue_set_paused, params![queue, paused])
+            .await
     }
 
     async fn queue_set_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), MsSqlError> {
-        self.conn()
-            .await?
-            .execute(&self.sql.queue_set_limit, set_limit_values(queue, limit))
-            .await?;
-        Ok(())
+        self.upsert(&self.sql.queue_set_limit, set_limit_values(queue, limit))
+            .await
     }
 
     async fn queue_set_rate(
@@ -1417,11 +1426,8 @@ impl Driver for MsSqlDriver {
         queue: &str,
         rate: Option<(u32, i64)>,
     ) -> Result<(), MsSqlError> {
-        self.conn()
-            .await?
-            .execute(&self.sql.queue_set_rate, set_rate_values(queue, rate))
-            .await?;
-        Ok(())
+        self.upsert(&self.sql.queue_set_rate, set_rate_values(queue, rate))
+            .await
     }
 
     async fn queue_rate_state(
@@ -1456,44 +1462,28 @@ impl Driver for MsSqlDriver {
     }
 
     async fn queue_set_key_limit(&self, queue: &str, limit: Option<u32>) -> Result<(), MsSqlError> {
-        self.conn()
-            .await?
-            .execute(
-                &self.sql.queue_set_key_limit,
-                set_limit_values(queue, limit),
-            )
-            .await?;
-        Ok(())
+        self.upsert(
+            &self.sql.queue_set_key_limit,
+            set_limit_values(queue, limit),
+        )
+        .await
     }
 
     async fn queue_set_fair(&self, queue: &str, on: bool) -> Result<(), MsSqlError> {
-        self.conn()
-            .await?
-            .execute(&self.sql.queue_set_fair, params![queue, on])
-            .await?;
-        Ok(())
+        self.upsert(&self.sql.queue_set_fair, params![queue, on])
+            .await
     }
 
     /// One request (the queue's row, then its keys' counts) in a transaction of the driver's:
-    /// the row's exclusive lock keeps keyed claims out until both are done, and a failure of
-    /// either statement (which does not stop the request: XACT_ABORT is off) undoes both.
+    /// the row's exclusive lock keeps keyed claims out until all is done, and a failure of any
+    /// statement (which does not stop the request: XACT_ABORT is off) undoes them all.
     async fn queue_set_key_rate(
         &self,
         queue: &str,
         rate: Option<(u32, i64)>,
     ) -> Result<(), MsSqlError> {
-        let mut conn = self.conn().await?;
-        conn.begin().await?;
-        let set = conn
-            .execute(&self.sql.queue_set_key_rate, set_rate_values(queue, rate))
-            .await;
-        match set {
-            Ok(_) => conn.commit().await,
-            Err(e) => {
-                let _ = conn.rollback().await;
-                Err(e)
-            }
-        }
+        self.upsert(&self.sql.queue_set_key_rate, set_rate_values(queue, rate))
+            .await
     }
 
     async fn queue_key_rate_get(
@@ -2544,50 +2534,78 @@ mod tests {
         );
     }
 
-    /// queue_set_key_rate's two statements go out in one request inside a transaction of the
-    /// driver's, each verb a batch of its own (never inside `sp_executesql`).
+    /// Every write of a queue's controls (an UPDATE, then an INSERT when it changed no row;
+    /// queue_set_key_rate also drops the keys' counts) goes out as one request inside a
+    /// transaction of the driver's, each verb a batch of its own (never inside
+    /// `sp_executesql`), so the UPDATE's key lock lasts until the INSERT is done.
     #[tokio::test]
-    async fn a_key_rate_limit_is_set_in_a_transaction_of_the_drivers() {
-        let (config, server) = crate::wire::server().await;
-        let pool = bb8::Pool::builder()
-            .max_size(1)
-            .build_unchecked(crate::pool::ConnectionManager::new(config));
-        let driver = MsSqlDriver {
-            pool,
-            schema: "s".into(),
-            sql: Statements::new(&[("{schema}", "s")]),
-        };
-        driver
-            .queue_set_key_rate("q", Some((2, 1_000_000)))
-            .await
-            .unwrap();
-        let statement = driver.sql.queue_set_key_rate.to_string();
-        drop(driver);
-        let requests = server.await.unwrap();
-        // From the transaction on (the session's settings and checks come before it).
-        let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
-        let from = requests.iter().position(|r| *r == begin).unwrap();
-        let [crate::wire::Request::Rpc(sent, params), crate::wire::Request::Batch(commit)] =
-            &requests[from + 1..]
-        else {
-            panic!("not one request, then the commit: {requests:?}");
-        };
-        assert_eq!(*sent, statement);
-        assert!(sent.contains("MERGE") && sent.contains("DELETE"), "{sent}");
-        let values: Vec<Option<&[u8]>> = params.iter().map(|p| p.value.as_deref()).collect();
-        assert_eq!(
-            values,
-            [
-                Some(&[b'q', 0][..]),
-                Some(&2i32.to_le_bytes()[..]),
-                Some(&1_000_000i64.to_le_bytes()[..]),
-            ]
-        );
-        assert!(commit.starts_with("COMMIT TRANSACTION"), "{commit}");
-        // Nothing of the transaction's went inside the request.
-        assert!(!requests[..from]
-            .iter()
-            .any(|r| matches!(r, crate::wire::Request::Rpc(..))));
+    async fn control_writes_go_out_in_a_transaction_of_the_drivers() {
+        let q = || Some(vec![b'q', 0]);
+        let writes: [(&str, Vec<Option<Vec<u8>>>); 6] = [
+            ("queue_set_paused", vec![q(), Some(vec![1])]),
+            (
+                "queue_set_limit",
+                vec![q(), Some(3i32.to_le_bytes().to_vec())],
+            ),
+            ("queue_set_rate", vec![q(), None, None]),
+            ("queue_set_key_limit", vec![q(), None]),
+            ("queue_set_fair", vec![q(), Some(vec![0])]),
+            (
+                "queue_set_key_rate",
+                vec![
+                    q(),
+                    Some(2i32.to_le_bytes().to_vec()),
+                    Some(1_000_000i64.to_le_bytes().to_vec()),
+                ],
+            ),
+        ];
+        for (name, values) in writes {
+            let (driver, server) = stand_in().await;
+            let written = match name {
+                "queue_set_paused" => driver.queue_set_paused("q", true).await,
+                "queue_set_limit" => driver.queue_set_limit("q", Some(3)).await,
+                "queue_set_rate" => driver.queue_set_rate("q", None).await,
+                "queue_set_key_limit" => driver.queue_set_key_limit("q", None).await,
+                "queue_set_fair" => driver.queue_set_fair("q", false).await,
+                _ => driver.queue_set_key_rate("q", Some((2, 1_000_000))).await,
+            };
+            written.unwrap();
+            let statement = driver
+                .sql
+                .all()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| text.to_owned())
+                .unwrap();
+            drop(driver);
+            let requests = server.await.unwrap();
+            // From the transaction on (the session's settings and checks come before it).
+            let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
+            let from = requests.iter().position(|r| *r == begin).unwrap();
+            let [crate::wire::Request::Rpc(sent, params), crate::wire::Request::Batch(commit)] =
+                &requests[from + 1..]
+            else {
+                panic!("{name}: not one request, then the commit: {requests:?}");
+            };
+            assert_eq!(*sent, statement, "{name}");
+            assert!(
+                sent.starts_with("UPDATE [s].[queues] WITH (UPDLOCK, HOLDLOCK)")
+                    && sent.contains("IF @@ROWCOUNT = 0")
+                    && !sent.contains("MERGE"),
+                "{name}: {sent}"
+            );
+            let sent_values: Vec<Option<Vec<u8>>> =
+                params.iter().map(|p| p.value.clone()).collect();
+            assert_eq!(sent_values, values, "{name}");
+            assert!(commit.starts_with("COMMIT TRANSACTION"), "{name}: {commit}");
+            // Nothing of the transaction's went inside the request.
+            assert!(
+                !requests[..from]
+                    .iter()
+                    .any(|r| matches!(r, crate::wire::Request::Rpc(..))),
+                "{name}"
+            );
+        }
     }
 
     #[test]
@@ -3427,6 +3445,36 @@ mod tests {
             sql: Statements::new(&[("{schema}", "s")]),
         };
         (driver, server)
+    }
+
+    /// A checkout that waits out the pool's connection timeout names that wait (the builder's
+    /// connect timeout), not zero; it is unavailable, as a server that does not answer is.
+    #[tokio::test]
+    async fn an_exhausted_pool_names_its_connection_timeout() {
+        let (config, server) = crate::wire::server().await;
+        let pool = bb8::Pool::builder()
+            .max_size(1)
+            .connection_timeout(Duration::from_millis(50))
+            .build_unchecked(crate::pool::ConnectionManager::new(config));
+        let driver = MsSqlDriver {
+            pool,
+            schema: "s".into(),
+            sql: Statements::new(&[("{schema}", "s")]),
+        };
+        let held = driver.conn().await.unwrap();
+        let err = driver.now().await.unwrap_err();
+        assert!(
+            matches!(err, MsSqlError::PoolTimedOut(d) if d == Duration::from_millis(50)),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "no connection to SQL Server within 50ms");
+        assert_eq!(driver.classify(&err), DriverFault::Unavailable);
+        // A transaction's checkout too.
+        let err = driver.tx_begin().await.unwrap_err();
+        assert_eq!(err.to_string(), "no connection to SQL Server within 50ms");
+        drop(held);
+        drop(driver);
+        server.await.unwrap();
     }
 
     /// The statements and values of the RPC requests, after the session's own batches.

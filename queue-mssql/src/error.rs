@@ -23,7 +23,8 @@ pub enum MsSqlError {
         /// The server's error.
         source: TdsError,
     },
-    /// No pooled connection became free, or could be made, within the connect timeout.
+    /// No pooled connection became free, or could be made, within the pool's connection
+    /// timeout (the builder's connect timeout), which it carries.
     #[error("no connection to SQL Server within {0:?}")]
     PoolTimedOut(Duration),
     /// A row did not have the shape the statement promises.
@@ -60,13 +61,14 @@ fn is_duplicate(number: u32) -> bool {
     matches!(number, DUPLICATE_IN_UNIQUE_INDEX | DUPLICATE_IN_CONSTRAINT)
 }
 
-impl From<bb8::RunError<TdsError>> for MsSqlError {
-    fn from(e: bb8::RunError<TdsError>) -> Self {
+impl MsSqlError {
+    /// The error of a checkout from a pool whose connection timeout is `waited` (the builder's
+    /// connect timeout): the connection manager's own error, or that no session became free,
+    /// or could be made, within `waited`, which the message names.
+    pub(crate) fn checkout(e: bb8::RunError<TdsError>, waited: Duration) -> Self {
         match e {
             bb8::RunError::User(e) => MsSqlError::Tds(e),
-            // The pool's own timeout is the builder's connect timeout; the value is only for the
-            // message.
-            bb8::RunError::TimedOut => MsSqlError::PoolTimedOut(Duration::ZERO),
+            bb8::RunError::TimedOut => MsSqlError::PoolTimedOut(waited),
         }
     }
 }
@@ -239,8 +241,19 @@ mod tests {
             port: 11000,
         });
         assert_eq!(classify(&routed), DriverFault::Unavailable);
-        let pool = MsSqlError::from(bb8::RunError::<TdsError>::TimedOut);
+        let pool =
+            MsSqlError::checkout(bb8::RunError::<TdsError>::TimedOut, Duration::from_secs(10));
         assert_eq!(classify(&pool), DriverFault::Unavailable);
+        // The message names the wait the pool was configured with.
+        assert_eq!(pool.to_string(), "no connection to SQL Server within 10s");
+        let refused_in_pool = MsSqlError::checkout(
+            bb8::RunError::User(TdsError::from(std::io::Error::from(
+                IoErrorKind::ConnectionRefused,
+            ))),
+            Duration::from_secs(10),
+        );
+        assert!(matches!(refused_in_pool, MsSqlError::Tds(_)));
+        assert_eq!(classify(&refused_in_pool), DriverFault::Unavailable);
         let protocol = MsSqlError::Tds(TdsError::Protocol("bad token".into()));
         assert_eq!(classify(&protocol), DriverFault::Other);
         assert_eq!(

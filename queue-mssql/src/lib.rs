@@ -12,6 +12,8 @@ mod pool;
 mod queue;
 mod sql;
 #[cfg(test)]
+mod subset;
+#[cfg(test)]
 mod wire;
 
 pub use builder::MsSqlQueueBuilder;

@@ -145,34 +145,35 @@ mod tests {
         assert_eq!(m.version, 5);
         let sql = load(m.sql, &[("{schema}", "s1")]);
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
-        // Nullable, without defaults: a change of the catalogue only, on every edition.
-        assert!(sql.starts_with(
-            "IF COL_LENGTH(N'[s1].[jobs]', N'unique_live') IS NULL\n    ALTER TABLE [s1].[jobs] ADD"
-        ));
-        for column in [
-            "unique_key    VARBINARY(32) NULL,",
-            "unique_states SMALLINT      NULL,",
-            "unique_live   VARBINARY(32) NULL;",
-        ] {
-            assert!(sql.contains(column), "{column}");
+        // Nullable, without defaults: a change of the catalogue only, on every edition. One
+        // column per ALTER, each unless it exists, in the table's column order.
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let steps: Vec<&str> = flat.split("; ").collect();
+        assert_eq!(steps.len(), 4, "{flat}");
+        for (step, (column, ty)) in steps.iter().zip([
+            ("unique_key", "VARBINARY(32)"),
+            ("unique_states", "SMALLINT"),
+            ("unique_live", "VARBINARY(32)"),
+        ]) {
+            assert_eq!(
+                *step,
+                format!(
+                    "IF COL_LENGTH(N'[s1].[jobs]', N'{column}') IS NULL \
+                     ALTER TABLE [s1].[jobs] ADD {column} {ty} NULL"
+                )
+            );
         }
-        let alter = sql.split_once(" ADD").unwrap().1.split(';').next().unwrap();
-        assert!(
-            !alter.contains("DEFAULT") && !alter.contains("NOT NULL"),
-            "{alter}"
-        );
         // The index, filtered on a plain column (a filter takes no expression), created in a
         // statement compiled after the columns exist, unless it exists.
         assert!(sql.contains(
             "IF NOT EXISTS (SELECT 1 FROM sys.indexes\n               WHERE object_id = \
              OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_unique_idx')"
         ));
-        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.ends_with(
             "EXEC(N'CREATE UNIQUE INDEX jobs_unique_idx ON [s1].[jobs] (unique_live) \
              WHERE unique_live IS NOT NULL');"
         ));
-        // Nothing outside the EXEC names a new column but the guards and the ALTER.
+        // Nothing outside the EXEC names a new column but its guard and its ALTER.
         let outside = flat.split("EXEC(").next().unwrap();
         assert_eq!(outside.matches("unique_live").count(), 2, "{outside}");
     }
@@ -223,25 +224,24 @@ mod tests {
         let sql = load(m.sql, &[("{schema}", "s1")]);
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        // One ALTER adds the four columns (all or none), guarded by one of them: a rerun after
-        // they were added finds it and does nothing.
-        assert!(
-            flat.starts_with(
-                "IF COL_LENGTH(N'[s1].[queues]', N'rate_count') IS NULL \
-                 ALTER TABLE [s1].[queues] ADD"
-            ),
-            "{flat}"
-        );
-        assert_eq!(flat.matches("ALTER TABLE").count(), 1, "{flat}");
-        assert_eq!(flat.matches(';').count(), 1, "one statement: {flat}");
-        let columns = flat.split_once(" ADD ").unwrap().1;
+        // One column per ALTER, its constraints with it, each unless the column exists, in
+        // the table's column order (the migration transaction adds all four or none).
+        let steps: Vec<&str> = flat.split("; ").collect();
         assert_eq!(
-            columns,
-            "rate_limit INT NULL CONSTRAINT queues_rate_limit_check CHECK (rate_limit > 0), \
-             rate_period_us BIGINT NULL CONSTRAINT queues_rate_period_check \
-             CHECK (rate_period_us > 0), \
-             rate_window BIGINT NULL, \
-             rate_count INT NOT NULL CONSTRAINT queues_rate_count_default DEFAULT 0;"
+            steps,
+            [
+                "IF COL_LENGTH(N'[s1].[queues]', N'rate_limit') IS NULL \
+                 ALTER TABLE [s1].[queues] ADD rate_limit INT NULL \
+                 CONSTRAINT queues_rate_limit_check CHECK (rate_limit > 0)",
+                "IF COL_LENGTH(N'[s1].[queues]', N'rate_period_us') IS NULL \
+                 ALTER TABLE [s1].[queues] ADD rate_period_us BIGINT NULL \
+                 CONSTRAINT queues_rate_period_check CHECK (rate_period_us > 0)",
+                "IF COL_LENGTH(N'[s1].[queues]', N'rate_window') IS NULL \
+                 ALTER TABLE [s1].[queues] ADD rate_window BIGINT NULL",
+                "IF COL_LENGTH(N'[s1].[queues]', N'rate_count') IS NULL \
+                 ALTER TABLE [s1].[queues] ADD rate_count INT NOT NULL \
+                 CONSTRAINT queues_rate_count_default DEFAULT 0;",
+            ]
         );
         // The types the driver binds and reads: the limit and the count as `int`, the period
         // and the window as `bigint`; every constraint named (a generated name differs per
@@ -261,7 +261,7 @@ mod tests {
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         let steps: Vec<&str> = flat.split("; ").collect();
-        assert_eq!(steps.len(), 4, "{flat}");
+        assert_eq!(steps.len(), 8, "{flat}");
         // The jobs' key: the UTF-8 bytes of up to 200 characters, nullable and without a
         // default (a change of the catalogue only), unless the column exists.
         assert_eq!(
@@ -279,23 +279,41 @@ mod tests {
              (queue, concurrency_key, priority DESC, run_at, id) \
              WHERE state = N''pending'' AND concurrency_key IS NOT NULL')"
         );
-        // The queue's controls in one ALTER (all or none) under one guard; the limits
-        // checked and the constraints named, as migration 7's are. The key rate limit is typed
-        // as migration 7's rate limit: the starts as `int`, the window as `bigint`.
-        assert_eq!(
-            steps[2],
-            "IF COL_LENGTH(N'[s1].[queues]', N'key_cursor') IS NULL \
-             ALTER TABLE [s1].[queues] ADD \
-             key_limit INT NULL CONSTRAINT queues_key_limit_check CHECK (key_limit > 0), \
-             fair_shares BIT NOT NULL CONSTRAINT queues_fair_shares_default DEFAULT 0, \
-             key_cursor VARBINARY(800) NULL, \
-             key_rate_limit INT NULL \
-             CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0), \
-             key_rate_period_us BIGINT NULL \
-             CONSTRAINT queues_key_rate_period_check CHECK (key_rate_period_us > 0)"
-        );
+        // The queue's controls, one column per ALTER (with its constraints), each unless it
+        // exists, in the table's column order; the limits checked and the constraints named,
+        // as migration 7's are. The key rate limit is typed as migration 7's rate limit: the
+        // starts as `int`, the window as `bigint`.
+        let queues = [
+            (
+                "key_limit",
+                "INT NULL CONSTRAINT queues_key_limit_check CHECK (key_limit > 0)",
+            ),
+            (
+                "fair_shares",
+                "BIT NOT NULL CONSTRAINT queues_fair_shares_default DEFAULT 0",
+            ),
+            ("key_cursor", "VARBINARY(800) NULL"),
+            (
+                "key_rate_limit",
+                "INT NULL CONSTRAINT queues_key_rate_limit_check CHECK (key_rate_limit > 0)",
+            ),
+            (
+                "key_rate_period_us",
+                "BIGINT NULL CONSTRAINT queues_key_rate_period_check \
+                 CHECK (key_rate_period_us > 0)",
+            ),
+        ];
+        for (step, (column, definition)) in steps[2..7].iter().zip(queues) {
+            assert_eq!(
+                *step,
+                format!(
+                    "IF COL_LENGTH(N'[s1].[queues]', N'{column}') IS NULL \
+                     ALTER TABLE [s1].[queues] ADD {column} {definition}"
+                )
+            );
+        }
         // Nullable without defaults, all but fair_shares: a change of the catalogue only.
-        let added = steps[2].split_once(" ADD ").unwrap().1;
+        let added = steps[2..7].join("; ");
         assert_eq!(added.matches("NOT NULL").count(), 1, "{added}");
         assert_eq!(added.matches("DEFAULT").count(), 1, "{added}");
         // The counts per key, unless the table exists (a rerun skips it; the check is made
@@ -304,7 +322,7 @@ mod tests {
         // Its primary key is nonclustered: up to 256 + 800 bytes, within a nonclustered
         // index's 1,700 but past a clustered one's 900 (rows with longer keys would fail).
         assert_eq!(
-            steps[3],
+            steps[7],
             "IF OBJECT_ID(N'[s1].[queue_key_rates]', N'U') IS NULL \
              CREATE TABLE [s1].[queue_key_rates] ( \
              queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL, \
@@ -318,11 +336,12 @@ mod tests {
         const RATE_KEY: usize = 2 * queue_core::validate::MAX_QUEUE_NAME
             + 4 * queue_core::validate::MAX_CONCURRENCY_KEY;
         const { assert!(RATE_KEY > 900 && RATE_KEY <= 1_700) };
-        // Nothing outside the ALTER names a column it adds (such a statement would not compile
-        // in this batch): every mention of the key rate columns is in it.
+        // Nothing outside the ALTERs names a column they add (such a statement would not
+        // compile in this batch): every mention of the key rate columns is in them (or in
+        // their guards' strings).
         assert_eq!(
             flat.matches("key_rate_").count(),
-            steps[2].matches("key_rate_").count(),
+            added.matches("key_rate_").count(),
             "{flat}"
         );
         assert!(!sql.contains(" VARCHAR"), "{sql}");
@@ -375,18 +394,24 @@ mod tests {
         assert!(!sql.contains("{schema}") && !sql.contains("--"));
         let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         let steps: Vec<&str> = flat.split("; ").collect();
-        assert_eq!(steps.len(), 7, "{flat}");
-        // Two ids, nullable and without a default (a change of the catalogue only), in one
-        // ALTER under one guard.
+        assert_eq!(steps.len(), 9, "{flat}");
+        // Two ids, nullable and without a default (a change of the catalogue only), one ALTER
+        // each, each unless the column exists.
         assert_eq!(
             steps[0],
             "IF COL_LENGTH(N'[s1].[jobs]', N'workflow_id') IS NULL \
-             ALTER TABLE [s1].[jobs] ADD workflow_id BINARY(16) NULL, blocked_by BINARY(16) NULL"
+             ALTER TABLE [s1].[jobs] ADD workflow_id BINARY(16) NULL"
         );
-        // The state check, dropped if present and added again, checked (trusted), with
-        // `waiting` and every state it allowed before.
         assert_eq!(
             steps[1],
+            "IF COL_LENGTH(N'[s1].[jobs]', N'blocked_by') IS NULL \
+             ALTER TABLE [s1].[jobs] ADD blocked_by BINARY(16) NULL"
+        );
+        // The state check, dropped if present and added again with `waiting` and every state
+        // it allowed before; added without WITH CHECK, which SQL Server assumes for a new
+        // constraint (checked against the rows, trusted) and other T-SQL servers refuse.
+        assert_eq!(
+            steps[2],
             "IF EXISTS (SELECT 1 FROM sys.check_constraints \
              WHERE parent_object_id = OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_state_check') \
              ALTER TABLE [s1].[jobs] DROP CONSTRAINT jobs_state_check"
@@ -396,16 +421,16 @@ mod tests {
             .map(|s| format!("N'{}'", s.as_str()))
             .collect();
         assert_eq!(
-            steps[2],
+            steps[3],
             format!(
-                "ALTER TABLE [s1].[jobs] WITH CHECK ADD CONSTRAINT jobs_state_check \
+                "ALTER TABLE [s1].[jobs] ADD CONSTRAINT jobs_state_check \
                  CHECK (state IN ({}))",
                 states.join(", ")
             )
         );
         // The waiting jobs in id order, with their queue, unless the index exists.
         assert_eq!(
-            steps[3],
+            steps[4],
             "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = \
              OBJECT_ID(N'[s1].[jobs]') AND name = N'jobs_waiting_idx') \
              CREATE INDEX jobs_waiting_idx ON [s1].[jobs] (id) INCLUDE (queue) \
@@ -413,14 +438,14 @@ mod tests {
         );
         // The tables, unless they exist: ids as the jobs table stores them.
         assert_eq!(
-            steps[4],
+            steps[5],
             "IF OBJECT_ID(N'[s1].[workflows]', N'U') IS NULL CREATE TABLE [s1].[workflows] ( \
              id BINARY(16) NOT NULL, name NVARCHAR(400) NULL, [open] BIT NOT NULL, \
              callback BINARY(16) NULL, created_at DATETIME2(6) NOT NULL, \
              CONSTRAINT workflows_pkey PRIMARY KEY CLUSTERED (id) )"
         );
         assert_eq!(
-            steps[5],
+            steps[6],
             "IF OBJECT_ID(N'[s1].[workflow_jobs]', N'U') IS NULL \
              CREATE TABLE [s1].[workflow_jobs] ( \
              workflow_id BINARY(16) NOT NULL, job_id BINARY(16) NOT NULL, \
@@ -428,18 +453,64 @@ mod tests {
              CONSTRAINT workflow_jobs_pkey PRIMARY KEY CLUSTERED (workflow_id, job_id) )"
         );
         assert_eq!(
-            steps[6],
+            steps[7],
             "IF OBJECT_ID(N'[s1].[job_deps]', N'U') IS NULL CREATE TABLE [s1].[job_deps] ( \
              dep_id BINARY(16) NOT NULL, job_id BINARY(16) NOT NULL, policy SMALLINT NOT NULL, \
-             CONSTRAINT job_deps_pkey PRIMARY KEY CLUSTERED (dep_id, job_id), \
-             INDEX job_deps_job_idx NONCLUSTERED (job_id, dep_id) );"
+             CONSTRAINT job_deps_pkey PRIMARY KEY CLUSTERED (dep_id, job_id) )"
+        );
+        // The dependencies of a job, by an index of its own (nonclustered, not unique: what
+        // the index declared in the table was), unless it exists.
+        assert_eq!(
+            steps[8],
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = \
+             OBJECT_ID(N'[s1].[job_deps]') AND name = N'job_deps_job_idx') \
+             CREATE INDEX job_deps_job_idx ON [s1].[job_deps] (job_id, dep_id);"
         );
         // A step name or a workflow's name of 200 characters, each outside the BMP (two UTF-16
         // units), fits.
         const { assert!(2 * queue_core::workflow::MAX_STEP_CHARS == 400) };
-        // Nothing outside the ALTER names a new column of jobs (it would not compile in this
-        // batch).
-        assert_eq!(flat.matches("blocked_by").count(), 1, "{flat}");
+        // Nothing outside its ALTER (and its guard's string) names a new column of jobs (it
+        // would not compile in this batch).
+        assert_eq!(flat.matches("blocked_by").count(), 2, "{flat}");
         assert!(!sql.contains(" VARCHAR"), "{sql}");
+    }
+
+    /// Every migration, and the migrations table's own statement, in the T-SQL that SQL Server
+    /// and the other TDS servers both take: none of the forms that `crate::subset::refused`
+    /// finds (MERGE, an ALTER TABLE ... ADD of a list, WITH [NO]CHECK, an index declared in a
+    /// CREATE TABLE, an UPDATE or DELETE of a CTE). A new migration written in one fails here.
+    #[test]
+    fn every_migration_is_in_the_t_sql_other_servers_take() {
+        let table = crate::sql::Statements::new(&[("{schema}", "s1")])
+            .migration_table
+            .to_string();
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|m| (m.name, load(m.sql, &[("{schema}", "s1")])));
+        for (name, sql) in migrations.chain([("migration_table", table)]) {
+            assert_eq!(
+                crate::subset::refused(&sql),
+                Vec::<String>::new(),
+                "{name}: {sql}"
+            );
+        }
+    }
+
+    /// Every file of `migrations/` is a migration that `migrate` applies.
+    #[test]
+    fn every_migration_file_is_applied() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                MIGRATIONS.iter().any(|m| m.sql == text),
+                "{} is not in MIGRATIONS",
+                path.display()
+            );
+            files += 1;
+        }
+        assert_eq!(files, MIGRATIONS.len());
     }
 }

@@ -258,6 +258,25 @@ impl bb8::ManageConnection for ConnectionManager {
     }
 }
 
+/// A session of `pool`, waiting for one at most the pool's connection timeout (the builder's
+/// connect timeout), which the error of an exhausted pool names.
+pub(crate) async fn checkout(
+    pool: &Pool,
+) -> Result<bb8::PooledConnection<'_, ConnectionManager>, MsSqlError> {
+    pool.get()
+        .await
+        .map_err(|e| MsSqlError::checkout(e, pool.config().connection_timeout))
+}
+
+/// [`checkout`], for a session that outlives the borrow of `pool` (a transaction's).
+pub(crate) async fn checkout_owned(
+    pool: &Pool,
+) -> Result<bb8::PooledConnection<'static, ConnectionManager>, MsSqlError> {
+    pool.get_owned()
+        .await
+        .map_err(|e| MsSqlError::checkout(e, pool.config().connection_timeout))
+}
+
 /// A transaction of the caller's, on one pooled session: made by
 /// [`MsSqlQueue::begin`](crate::MsSqlQueue::begin), taken by `push_in_tx`,
 /// `push_batch_in_tx` and `complete_in_tx`, and ended with [`commit`](Self::commit) or
@@ -277,7 +296,7 @@ impl fmt::Debug for MsSqlTransaction {
 
 impl MsSqlTransaction {
     pub(crate) async fn begin(pool: &Pool) -> Result<Self, MsSqlError> {
-        let mut conn = pool.get_owned().await?;
+        let mut conn = checkout_owned(pool).await?;
         conn.begin().await?;
         Ok(MsSqlTransaction { conn })
     }
