@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use queue_core::{ClaimStrategy, JobId, JobState, Lease, NewJob, Queue};
 use sqlx::{Database, Transaction};
 
-use crate::harness::{Discovery, Fixture, Harness, Server, TestConfig, Transactions};
+use crate::harness::{Discovery, Fixture, Harness, HeldLock, Server, TestConfig, Transactions};
 
 /// One isolated place on a server: a PostgreSQL schema, a MySQL table prefix, a SQLite file.
 pub struct Namespace {
@@ -119,6 +119,22 @@ pub trait SqlBackend: Send + Sync + 'static {
         let _ = q;
         Ok(false)
     }
+
+    /// Locks the row of job `id` inside `tx` (see [`Fixture::lock_job`]): a locking read, or
+    /// where the database has one write lock, a write that takes it.
+    async fn lock_job(
+        tx: &mut Transaction<'static, Self::Db>,
+        ns: &str,
+        id: JobId,
+    ) -> anyhow::Result<()>;
+
+    /// Makes the change of job `id` from cancelled to waiting fail from now on (see
+    /// [`Fixture::break_reopen`]): a trigger on the jobs table that raises an error for the
+    /// ids listed in a table of the test's own, to which `id` is added.
+    async fn break_reopen(q: &Self::Queue, ns: &str, id: JobId) -> anyhow::Result<()>;
+
+    /// Drops what [`SqlBackend::break_reopen`] made (nothing when it made nothing).
+    async fn mend(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
 
     /// Drops `ns` and everything in it, and closes `q`.
     async fn drop_namespace(q: &Self::Queue, ns: &str) -> anyhow::Result<()>;
@@ -233,12 +249,40 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
         B::migrate_previous_schema(&self.queue).await
     }
 
+    async fn lock_job(&self, id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {
+        let mut tx = B::begin(&self.queue).await?;
+        B::lock_job(&mut tx, &self.ns.name, id).await?;
+        Ok(Some(Box::new(SqlLock::<B> { tx })))
+    }
+
+    async fn break_reopen(&self, id: JobId) -> anyhow::Result<bool> {
+        B::break_reopen(&self.queue, &self.ns.name, id).await?;
+        Ok(true)
+    }
+
+    async fn mend(&self) -> anyhow::Result<()> {
+        B::mend(&self.queue, &self.ns.name).await
+    }
+
     async fn teardown(&self) -> anyhow::Result<()> {
         let others = std::mem::take(&mut *self.others.lock().unwrap_or_else(|e| e.into_inner()));
         for q in others {
             B::close(&q).await;
         }
         B::drop_namespace(&self.queue, &self.ns.name).await
+    }
+}
+
+/// A row lock held by a transaction of the test's own.
+struct SqlLock<B: SqlBackend> {
+    tx: Transaction<'static, B::Db>,
+}
+
+#[async_trait]
+impl<B: SqlBackend> HeldLock for SqlLock<B> {
+    async fn release(self: Box<Self>) -> anyhow::Result<()> {
+        self.tx.rollback().await?;
+        Ok(())
     }
 }
 

@@ -131,6 +131,29 @@ pub trait Fixture: Send + Sync + 'static {
     /// Drops the namespace (schema, tables, file).
     async fn teardown(&self) -> anyhow::Result<()>;
 
+    /// Locks the row of job `id` from a transaction of the test's own, as another
+    /// application's transaction holding it would, until the returned lock is released: every
+    /// statement that writes the row (or, where the database has one write lock, every write)
+    /// waits meanwhile. `None` where the backend has no such lock.
+    async fn lock_job(&self, id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {
+        let _ = id;
+        Ok(None)
+    }
+
+    /// From now on, until [`Fixture::mend`], the statement that makes job `id` wait again
+    /// after a retry of the dependency that cancelled it fails (a trigger that raises an error
+    /// on that change of its row; in memory, the statement that reopens steps): a fault in the
+    /// middle of a retry. `false` where the backend cannot do this.
+    async fn break_reopen(&self, id: JobId) -> anyhow::Result<bool> {
+        let _ = id;
+        Ok(false)
+    }
+
+    /// Ends every fault [`Fixture::break_reopen`] made.
+    async fn mend(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
     /// In a namespace where nothing is migrated yet: applies the migrations of the previous
     /// release only and writes one job in each state the way that release wrote them (the
     /// running one with an expired lease, the dead one with `last_error` `boom`), for the case
@@ -146,6 +169,13 @@ pub trait Fixture: Send + Sync + 'static {
     async fn migrate_previous_schema(&self) -> anyhow::Result<bool> {
         Ok(false)
     }
+}
+
+/// A lock [`Fixture::lock_job`] holds.
+#[async_trait]
+pub trait HeldLock: Send {
+    /// Releases it (rolls its transaction back).
+    async fn release(self: Box<Self>) -> anyhow::Result<()>;
 }
 
 /// Work inside a transaction of the caller's own, on the same database, with a table of the

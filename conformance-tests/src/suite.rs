@@ -166,5 +166,14 @@ pub fn catalogue() -> Vec<Case> {
         workflows::workflow_push_inside_a_transaction,
         workflows::workflow_bad_graphs_store_nothing,
         workflows::workflow_plain_jobs_are_in_none,
+        // Workflows under operators' actions.
+        workflow_ops::workflow_retry_of_a_step_waits_for_its_dependencies,
+        workflow_ops::workflow_retention_keeps_steps_a_retry_can_revive,
+        workflow_ops::workflow_retention_keeps_outputs_a_waiting_step_needs,
+        workflow_ops::workflow_interrupted_retry_heals,
+        workflow_ops::workflow_block_and_retry_race,
+        workflow_ops::workflow_deleting_a_dependency_cancels_its_dependents,
+        workflow_ops::workflow_retention_prunes_workflows_of_any_id,
+        workflow_ops::workflow_cancelling_a_running_dependency_settles_at_once,
     ]
 }

@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use conformance_tests::{
-    dialect_tests, run_suite, Discovery, Fixture, Harness, Server, TestConfig,
+    dialect_tests, run_suite, Discovery, Fixture, Harness, HeldLock, Server, TestConfig,
 };
-use queue_core::{ClaimStrategy, Queue};
-use queue_memory::MemoryQueue;
+use queue_core::engine::Driver as _;
+use queue_core::{Backend as _, ClaimStrategy, JobId, Queue};
+use queue_memory::{MemoryQueue, MemoryTx, Statement, Times};
 
 /// Opens the store `name` with `config`.
 async fn open(name: &str, config: &TestConfig) -> queue_core::Result<MemoryQueue> {
@@ -94,12 +95,42 @@ impl Fixture for MemoryFixture {
         Ok(Arc::new(q))
     }
 
+    /// The store's one lock, held by a transaction of the test's (every statement waits).
+    async fn lock_job(&self, _id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {
+        let tx = self.queue.engine().driver().tx_begin().await?;
+        Ok(Some(Box::new(StoreLock(tx))))
+    }
+
+    /// The statement that reopens steps fails (for every step: the store has no triggers).
+    async fn break_reopen(&self, _id: JobId) -> anyhow::Result<bool> {
+        self.queue
+            .faults()
+            .error(Statement::WorkflowReopen, Times::UntilCleared);
+        Ok(true)
+    }
+
+    async fn mend(&self) -> anyhow::Result<()> {
+        self.queue.faults().clear();
+        Ok(())
+    }
+
     /// The store goes with its last queue value.
     async fn teardown(&self) -> anyhow::Result<()> {
         self.others
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        Ok(())
+    }
+}
+
+/// The store's lock, held by a transaction that changed nothing.
+struct StoreLock(MemoryTx);
+
+#[async_trait]
+impl HeldLock for StoreLock {
+    async fn release(self: Box<Self>) -> anyhow::Result<()> {
+        drop(self.0);
         Ok(())
     }
 }

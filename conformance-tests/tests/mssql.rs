@@ -23,8 +23,8 @@ use anyhow::{bail, ensure, Context as _};
 use async_trait::async_trait;
 use conformance_tests::servers::{docker_answers, random_suffix};
 use conformance_tests::{
-    dialect_tests, local_tests, run_suite_with, Discovery, Fixture, Harness, Server, TestConfig,
-    Transactions,
+    dialect_tests, local_tests, run_suite_with, Discovery, Fixture, Harness, HeldLock, Server,
+    TestConfig, Transactions,
 };
 use queue_core::engine::statements::load;
 use queue_core::{
@@ -525,12 +525,97 @@ impl Fixture for MsSqlFixture {
         Ok(Some(seeded))
     }
 
+    /// An update lock on the job's row, held by a transaction of the test's.
+    async fn lock_job(&self, id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {
+        let mut tx = self.queue.begin().await?;
+        let sql = in_schema(
+            "SELECT 1 FROM [{schema}].[jobs] WITH (UPDLOCK, ROWLOCK) WHERE id = @P1",
+            &self.schema,
+        );
+        let mut query = Query::new(sql);
+        query.bind(id.0.as_bytes().to_vec());
+        query.query(tx.client()).await?.into_results().await?;
+        Ok(Some(Box::new(RowLock(tx))))
+    }
+
+    /// A check constraint (not a trigger: a table with an enabled trigger refuses every
+    /// statement with an OUTPUT clause) whose function finds the job listed in a table of the
+    /// test's and about to be waiting.
+    async fn break_reopen(&self, id: JobId) -> anyhow::Result<bool> {
+        run_batch(
+            &self.queue,
+            &in_schema(
+                "IF OBJECT_ID(N'[{schema}].[broken_reopens]', N'U') IS NULL \
+                 CREATE TABLE [{schema}].[broken_reopens] (id BINARY(16) NOT NULL PRIMARY KEY);",
+                &self.schema,
+            ),
+        )
+        .await?;
+        run_batch(
+            &self.queue,
+            &in_schema(
+                "CREATE OR ALTER FUNCTION [{schema}].[broken_reopen] \
+                 (@id BINARY(16), @state NVARCHAR(16)) RETURNS INT AS BEGIN \
+                 RETURN CASE WHEN @state = N'waiting' AND EXISTS \
+                 (SELECT 1 FROM [{schema}].[broken_reopens] AS b WHERE b.id = @id) \
+                 THEN 1 ELSE 0 END; END",
+                &self.schema,
+            ),
+        )
+        .await?;
+        let mut tx = self.queue.begin().await?;
+        let mut query = Query::new(in_schema(
+            "INSERT INTO [{schema}].[broken_reopens] (id) VALUES (@P1)",
+            &self.schema,
+        ));
+        query.bind(id.0.as_bytes().to_vec());
+        query.execute(tx.client()).await?;
+        tx.commit().await?;
+        run_batch(
+            &self.queue,
+            &in_schema(
+                "IF OBJECT_ID(N'[{schema}].[broken_reopen_check]', N'C') IS NULL \
+                 ALTER TABLE [{schema}].[jobs] ADD CONSTRAINT broken_reopen_check \
+                 CHECK ([{schema}].[broken_reopen](id, state) = 0);",
+                &self.schema,
+            ),
+        )
+        .await?;
+        Ok(true)
+    }
+
+    async fn mend(&self) -> anyhow::Result<()> {
+        run_batch(
+            &self.queue,
+            &in_schema(
+                "IF OBJECT_ID(N'[{schema}].[broken_reopen_check]', N'C') IS NOT NULL \
+                 ALTER TABLE [{schema}].[jobs] DROP CONSTRAINT broken_reopen_check; \
+                 DROP FUNCTION IF EXISTS [{schema}].[broken_reopen]; \
+                 DROP TABLE IF EXISTS [{schema}].[broken_reopens];",
+                &self.schema,
+            ),
+        )
+        .await
+    }
+
     async fn teardown(&self) -> anyhow::Result<()> {
         self.others
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.mend().await?;
         run_batch(&self.queue, &drop_batch(&self.schema)?).await
+    }
+}
+
+/// A row lock held by a transaction of the test's.
+struct RowLock(MsSqlTransaction);
+
+#[async_trait]
+impl HeldLock for RowLock {
+    async fn release(self: Box<Self>) -> anyhow::Result<()> {
+        self.0.rollback().await?;
+        Ok(())
     }
 }
 

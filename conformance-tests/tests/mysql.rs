@@ -190,7 +190,67 @@ impl SqlBackend for Backend {
         q.complete_in_tx(tx, lease).await
     }
 
+    async fn lock_job(
+        tx: &mut Transaction<'static, MySql>,
+        ns: &str,
+        id: JobId,
+    ) -> anyhow::Result<()> {
+        sqlx::query(in_prefix(
+            "SELECT 1 FROM {prefix}jobs WHERE id = ? FOR UPDATE",
+            ns,
+        ))
+        .bind(id.0)
+        .fetch_optional(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    async fn break_reopen(q: &MySqlQueue, ns: &str, id: JobId) -> anyhow::Result<()> {
+        sqlx::query(in_prefix(
+            "CREATE TABLE IF NOT EXISTS {prefix}broken_reopens (id BINARY(16) NOT NULL PRIMARY KEY) \
+             ENGINE = InnoDB",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
+        sqlx::raw_sql(in_prefix(
+            "CREATE TRIGGER IF NOT EXISTS {prefix}broken_reopen BEFORE UPDATE ON {prefix}jobs \
+             FOR EACH ROW BEGIN \
+               IF OLD.state = 'cancelled' AND NEW.state = 'waiting' \
+                  AND EXISTS (SELECT 1 FROM {prefix}broken_reopens b WHERE b.id = OLD.id) THEN \
+                 SIGNAL SQLSTATE '45000' \
+                   SET MESSAGE_TEXT = 'a fault of the test: this step cannot wait again'; \
+               END IF; \
+             END",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
+        sqlx::query(in_prefix(
+            "INSERT INTO {prefix}broken_reopens (id) VALUES (?)",
+            ns,
+        ))
+        .bind(id.0)
+        .execute(q.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn mend(q: &MySqlQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::query(in_prefix(
+            "DROP TRIGGER IF EXISTS {prefix}broken_reopen",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
+        sqlx::query(in_prefix("DROP TABLE IF EXISTS {prefix}broken_reopens", ns))
+            .execute(q.pool())
+            .await?;
+        Ok(())
+    }
+
     async fn drop_namespace(q: &MySqlQueue, ns: &str) -> anyhow::Result<()> {
+        Self::mend(q, ns).await?;
         sqlx::query(in_prefix("DROP TABLE IF EXISTS {prefix}effects", ns))
             .execute(q.pool())
             .await?;

@@ -196,6 +196,65 @@ impl SqlBackend for Backend {
         q.complete_in_tx(tx, lease).await
     }
 
+    async fn lock_job(
+        tx: &mut Transaction<'static, Postgres>,
+        ns: &str,
+        id: JobId,
+    ) -> anyhow::Result<()> {
+        sqlx::query(in_schema(
+            "SELECT 1 FROM {schema}.jobs WHERE id = $1 FOR UPDATE",
+            ns,
+        ))
+        .bind(id.0)
+        .persistent(false)
+        .fetch_optional(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    async fn break_reopen(q: &PostgresQueue, ns: &str, id: JobId) -> anyhow::Result<()> {
+        sqlx::raw_sql(in_schema(
+            "CREATE TABLE IF NOT EXISTS {schema}.broken_reopens (id uuid PRIMARY KEY);
+             CREATE OR REPLACE FUNCTION {schema}.broken_reopen() RETURNS trigger
+             LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF EXISTS (SELECT 1 FROM {schema}.broken_reopens b WHERE b.id = OLD.id) THEN
+                     RAISE EXCEPTION 'a fault of the test: this step cannot wait again';
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE OR REPLACE TRIGGER broken_reopen BEFORE UPDATE ON {schema}.jobs
+             FOR EACH ROW WHEN (OLD.state = 'cancelled' AND NEW.state = 'waiting')
+             EXECUTE FUNCTION {schema}.broken_reopen();",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
+        let mut tx = q.pool().begin().await?;
+        sqlx::query(in_schema(
+            "INSERT INTO {schema}.broken_reopens (id) VALUES ($1)",
+            ns,
+        ))
+        .bind(id.0)
+        .persistent(false)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn mend(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
+        sqlx::raw_sql(in_schema(
+            "DROP TRIGGER IF EXISTS broken_reopen ON {schema}.jobs;
+             DROP FUNCTION IF EXISTS {schema}.broken_reopen();
+             DROP TABLE IF EXISTS {schema}.broken_reopens;",
+            ns,
+        ))
+        .execute(q.pool())
+        .await?;
+        Ok(())
+    }
+
     async fn drop_namespace(q: &PostgresQueue, ns: &str) -> anyhow::Result<()> {
         sqlx::raw_sql(in_schema("DROP SCHEMA IF EXISTS {schema} CASCADE", ns))
             .execute(q.pool())
@@ -1325,8 +1384,15 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         .await?
             == 0
     );
-    // A retention round, which ends with the rows of workflows whose jobs are all gone (none
-    // here: nothing is old enough).
+    // A retention round, which begins with whole workflows: one created two hours ago whose
+    // jobs are all gone is looked at and deleted (no job is old enough).
+    sqlx::raw_sql(in_schema(
+        "INSERT INTO {schema}.workflows (id, name, open, created_at) \
+         VALUES (gen_random_uuid(), 'old', false, now() - interval '2 hours')",
+        q.schema(),
+    ))
+    .execute(q.pool())
+    .await?;
     let round = q
         .run_retention(
             &queue_core::Retention::off()
@@ -1334,7 +1400,7 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         )
         .await?;
     ensure!(
-        round.is_some_and(|r| r.total() == 0 && r.workflows == 0),
+        round.is_some_and(|r| r.total() == 0 && r.workflows == 1),
         "{round:?}"
     );
     // Bulk operations, batch by batch, and the counts of every queue.
@@ -1412,6 +1478,7 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
         statement!("job_retry_many"),
         statement!("job_delete_many"),
         statement!("job_stats"),
+        statement!("workflow_prune_lock"),
         statement!("workflow_prune"),
     ];
     let prepared: Vec<(String, String, i32)> = sqlx::query_as(
@@ -1463,11 +1530,21 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
             );
             continue;
         }
+        if *file == "workflow_prune_lock" {
+            // A range of the workflows' index by age, from the cursor on.
+            ensure!(
+                plan.contains("using workflows_created_idx on workflows")
+                    && plan.contains("Index Cond: ((created_at < ")
+                    && !plan.contains("Seq Scan on workflows"),
+                "{file}\n{plan}"
+            );
+            continue;
+        }
         if *file == "workflow_prune" {
-            // The workflows along their primary key, each one's jobs checked by a subplan of its
+            // The workflows by their primary key, each one's jobs checked by a subplan of its
             // own (looked up in jobs_pkey, never a join that could hash the jobs table).
             ensure!(
-                plan.contains("Index Scan using workflows_pkey on workflows w")
+                plan.contains("on workflows_pkey")
                     // PostgreSQL 15 prints `NOT (SubPlan 1)`, 18 `NOT EXISTS(SubPlan 1)`.
                     && (plan.contains("Filter: (NOT (SubPlan 1))")
                         || plan.contains("Filter: (NOT EXISTS(SubPlan 1))"))

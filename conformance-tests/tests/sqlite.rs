@@ -177,6 +177,43 @@ impl SqlBackend for Backend {
         q.complete_in_tx(tx, lease).await
     }
 
+    async fn lock_job(
+        tx: &mut Transaction<'static, Sqlite>,
+        _ns: &str,
+        id: JobId,
+    ) -> anyhow::Result<()> {
+        // A write: the caller's transaction takes SQLite's one write lock with it.
+        sqlx::query("UPDATE queue_jobs SET version = version WHERE id = ?")
+            .bind(id.0)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn break_reopen(q: &SqliteQueue, _ns: &str, id: JobId) -> anyhow::Result<()> {
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS broken_reopens (id BLOB NOT NULL PRIMARY KEY);
+             CREATE TRIGGER IF NOT EXISTS broken_reopen BEFORE UPDATE OF state ON queue_jobs
+             WHEN OLD.state = 'cancelled' AND NEW.state = 'waiting'
+               AND EXISTS (SELECT 1 FROM broken_reopens b WHERE b.id = OLD.id)
+             BEGIN SELECT RAISE(ABORT, 'a fault of the test: this step cannot wait again'); END;",
+        )
+        .execute(q.writer_pool())
+        .await?;
+        sqlx::query("INSERT INTO broken_reopens (id) VALUES (?)")
+            .bind(id.0)
+            .execute(q.writer_pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn mend(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {
+        sqlx::raw_sql("DROP TRIGGER IF EXISTS broken_reopen; DROP TABLE IF EXISTS broken_reopens;")
+            .execute(q.writer_pool())
+            .await?;
+        Ok(())
+    }
+
     async fn drop_namespace(q: &SqliteQueue, _ns: &str) -> anyhow::Result<()> {
         // The file goes with its temporary directory.
         q.close().await;

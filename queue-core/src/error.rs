@@ -117,6 +117,20 @@ pub enum Error {
         workflow: crate::workflow::WorkflowId,
     },
 
+    /// A step of a workflow cannot be retried: a job it needs to have completed (policy
+    /// [`DepPolicy::Completed`](crate::DepPolicy::Completed)) is dead or cancelled, or was
+    /// deleted, so the step would wait for it in vain. Retry that dependency instead (its
+    /// retry brings this step back too); nothing was changed.
+    #[error("job {job} cannot be retried: it needs job {dependency}, which {}", dependency_words(*.state))]
+    DependencyFailed {
+        /// The step that was to be retried.
+        job: JobId,
+        /// The dependency that failed.
+        dependency: JobId,
+        /// Its state (`None`: it was deleted).
+        state: Option<JobState>,
+    },
+
     /// No schedule has this name.
     #[error("no schedule named {name:?}")]
     UnknownSchedule {
@@ -222,3 +236,11 @@ impl ConnectError {
 
 /// Result with the queue's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How [`Error::DependencyFailed`] names its dependency's state.
+fn dependency_words(state: Option<JobState>) -> String {
+    match state {
+        None => "was deleted".to_owned(),
+        Some(s) => format!("is {s} (retry it first)"),
+    }
+}

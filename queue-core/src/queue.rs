@@ -806,11 +806,15 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::NotFound`]; [`Error::InvalidState`] when the job already finished.
     async fn cancel(&self, id: JobId) -> Result<()>;
 
-    /// Brings a dead or cancelled job back to pending, due now, with its attempts reset.
+    /// Brings a dead or cancelled job back to pending, due now, with its attempts reset. A
+    /// step of a workflow comes back waiting until every job it needs has finished as it needs
+    /// (at once pending when they have), and the steps its failure cancelled wait again, all
+    /// in one transaction.
     ///
     /// # Errors
     /// [`Error::NotFound`]; [`Error::InvalidState`] for any other state; [`Error::Duplicate`]
-    /// when a live job now holds its dedup key.
+    /// when a live job now holds its dedup key; [`Error::DependencyFailed`] for a step that
+    /// needs a job that is dead, cancelled or deleted (retry that one).
     async fn retry(&self, id: JobId) -> Result<()>;
 
     /// Reads one job; `None` when no job has this id.
@@ -831,7 +835,9 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::InvalidInput`] for a bad queue name.
     async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>>;
 
-    /// Deletes finished jobs that finished longer ago than asked; returns how many.
+    /// Deletes finished jobs that finished longer ago than asked; returns how many. The jobs
+    /// of a workflow go together, only when every one of them matches, and only by a prune of
+    /// every queue (a workflow may span queues): a prune of one queue leaves them.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a bad request.
@@ -845,6 +851,18 @@ pub trait Queue: Send + Sync + 'static {
     async fn count_matching(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
         let _ = (action, filter);
         Err(Error::Unsupported("bulk operations"))
+    }
+
+    /// How many waiting steps of workflows [`Queue::bulk`] with `action` and `filter` would
+    /// cancel first, because they need one of the jobs it cancels or deletes to complete (for
+    /// a confirmation; 0 for a retry). Steps waiting on those are cancelled in turn and are
+    /// not counted.
+    ///
+    /// # Errors
+    /// As [`Queue::bulk`].
+    async fn count_dependents(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        let _ = (action, filter);
+        Ok(0)
     }
 
     /// Cancels, retries or deletes every job `filter` matches, in bounded batches (each its own

@@ -27,8 +27,9 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// after 7 days (dead jobs are what an operator looks into), every minute; a worker runs it
 /// unless given [`Retention::off`]. A round runs in one process at a time whatever the number
 /// of workers (a lease row in the database), deletes in bounded statements of a few thousand
-/// rows each (never one long transaction), and logs what it deleted. After the jobs, it
-/// deletes the rows of the workflows none of whose jobs exists any more.
+/// rows each (never one long transaction), and logs what it deleted. The jobs of a workflow go
+/// together, once every one of them is old enough for its state's rule: none while another
+/// job of the workflow can still run or be retried.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Retention {
     completed: Option<Duration>,
@@ -164,21 +165,25 @@ pub struct RetentionReport {
     /// Counts of key rate limits' windows that had ended, deleted (one row per key of a queue
     /// with a key rate limit; a key's count is kept only while its window lasts).
     pub key_rate_counts: u64,
-    /// Workflows deleted, each with its steps and dependencies (its rows in `workflows`,
-    /// `workflow_jobs` and `job_deps`), once none of its jobs existed any more (all pruned or
-    /// deleted). Only workflows older than the shortest age of the rules are looked at. Not
-    /// jobs: not part of [`RetentionReport::total`].
+    /// Workflows deleted, each with its jobs, steps and dependencies (its rows in `workflows`,
+    /// `workflow_jobs` and `job_deps`): a workflow's jobs go together, once every one of them
+    /// has been finished longer than its state's age (a state the rules keep keeps its
+    /// workflows), so none is deleted while another job of its workflow can still run or be
+    /// retried.
     pub workflows: u64,
+    /// The jobs of those workflows (part of [`RetentionReport::total`], not of the three
+    /// counts by state).
+    pub workflow_jobs: u64,
     /// The round stopped at its time limit ([`RETENTION_ROUND`]) with rows left to delete;
     /// the next round goes on.
     pub unfinished: bool,
 }
 
 impl RetentionReport {
-    /// Every job deleted (completed, cancelled and dead; the key rate counts and the workflows
-    /// have their own fields).
+    /// Every job deleted (completed, cancelled and dead, and the jobs of workflows; the key
+    /// rate counts have their own field).
     pub fn total(&self) -> u64 {
-        self.completed + self.cancelled + self.dead
+        self.completed + self.cancelled + self.dead + self.workflow_jobs
     }
 
     pub(crate) fn add(&mut self, state: JobState, n: u64) {

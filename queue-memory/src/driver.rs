@@ -36,7 +36,8 @@ use queue_core::engine::{
     micros, Driver, DriverFault, Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry,
     JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
     JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta, StoredSchedule,
-    StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
+    StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert, WorkflowPrune,
+    WorkflowPruneLock, WorkflowPruned,
 };
 use queue_core::{
     AttemptError, DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, NewJob,
@@ -208,7 +209,12 @@ fn record_failure(row: &mut JobRow, error: &str, at: DateTime<Utc>, kept: u32) {
 /// A dead or cancelled job back to pending, due now, attempts and snoozes reset, its history
 /// kept.
 fn retried(mut row: JobRow, now: DateTime<Utc>) -> JobRow {
-    row.state = JobState::Pending;
+    // A step of a workflow waits: the engine settles it in the same transaction.
+    row.state = if row.workflow.is_some() {
+        JobState::Waiting
+    } else {
+        JobState::Pending
+    };
     row.attempts = 0;
     row.snoozes = 0;
     row.blocked_by = None;
@@ -366,17 +372,20 @@ fn matching<'t>(
     now: DateTime<Utc>,
     below: Option<JobId>,
 ) -> Result<impl Iterator<Item = &'t JobRow> + 't> {
-    let created_before = m.older_than.map(|age| before(now, age));
     Ok(tables
         .schema()?
         .jobs
         .newest_first(below)
-        .filter(move |row| {
-            m.queue.is_none_or(|q| row.queue == q)
-                && m.states.contains(&row.state)
-                && m.kind.is_none_or(|k| row.kind.as_deref() == Some(k))
-                && created_before.is_none_or(|t| row.created_at < t)
-        }))
+        .filter(move |row| matches(m, row, now)))
+}
+
+/// Whether `m` (all but its cursor and limit) matches `row`.
+fn matches(m: JobMatch<'_>, row: &JobRow, now: DateTime<Utc>) -> bool {
+    let created_before = m.older_than.map(|age| before(now, age));
+    m.queue.is_none_or(|q| row.queue == q)
+        && m.states.contains(&row.state)
+        && m.kind.is_none_or(|k| row.kind.as_deref() == Some(k))
+        && created_before.is_none_or(|t| row.created_at < t)
 }
 
 /// A schedule as read, with the state of its last slot's job (`None`: none, or pruned).
@@ -1037,18 +1046,18 @@ impl Driver for MemoryDriver {
         .await
     }
 
-    /// A dead or cancelled job back to pending, due `now`, attempts and snoozes reset (its
-    /// history kept); its queue. Refused when its dedup key is held by a live job, or its
-    /// unique key by a job in its states.
-    async fn job_retry(&self, id: JobId) -> Result<Option<String>> {
+    /// A dead or cancelled job back to pending (a step of a workflow: to waiting), due `now`,
+    /// attempts and snoozes reset (its history kept); its queue. Refused when its dedup key is
+    /// held by a live job, or its unique key by a job in its states.
+    async fn job_retry(&self, tx: &mut MemoryTx, id: JobId) -> Result<Option<String>> {
         let _call = self.enter(Statement::JobRetry).await?;
-        self.pool(|w, now| {
+        let now = self.store.now();
+        tx.statement(|w| {
             let Some(row) = in_state(w, id, &[JobState::Dead, JobState::Cancelled])? else {
                 return Ok(None);
             };
             Ok(Some(w.update_job(retried(row, now))?.queue.clone()))
         })
-        .await
     }
 
     /// A pending job's run time (`now` plus `p.delay`) and priority, each when given; its
@@ -1145,8 +1154,9 @@ impl Driver for MemoryDriver {
         .await
     }
 
-    /// Deletes up to `p.limit` finished jobs in `p.states` (of `p.queue` when given) that
-    /// finished before `now` less `p.older_than`, the earliest finished first; rows deleted.
+    /// Deletes up to `p.limit` finished jobs outside workflows in `p.states` (of `p.queue` when
+    /// given) that finished before `now` less `p.older_than`, the earliest finished first; rows
+    /// deleted.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64> {
         let _call = self.enter(Statement::JobPrune).await?;
         self.pool(|w, now| {
@@ -1157,6 +1167,7 @@ impl Driver for MemoryDriver {
                 .finished_before(cutoff)
                 .filter(|row| {
                     row.state.is_finished()
+                        && row.workflow.is_none()
                         && p.states.contains(&row.state)
                         && p.queue.is_none_or(|q| row.queue == q)
                 })
@@ -1200,12 +1211,49 @@ impl Driver for MemoryDriver {
 
     /// `job_retry` of each listed job that is dead or cancelled, as one statement: a key that
     /// refuses one of them refuses them all; rows changed.
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64> {
+    async fn job_retry_many(&self, tx: &mut MemoryTx, ids: &[JobId]) -> Result<u64> {
         let _call = self.enter(Statement::JobRetryMany).await?;
-        self.pool(|w, now| {
+        let now = self.store.now();
+        tx.statement(|w| {
             update_each(w, ids, &[JobState::Dead, JobState::Cancelled], |row| {
                 retried(row, now)
             })
+        })
+    }
+
+    /// The workflows of the listed jobs, each once, in id order.
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>> {
+        let _call = self.enter(Statement::JobWorkflows).await?;
+        self.read(|t, _| {
+            let jobs = &t.schema()?.jobs;
+            let mut out: Vec<WorkflowId> = ids
+                .iter()
+                .filter_map(|id| jobs.get(*id).and_then(|r| r.workflow))
+                .collect();
+            out.sort();
+            out.dedup();
+            Ok(out)
+        })
+        .await
+    }
+
+    /// How many waiting jobs have a dependency of policy `Completed` among the jobs `m`
+    /// matches, read from the waiting jobs.
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64> {
+        let _call = self.enter(Statement::JobDependentsCount).await?;
+        self.read(|t, now| {
+            let schema = t.schema()?;
+            let mut n = 0;
+            for job in schema.jobs.waiting_after(None) {
+                let needs_a_match = schema.deps_of(job).any(|(dep, policy)| {
+                    policy == DepPolicy::Completed
+                        && schema.jobs.get(dep).is_some_and(|d| matches(m, d, now))
+                });
+                if needs_a_match {
+                    n += 1;
+                }
+            }
+            Ok(n)
         })
         .await
     }
@@ -1867,8 +1915,8 @@ impl Driver for MemoryDriver {
         .await
     }
 
-    /// Each of `waiting` still waiting with a dependency of policy `Completed` that is dead or
-    /// cancelled: cancelled now, `blocked_by` the least such dependency.
+    /// Each of `waiting` still waiting with a dependency of policy `Completed` that is dead,
+    /// cancelled or deleted: cancelled now, `blocked_by` the least such dependency.
     async fn workflow_block(
         &self,
         target: Target<'_, MemoryTx>,
@@ -1895,8 +1943,8 @@ impl Driver for MemoryDriver {
     }
 
     /// Each of `waiting` still waiting whose every dependency is resolved (completed; or
-    /// finished, for `AnyOutcome`; or deleted), unless it is the callback of an open
-    /// workflow: pending, due at the later of its run time and now.
+    /// finished or deleted, for `AnyOutcome`), unless it is the callback of an open workflow:
+    /// pending, due at the later of its run time and now.
     async fn workflow_promote(
         &self,
         target: Target<'_, MemoryTx>,
@@ -1914,7 +1962,9 @@ impl Driver for MemoryDriver {
                     schema
                         .jobs
                         .get(dep)
-                        .is_none_or(|d| policy.resolved_by(d.state))
+                        .map_or(policy == DepPolicy::AnyOutcome, |d| {
+                            policy.resolved_by(d.state)
+                        })
                 });
                 let held = row.workflow.is_some_and(|wf| {
                     schema
@@ -1936,9 +1986,9 @@ impl Driver for MemoryDriver {
     }
 
     /// The cancelled jobs depending on one of `retried` and blocked by it: waiting again.
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>> {
+    async fn workflow_reopen(&self, tx: &mut MemoryTx, retried: &[JobId]) -> Result<Vec<JobId>> {
         let _call = self.enter(Statement::WorkflowReopen).await?;
-        self.pool(|w, now| {
+        self.on(Target::Tx(tx), |w, now| {
             let candidates: Vec<JobId> = {
                 let schema = w.schema()?;
                 retried
@@ -1965,6 +2015,21 @@ impl Driver for MemoryDriver {
             Ok(out)
         })
         .await
+    }
+
+    /// Of `ids`, each with a dependency of policy `Completed` that is dead, cancelled or
+    /// deleted, with the least such.
+    async fn workflow_blocked(
+        &self,
+        tx: &mut MemoryTx,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>> {
+        let _call = self.enter(Statement::WorkflowBlocked).await?;
+        let schema = tx.tables().schema()?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| blocker(schema, *id).map(|dep| (*id, dep)))
+            .collect())
     }
 
     /// Up to `limit` waiting jobs in id order, after `after`.
@@ -2048,23 +2113,57 @@ impl Driver for MemoryDriver {
         .await
     }
 
-    /// Up to `limit` workflows below `before`, least id first, none of whose jobs exists any
-    /// more (checked job by job, stopping at the first one found): deleted, with their step
-    /// rows and the dependency rows of their jobs; how many.
-    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64> {
+    /// Up to `p.limit` workflows created before `now` less `p.older_than`, after `p.after`,
+    /// in `(created_at, id)` order (the transaction holds the store, which is the lock).
+    async fn workflow_prune_lock(
+        &self,
+        tx: &mut MemoryTx,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>> {
+        let _call = self.enter(Statement::WorkflowPruneLock).await?;
+        let bound = before(self.store.now(), p.older_than);
+        let schema = tx.tables().schema()?;
+        let mut rows: Vec<(DateTime<Utc>, WorkflowId)> = schema
+            .workflows
+            .values()
+            .map(|w| (w.created_at, w.id))
+            .filter(|key| key.0 < bound && p.after.is_none_or(|after| *key > after))
+            .collect();
+        rows.sort();
+        Ok(rows
+            .into_iter()
+            .take(p.limit)
+            .map(|(at, id)| (id, at))
+            .collect())
+    }
+
+    /// Each workflow of `p.ids` whose every job is finished longer ago than its state's age:
+    /// deleted, with its jobs, their step and dependency rows; how many, and their jobs.
+    async fn workflow_prune(
+        &self,
+        tx: &mut MemoryTx,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned> {
         let _call = self.enter(Statement::WorkflowPrune).await?;
-        self.pool(|w, _| {
+        let now = self.store.now();
+        tx.statement(|w| {
             let doomed: Vec<(WorkflowId, Vec<JobId>)> = {
                 let schema = w.schema()?;
-                schema
-                    .workflows
-                    .range(..before)
-                    .filter(|(id, _)| {
-                        !workflow_members(schema, **id)
-                            .any(|(job, _)| schema.jobs.get(job).is_some())
+                p.ids
+                    .iter()
+                    .filter(|id| schema.workflows.contains_key(id))
+                    .filter(|id| {
+                        workflow_members(schema, **id).all(|(job, _)| {
+                            schema.jobs.get(job).is_none_or(|row| {
+                                let age = p.age(row.state);
+                                match (age, row.finished_at) {
+                                    (Some(age), Some(at)) => at < before(now, age),
+                                    _ => false,
+                                }
+                            })
+                        })
                     })
-                    .take(limit)
-                    .map(|(id, _)| {
+                    .map(|id| {
                         (
                             *id,
                             workflow_members(schema, *id).map(|(job, _)| job).collect(),
@@ -2072,6 +2171,7 @@ impl Driver for MemoryDriver {
                     })
                     .collect()
             };
+            let mut done = WorkflowPruned::default();
             for (id, jobs) in &doomed {
                 for job in jobs {
                     let deps: Vec<JobId> = w.schema()?.deps_of_ids(*job).collect();
@@ -2079,12 +2179,15 @@ impl Driver for MemoryDriver {
                         w.delete_dep(dep, *job)?;
                     }
                     w.delete_workflow_job(*id, *job)?;
+                    if w.delete_job(*job)? {
+                        done.jobs += 1;
+                    }
                 }
                 w.put_workflow(*id, None)?;
+                done.workflows += 1;
             }
-            Ok(doomed.len() as u64)
+            Ok(done)
         })
-        .await
     }
 
     /// What `id` depends on, in the dependencies' id order, each with its step, policy, state
@@ -2114,13 +2217,14 @@ impl Driver for MemoryDriver {
     }
 }
 
-/// The least dependency of `job` with policy `Completed` that ended dead or cancelled.
+/// The least dependency of `job` with policy `Completed` that ended dead or cancelled, or was
+/// deleted.
 fn blocker(schema: &crate::tables::Schema, job: JobId) -> Option<JobId> {
     schema.deps_of(job).find_map(|(dep, policy)| {
         let failed = schema
             .jobs
             .get(dep)
-            .is_some_and(|d| matches!(d.state, JobState::Dead | JobState::Cancelled));
+            .is_none_or(|d| matches!(d.state, JobState::Dead | JobState::Cancelled));
         (policy == DepPolicy::Completed && failed).then_some(dep)
     })
 }

@@ -1,8 +1,8 @@
 -- name: workflow_promote
 -- Each listed job ({ids} expands to `CAST(@Pn AS BINARY(16))` per id, from @P1) that is still
--- waiting, whose every dependency is resolved (policy 0: completed; policy 1: completed, dead
--- or cancelled; a dependency whose job was deleted matches no row of the join, so it holds
--- nothing back) and that is not the callback of an open workflow (batch), becomes pending, due
+-- waiting, whose every dependency is resolved (policy 0: completed; policy 1: completed, dead,
+-- cancelled or deleted; a deleted dependency of policy 0 is never resolved: workflow_block
+-- cancels its dependents) and that is not the callback of an open workflow (batch), becomes pending, due
 -- at the later of its run_at and now (no GREATEST before SQL Server 2022: a CASE); OUTPUT
 -- returns the jobs promoted with their queues. The row version changes by itself (ROWVERSION).
 -- Every other row is read with a locking read of the latest committed rows
@@ -20,10 +20,10 @@ WHERE j.id IN ({ids}) AND j.state = N'waiting'
   AND NOT EXISTS (
       SELECT 1
       FROM [{schema}].[job_deps] AS d WITH (READCOMMITTEDLOCK)
-      INNER JOIN [{schema}].[jobs] AS p WITH (READCOMMITTEDLOCK) ON p.id = d.dep_id
+      LEFT JOIN [{schema}].[jobs] AS p WITH (READCOMMITTEDLOCK) ON p.id = d.dep_id
       WHERE d.job_id = j.id
-        AND NOT (p.state = N'completed'
-                 OR (d.policy = 1 AND p.state IN (N'dead', N'cancelled'))))
+        AND NOT (ISNULL(p.state, N'') = N'completed'
+                 OR (d.policy = 1 AND (p.id IS NULL OR p.state IN (N'dead', N'cancelled')))))
   AND NOT EXISTS (
       SELECT 1
       FROM [{schema}].[workflows] AS w WITH (READCOMMITTEDLOCK)

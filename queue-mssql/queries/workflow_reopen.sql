@@ -1,6 +1,6 @@
 -- name: workflow_reopen
--- The jobs that were cancelled because one of the listed jobs ended dead or cancelled, now
--- retried ({ids} expands to `CAST(@Pn AS BINARY(16))` per id, from @P1), wait again: no cause,
+-- In the retry's transaction: the jobs that were cancelled because one of the listed jobs
+-- ended dead or cancelled (or was deleted), now retried ({ids} expands to `CAST(@Pn AS BINARY(16))` per id, from @P1), wait again: no cause,
 -- not finished; OUTPUT returns them. The row version changes by itself (ROWVERSION). They are
 -- found through job_deps' primary key (dep_id first): jobs has no index on blocked_by, and a
 -- retry of a job nothing depends on costs one seek.

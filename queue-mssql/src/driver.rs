@@ -10,7 +10,7 @@ use queue_core::engine::{
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
     StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
-    WorkflowInsert,
+    WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
 };
 use queue_core::{
     DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl,
@@ -512,6 +512,32 @@ fn prune_values<'a>(p: &JobPrune<'a>, step: usize) -> Params<'a> {
     let (secs, us) = dateadd_parts(p.older_than);
     let mut params = params![secs, us, p.queue, limit(step)];
     params.extend(p.states.iter().map(|s| s.as_str()));
+    params
+}
+
+/// The values of `workflow_prune_lock`: the age as whole seconds plus microseconds, the
+/// cursor (before every workflow for the first page: the Unix epoch and the least id), the
+/// limit.
+fn prune_lock_values<'a>(p: WorkflowPruneLock) -> Params<'a> {
+    let (secs, us) = dateadd_parts(p.older_than);
+    let (at, id) = p
+        .after
+        .map_or((DateTime::<Utc>::UNIX_EPOCH, Uuid::nil()), |(at, id)| {
+            (at, id.0)
+        });
+    params![secs, us, at, id, limit(p.limit)]
+}
+
+/// The values of `workflow_prune` over `ids`: each state's age as whole seconds plus
+/// microseconds (both NULL for a state that is kept), then the ids (`{ids}` from `@P7`).
+fn workflow_prune_values<'a>(p: &WorkflowPrune<'_>, ids: &[WorkflowId]) -> Params<'a> {
+    let mut params = Params::with_capacity(6 + ids.len());
+    for age in [p.completed, p.dead, p.cancelled] {
+        let parts = age.map(dateadd_parts);
+        params.push(parts.map(|(secs, _)| secs));
+        params.push(parts.map(|(_, us)| us));
+    }
+    params.extend(ids.iter().copied());
     params
 }
 
@@ -1218,8 +1244,15 @@ impl Driver for MsSqlDriver {
             .await
     }
 
-    async fn job_retry(&self, job: JobId) -> Result<Option<String>, MsSqlError> {
-        let rows = self.fetch(&self.sql.job_retry, params![job]).await?;
+    async fn job_retry(
+        &self,
+        tx: &mut MsSqlTransaction,
+        job: JobId,
+    ) -> Result<Option<String>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.job_retry, params![job])
+            .await?;
         rows.first().map(|r| text(r, "queue")).transpose()
     }
 
@@ -1310,28 +1343,48 @@ impl Driver for MsSqlDriver {
         Ok(total)
     }
 
-    /// One statement for the engine's batch. A longer list goes in statements of 1,000 ids
-    /// (`BULK_IDS`) inside a transaction of the driver's, so that it too fails as a whole.
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, MsSqlError> {
+    /// In the engine's transaction: one statement per 1,000 ids (`BULK_IDS`; the engine's
+    /// batch is one), all of them failing together with it.
+    async fn job_retry_many(
+        &self,
+        tx: &mut MsSqlTransaction,
+        ids: &[JobId],
+    ) -> Result<u64, MsSqlError> {
+        let conn = tx.connection();
+        let mut total = 0;
+        for chunk in ids.chunks(BULK_IDS) {
+            let sql = self.sql.job_retry_many_for(chunk.len());
+            total += conn.execute(&sql, id_values(chunk, &[])).await?;
+        }
+        Ok(total)
+    }
+
+    /// One statement per 1,000 jobs (`BULK_IDS`).
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, MsSqlError> {
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let mut conn = self.conn().await?;
-        if ids.len() <= BULK_IDS {
-            let sql = self.sql.job_retry_many_for(ids.len());
-            return conn.execute(&sql, id_values(ids, &[])).await;
+        let rows = fetch_ids(&mut conn, ids, |n| self.sql.job_workflows_for(n)).await?;
+        let mut out = rows
+            .iter()
+            .map(|r| Ok(WorkflowId(uuid_of(r, "workflow_id")?)))
+            .collect::<Result<Vec<_>, MsSqlError>>()?;
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64, MsSqlError> {
+        if m.states.is_empty() {
+            return Ok(0);
         }
-        conn.begin().await?;
-        let retried = async {
-            let mut total = 0;
-            for chunk in ids.chunks(BULK_IDS) {
-                let sql = self.sql.job_retry_many_for(chunk.len());
-                total += conn.execute(&sql, id_values(chunk, &[])).await?;
-            }
-            Ok(total)
-        }
-        .await;
-        finish(&mut conn, retried).await
+        let sql = self.sql.job_dependents_count_for(m.states.len());
+        let rows = self.fetch(&sql, count_values(&m)).await?;
+        rows.first()
+            .map(|r| count(r, "n"))
+            .transpose()?
+            .ok_or_else(|| decode("COUNT_BIG(*) returned no row"))
     }
 
     /// One statement per 1,000 ids (`BULK_IDS`; the engine's batch is one).
@@ -1875,14 +1928,35 @@ impl Driver for MsSqlDriver {
             .collect()
     }
 
-    /// One statement per 1,000 retried jobs (`BULK_IDS`).
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, MsSqlError> {
+    /// In the retry's transaction: one statement per 1,000 retried jobs (`BULK_IDS`).
+    async fn workflow_reopen(
+        &self,
+        tx: &mut MsSqlTransaction,
+        retried: &[JobId],
+    ) -> Result<Vec<JobId>, MsSqlError> {
         if retried.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn().await?;
-        let rows = fetch_ids(&mut conn, retried, |n| self.sql.workflow_reopen_for(n)).await?;
+        let rows = fetch_ids(tx.connection(), retried, |n| {
+            self.sql.workflow_reopen_for(n)
+        })
+        .await?;
         job_ids(&rows, "id")
+    }
+
+    /// In the retry's transaction: one statement per 1,000 jobs (`BULK_IDS`).
+    async fn workflow_blocked(
+        &self,
+        tx: &mut MsSqlTransaction,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>, MsSqlError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = fetch_ids(tx.connection(), ids, |n| self.sql.workflow_blocked_for(n)).await?;
+        rows.iter()
+            .map(|r| Ok((JobId(uuid_of(r, "id")?), JobId(uuid_of(r, "blocked_by")?))))
+            .collect()
     }
 
     async fn workflow_waiting(
@@ -1896,44 +1970,39 @@ impl Driver for MsSqlDriver {
         job_ids(&rows, "id")
     }
 
-    /// One request per step of at most 1,000 workflows (`MAX_ROWS_PER_STATEMENT`, the most
-    /// rows one statement locks), each in a transaction of the driver's (see
-    /// `workflow_prune.sql`), until `n` are deleted or a step deletes fewer than it could.
-    async fn workflow_prune(&self, before: WorkflowId, n: usize) -> Result<u64, MsSqlError> {
-        let mut conn = self.conn().await?;
-        let mut total = 0u64;
-        let want = u64::try_from(n).unwrap_or(u64::MAX);
-        while total < want {
-            let step = usize::try_from(want - total)
-                .unwrap_or(usize::MAX)
-                .min(MAX_ROWS_PER_STATEMENT);
-            conn.begin().await?;
-            let done = async {
-                let rows = conn
-                    .fetch(&self.sql.workflow_prune, params![before, limit(step)])
-                    .await?;
-                rows.first()
-                    .map(|r| count(r, "n"))
-                    .transpose()?
-                    .ok_or_else(|| decode("workflow_prune returned no row"))
-            }
-            .await;
-            let deleted = match done {
-                Ok(deleted) => {
-                    conn.commit().await?;
-                    deleted
-                }
-                Err(e) => {
-                    let _ = conn.rollback().await;
-                    return Err(e);
-                }
-            };
-            total += deleted;
-            if deleted < step as u64 {
-                break;
-            }
+    async fn workflow_prune_lock(
+        &self,
+        tx: &mut MsSqlTransaction,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>, MsSqlError> {
+        let rows = tx
+            .connection()
+            .fetch(&self.sql.workflow_prune_lock, prune_lock_values(p))
+            .await?;
+        rows.iter()
+            .map(|r| Ok((WorkflowId(uuid_of(r, "id")?), time(r, "created_at")?)))
+            .collect()
+    }
+
+    /// One request per 1,000 workflows (`MAX_ROWS_PER_STATEMENT`; retention locks 500 at a
+    /// time), in the caller's transaction (see `workflow_prune.sql`).
+    async fn workflow_prune(
+        &self,
+        tx: &mut MsSqlTransaction,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned, MsSqlError> {
+        let conn = tx.connection();
+        let mut done = WorkflowPruned::default();
+        for chunk in p.ids.chunks(MAX_ROWS_PER_STATEMENT) {
+            let sql = self.sql.workflow_prune_for(chunk.len());
+            let rows = conn.fetch(&sql, workflow_prune_values(&p, chunk)).await?;
+            let row = rows
+                .first()
+                .ok_or_else(|| decode("workflow_prune returned no row"))?;
+            done.workflows += count(row, "workflows")?;
+            done.jobs += count(row, "jobs")?;
         }
-        Ok(total)
+        Ok(done)
     }
 
     async fn workflow_get(&self, id: WorkflowId) -> Result<Option<StoredWorkflow>, MsSqlError> {
@@ -3593,11 +3662,22 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
-        assert!(driver.workflow_reopen(&ids[..3]).await.unwrap().is_empty());
+        // A retry reopens inside its transaction.
+        let mut tx = driver.tx_begin().await.unwrap();
+        assert!(driver
+            .workflow_reopen(&mut tx, &ids[..3])
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(driver
+            .workflow_reopen(&mut tx, &[])
+            .await
+            .unwrap()
+            .is_empty());
+        driver.tx_rollback(tx).await.unwrap();
         for empty in [
             driver.workflow_dependents(Target::Pool, &[]).await.unwrap(),
             driver.workflow_block(Target::Pool, &[]).await.unwrap(),
-            driver.workflow_reopen(&[]).await.unwrap(),
         ] {
             assert!(empty.is_empty());
         }
@@ -3631,38 +3711,75 @@ mod tests {
         }
     }
 
-    /// workflow_prune goes out as one request inside a transaction of the driver's: the bound
-    /// bound as stored (16 bytes, big-endian), the limit as a `bigint`, capped at the rows one
-    /// statement may lock. A request that returns no count (as the stand-in answers) is an
-    /// error, and the transaction is rolled back.
+    /// Retention's deletion of whole workflows goes out in the transaction it is given: the
+    /// page of workflows it locks (the age as seconds and microseconds, the cursor before every
+    /// workflow, the limit as a `bigint`), then one request over their ids (each state's age as
+    /// seconds and microseconds, both NULL for a state that is kept; each id bound as stored).
+    /// A request that returns no count (as the stand-in answers) is an error.
     #[tokio::test]
-    async fn a_workflow_prune_runs_in_a_transaction_of_the_drivers() {
+    async fn a_workflow_prune_runs_in_the_transaction_it_is_given() {
         let (driver, server) = stand_in().await;
-        let before = WorkflowId::new();
-        let e = driver.workflow_prune(before, 5_000).await.unwrap_err();
+        let hour = Duration::from_secs(3600);
+        let mut tx = driver.tx_begin().await.unwrap();
+        let page = driver
+            .workflow_prune_lock(
+                &mut tx,
+                WorkflowPruneLock {
+                    older_than: hour,
+                    after: None,
+                    limit: 500,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(page.is_empty());
+        let ids = [WorkflowId::new(), WorkflowId(Uuid::max())];
+        let e = driver
+            .workflow_prune(
+                &mut tx,
+                WorkflowPrune {
+                    ids: &ids,
+                    completed: Some(hour),
+                    dead: None,
+                    cancelled: Some(Duration::from_micros(5_400_000_001)),
+                },
+            )
+            .await
+            .unwrap_err();
         assert!(matches!(e, MsSqlError::Decode(_)), "{e:?}");
-        let statement = driver.sql.workflow_prune.to_string();
+        driver.tx_rollback(tx).await.unwrap();
+        let lock = driver.sql.workflow_prune_lock.to_string();
+        let prune = driver.sql.workflow_prune_for(2);
         drop(driver);
         let requests = server.await.unwrap();
         let begin = crate::wire::Request::Batch("BEGIN TRANSACTION".into());
         let from = requests.iter().position(|r| *r == begin).unwrap();
         assert!(rpcs(&requests[..from]).is_empty());
-        let [crate::wire::Request::Rpc(sent, params), crate::wire::Request::Batch(rollback)] =
-            &requests[from + 1..]
-        else {
-            panic!("not one request, then the rollback: {requests:?}");
-        };
-        assert_eq!(*sent, statement);
-        assert_eq!(params.len(), 2);
-        assert_eq!(
-            params[0].value.as_deref(),
-            Some(before.0.as_bytes().as_slice())
-        );
-        assert_eq!(params[1].declared, "bigint");
-        assert_eq!(
-            params[1].value.as_deref(),
-            Some(&(MAX_ROWS_PER_STATEMENT as i64).to_le_bytes()[..])
-        );
-        assert!(rollback.contains("ROLLBACK TRANSACTION"), "{rollback}");
+        let sent = rpcs(&requests[from + 1..]);
+        assert_eq!(sent.len(), 2, "{requests:?}");
+        assert_eq!(sent[0].0, lock);
+        let p = &sent[0].1;
+        assert_eq!(p.len(), 5);
+        assert_eq!(p[0].value.as_deref(), Some(&3600i32.to_le_bytes()[..]));
+        assert_eq!(p[1].value.as_deref(), Some(&0i32.to_le_bytes()[..]));
+        assert_eq!(p[2].declared, "datetime2");
+        assert_eq!(p[3].value.as_deref(), Some(&[0u8; 16][..]));
+        assert_eq!(p[4].declared, "bigint");
+        assert_eq!(p[4].value.as_deref(), Some(&500i64.to_le_bytes()[..]));
+        assert_eq!(sent[1].0, prune);
+        let p = &sent[1].1;
+        assert_eq!(p.len(), 8);
+        assert_eq!(p[0].value.as_deref(), Some(&3600i32.to_le_bytes()[..]));
+        assert_eq!(p[1].value.as_deref(), Some(&0i32.to_le_bytes()[..]));
+        assert!(p[2].value.is_none() && p[3].value.is_none(), "{p:?}");
+        assert_eq!(p[2].declared, "int");
+        assert_eq!(p[4].value.as_deref(), Some(&5400i32.to_le_bytes()[..]));
+        assert_eq!(p[5].value.as_deref(), Some(&1i32.to_le_bytes()[..]));
+        assert_eq!(p[6].value.as_deref(), Some(ids[0].0.as_bytes().as_slice()));
+        assert_eq!(p[7].value.as_deref(), Some(&[0xffu8; 16][..]));
+        assert!(matches!(
+            requests.last(),
+            Some(crate::wire::Request::Batch(c)) if c.contains("ROLLBACK")
+        ));
     }
 }

@@ -1,8 +1,8 @@
 -- name: workflow_promote
 -- workflow_promote, step 1 (in a transaction of the driver's, READ COMMITTED, or the
 -- caller's): of the listed jobs, those still waiting whose every dependency is resolved
--- (completed; or, policy 1, dead or cancelled; a dependency whose job is gone holds nothing
--- back) and that are not the callback of an open workflow, with their queues, locked. MySQL has
+-- (completed; or, policy 1, dead, cancelled or deleted; a deleted dependency of policy 0 is
+-- never resolved: workflow_block cancels its dependents) and that are not the callback of an open workflow, with their queues, locked. MySQL has
 -- no UPDATE ... RETURNING and refuses a subquery on the table being updated, so step 2
 -- (workflow_promote_update) promotes exactly these rows by id.
 -- It decides from committed states only: every row is read by a locking read, which waits for
@@ -21,6 +21,6 @@ LEFT JOIN {prefix}jobs AS p FORCE INDEX (PRIMARY) ON p.id = d.dep_id
 WHERE j.id IN ({ids}) AND j.state = 'waiting'
 GROUP BY j.id, j.queue
 HAVING COALESCE(MAX(w.open), FALSE) = FALSE
-   AND COALESCE(SUM(p.id IS NOT NULL AND NOT (p.state = 'completed'
-       OR (d.policy = 1 AND p.state IN ('dead', 'cancelled')))), 0) = 0
+   AND COALESCE(SUM(d.job_id IS NOT NULL AND NOT (p.state <=> 'completed'
+       OR (d.policy = 1 AND (p.id IS NULL OR p.state IN ('dead', 'cancelled'))))), 0) = 0
 FOR UPDATE

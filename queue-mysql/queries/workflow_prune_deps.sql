@@ -1,5 +1,5 @@
 -- name: workflow_prune_deps
--- The second step of workflow_prune, in its transaction: deletes the dependencies of every
+-- The first delete of workflow_prune, in its transaction: deletes the dependencies of every
 -- job of the listed workflows ({ids}: one placeholder per workflow), found through their step
 -- rows (workflow_jobs' primary key) and then by index `job` of job_deps. A join rather than
 -- `job_id IN (subquery)`, which servers without semi-joins for DELETE run once per row of

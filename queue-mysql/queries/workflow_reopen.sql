@@ -1,5 +1,5 @@
 -- name: workflow_reopen
--- workflow_reopen, step 1 (in a transaction of the driver's): the cancelled jobs blocked by
+-- workflow_reopen, step 1 (in the retry's transaction): the cancelled jobs blocked by
 -- one of the listed (retried) jobs, locked. blocked_by has no index (none is added to the jobs
 -- table for workflows): a job is only ever blocked by one of its dependencies, so the jobs
 -- blocked by a retried job are among its dependents, a range of job_deps' primary key

@@ -293,6 +293,7 @@ impl MySqlQueueBuilder {
             profile,
             limits: self.common.limits.clone(),
         };
+        let skip_locked = server.skip_locked && profile.skip_locked;
         let driver = MySqlDriver {
             pool,
             prefix: self.table_prefix,
@@ -300,6 +301,7 @@ impl MySqlQueueBuilder {
             server,
             nodes,
             advisory_locks: profile.advisory_locks,
+            skip_locked,
         };
         Ok(MySqlQueue {
             engine: Engine::new(driver, caps, &self.common, RemoteWakeups::Off),

@@ -10,6 +10,7 @@ use queue_core::engine::{
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
     StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
+    WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
 };
 use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
@@ -47,6 +48,8 @@ pub struct MySqlDriver {
     pub(crate) nodes: crate::server::Nodes,
     /// Whether migrations may serialize on `GET_LOCK` (otherwise on a leased lock row).
     pub(crate) advisory_locks: bool,
+    /// Whether locking reads may skip rows other transactions hold (`SKIP LOCKED`, honoured).
+    pub(crate) skip_locked: bool,
 }
 
 impl MySqlDriver {
@@ -1183,17 +1186,21 @@ impl Driver for MySqlDriver {
         Ok(done.rows_affected())
     }
 
-    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
+    async fn job_retry(
+        &self,
+        conn: &mut MySqlConnection,
+        id: JobId,
+    ) -> Result<Option<String>, sqlx::Error> {
         let done = sqlx::query(self.sql.job_retry.clone())
             .bind(id.0)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
         let row = sqlx::query(self.sql.job_retry_queue.clone())
             .bind(id.0)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *conn)
             .await?;
         row.map(|r| text(&r, "queue")).transpose()
     }
@@ -1336,12 +1343,48 @@ impl Driver for MySqlDriver {
         Ok(q.execute(&self.pool).await?.rows_affected())
     }
 
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+    async fn job_retry_many(
+        &self,
+        conn: &mut MySqlConnection,
+        ids: &[JobId],
+    ) -> Result<u64, sqlx::Error> {
         let mut q = sqlx::query(self.sql.job_retry_many(ids.len()));
         for id in ids {
             q = q.bind(id.0);
         }
-        Ok(q.execute(&self.pool).await?.rows_affected())
+        Ok(q.execute(conn).await?.rows_affected())
+    }
+
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in sorted_ids(ids).chunks(ID_CHUNK) {
+            let mut q = sqlx::query_scalar::<_, Uuid>(self.sql.job_workflows(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            out.extend(q.fetch_all(&self.pool).await?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out.into_iter().map(WorkflowId).collect())
+    }
+
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let mut q = sqlx::query(self.sql.job_dependents_count(m.states.len()));
+        for s in m.states {
+            q = q.bind(s.as_str());
+        }
+        let age = m.older_than.map(micros);
+        let row = q
+            .bind(m.queue)
+            .bind(m.queue)
+            .bind(m.kind)
+            .bind(m.kind)
+            .bind(age)
+            .bind(age)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)?.max(0) as u64)
     }
 
     async fn job_delete_many(
@@ -1967,20 +2010,20 @@ impl Driver for MySqlDriver {
         }
     }
 
-    /// A READ COMMITTED transaction: the locking SELECT of the jobs the retried ones blocked,
+    /// In the retry's transaction: the locking SELECT of the jobs the retried ones blocked,
     /// then the UPDATE of exactly those.
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
-        if retried.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut tx = self.pool.begin().await?;
+    async fn workflow_reopen(
+        &self,
+        conn: &mut MySqlConnection,
+        retried: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
         let mut reopened = Vec::new();
         for chunk in sorted_ids(retried).chunks(ID_CHUNK) {
             let mut q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_reopen(chunk.len()));
             for id in chunk {
                 q = q.bind(*id);
             }
-            let mut blocked = q.fetch_all(&mut *tx).await?;
+            let mut blocked = q.fetch_all(&mut *conn).await?;
             if blocked.is_empty() {
                 continue;
             }
@@ -1989,12 +2032,29 @@ impl Driver for MySqlDriver {
             for id in &blocked {
                 q = q.bind(*id);
             }
-            let done = q.execute(&mut *tx).await?;
+            let done = q.execute(&mut *conn).await?;
             check_locked("workflow_reopen", done.rows_affected(), blocked.len())?;
             reopened.extend(blocked.into_iter().map(JobId));
         }
-        tx.commit().await?;
         Ok(reopened)
+    }
+
+    async fn workflow_blocked(
+        &self,
+        conn: &mut MySqlConnection,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in sorted_ids(ids).chunks(ID_CHUNK) {
+            let mut q = sqlx::query(self.sql.workflow_blocked(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for r in q.fetch_all(&mut *conn).await? {
+                out.push((JobId(r.try_get("id")?), JobId(r.try_get("blocked_by")?)));
+            }
+        }
+        Ok(out)
     }
 
     async fn workflow_waiting(
@@ -2078,38 +2138,86 @@ impl Driver for MySqlDriver {
         Ok(out)
     }
 
-    /// Four statements in one transaction: the ids (a plain read), then the dependencies of
-    /// their jobs, their step rows and the workflows' rows, each over the ids in chunks of
-    /// `ID_CHUNK`; the workflows' rows deleted.
-    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        let doomed: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_prune.clone())
-            .bind(before.0)
-            .bind(limit as u64)
-            .fetch_all(&mut *tx)
+    async fn workflow_prune_lock(
+        &self,
+        conn: &mut MySqlConnection,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>, sqlx::Error> {
+        // Before the first page: before every workflow (none is created at the epoch with
+        // the nil id).
+        let (at, id) = p
+            .after
+            .map_or((DateTime::<Utc>::UNIX_EPOCH, Uuid::nil()), |(at, id)| {
+                (at, id.0)
+            });
+        let rows = sqlx::query(self.sql.workflow_prune_lock(self.skip_locked))
+            .bind(micros(p.older_than))
+            .bind(at)
+            .bind(at)
+            .bind(id)
+            .bind(p.limit as u64)
+            .fetch_all(conn)
             .await?;
-        let mut deleted = 0;
-        for chunk in doomed.chunks(ID_CHUNK) {
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    WorkflowId(r.try_get("id")?),
+                    r.try_get::<DateTime<Utc>, _>("created_at")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Five statements in the caller's transaction: the ids that qualify (a plain read, after
+    /// the locks), then the dependencies of their jobs, their jobs, their step rows and the
+    /// workflows' rows, each over the ids in chunks of `ID_CHUNK`.
+    async fn workflow_prune(
+        &self,
+        conn: &mut MySqlConnection,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned, sqlx::Error> {
+        let ages = [
+            p.completed.map(micros),
+            p.dead.map(micros),
+            p.cancelled.map(micros),
+        ];
+        let mut done = WorkflowPruned::default();
+        let ids: Vec<Uuid> = p.ids.iter().map(|w| w.0).collect();
+        for chunk in ids.chunks(ID_CHUNK) {
+            let mut q = sqlx::query_scalar::<_, Uuid>(self.sql.workflow_prune(chunk.len()));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for age in ages {
+                q = q.bind(age);
+            }
+            let doomed = q.fetch_all(&mut *conn).await?;
+            if doomed.is_empty() {
+                continue;
+            }
             let over_ids = |statement| {
                 let mut q = sqlx::query(statement);
-                for id in chunk {
+                for id in &doomed {
                     q = q.bind(*id);
                 }
                 q
             };
-            over_ids(self.sql.workflow_prune_deps(chunk.len()))
-                .execute(&mut *tx)
+            over_ids(self.sql.workflow_prune_deps(doomed.len()))
+                .execute(&mut *conn)
                 .await?;
-            over_ids(self.sql.workflow_prune_steps(chunk.len()))
-                .execute(&mut *tx)
+            done.jobs += over_ids(self.sql.workflow_prune_jobs(doomed.len()))
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+            over_ids(self.sql.workflow_prune_steps(doomed.len()))
+                .execute(&mut *conn)
                 .await?;
-            deleted += over_ids(self.sql.workflow_prune_rows(chunk.len()))
-                .execute(&mut *tx)
+            done.workflows += over_ids(self.sql.workflow_prune_rows(doomed.len()))
+                .execute(&mut *conn)
                 .await?
                 .rows_affected();
         }
-        tx.commit().await?;
-        Ok(deleted)
+        Ok(done)
     }
 
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {

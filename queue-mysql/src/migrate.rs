@@ -230,6 +230,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "finished_index",
         sql: include_str!("../migrations/0013_finished_index.sql"),
     },
+    Migration {
+        version: 14,
+        name: "workflows_by_age",
+        sql: include_str!("../migrations/0014_workflows_by_age.sql"),
+    },
 ];
 
 /// Whether a migration statement only drops one index (`ALTER TABLE t DROP INDEX i`): the one

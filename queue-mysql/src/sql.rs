@@ -63,6 +63,8 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     job_cancel_many,
     job_retry_many,
     job_delete_many,
+    job_workflows,
+    job_dependents_count,
     job_live_leases,
     job_key_leases,
     job_key_next,
@@ -106,13 +108,16 @@ queue_core::statements!(sqlx = sqlx, dir = "../queries";
     workflow_promote_update,
     workflow_reopen,
     workflow_reopen_update,
+    workflow_blocked,
     workflow_waiting,
     workflow_get,
     workflow_jobs,
     workflow_edges,
     workflow_list,
+    workflow_prune_lock,
     workflow_prune,
     workflow_prune_deps,
+    workflow_prune_jobs,
     workflow_prune_steps,
     workflow_prune_rows,
     job_deps,
@@ -233,6 +238,40 @@ impl Statements {
         )
     }
 
+    pub(crate) fn workflow_blocked(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_blocked, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn job_workflows(&self, ids: usize) -> SqlStr {
+        expand(&self.job_workflows, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn job_dependents_count(&self, states: usize) -> SqlStr {
+        expand(
+            &self.job_dependents_count,
+            &[("{states}", placeholders(states))],
+        )
+    }
+
+    /// `workflow_prune_lock`, without `SKIP LOCKED` for a server that lacks it.
+    pub(crate) fn workflow_prune_lock(&self, skip_locked: bool) -> SqlStr {
+        if skip_locked {
+            self.workflow_prune_lock.clone()
+        } else {
+            let text = self.workflow_prune_lock.as_str().trim_end();
+            let plain = text.strip_suffix("SKIP LOCKED").unwrap_or(text).trim_end();
+            AssertSqlSafe(plain.to_owned()).into_sql_str()
+        }
+    }
+
+    pub(crate) fn workflow_prune(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_prune, &[("{ids}", placeholders(ids))])
+    }
+
+    pub(crate) fn workflow_prune_jobs(&self, ids: usize) -> SqlStr {
+        expand(&self.workflow_prune_jobs, &[("{ids}", placeholders(ids))])
+    }
+
     pub(crate) fn workflow_prune_deps(&self, ids: usize) -> SqlStr {
         expand(&self.workflow_prune_deps, &[("{ids}", placeholders(ids))])
     }
@@ -350,22 +389,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn workflow_prune_reads_a_key_range_then_deletes_over_the_ids() {
+    fn workflow_prune_locks_a_page_by_age_then_deletes_whole_workflows() {
         let s = Statements::new(&[("{prefix}", "t_")]);
         let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        // The ids: a range of the workflows' primary key from its start up to the bound,
-        // oldest first, none of whose jobs is left (looked up by the jobs table's key).
+        // The page: a range of the index by age from the cursor, locked, skipping held rows;
+        // without SKIP LOCKED where the server lacks it.
+        let lock = flat(s.workflow_prune_lock(true).as_str());
         assert_eq!(
-            flat(s.workflow_prune.as_str()),
-            "SELECT w.id FROM t_workflows AS w WHERE w.id < ? AND NOT EXISTS ( SELECT 1 \
-             FROM t_workflow_jobs AS n JOIN t_jobs AS j ON j.id = n.job_id \
-             WHERE n.workflow_id = w.id ) ORDER BY w.id LIMIT ?"
+            lock,
+            "SELECT id, created_at FROM t_workflows FORCE INDEX (created) \
+             WHERE created_at < TIMESTAMPADD(MICROSECOND, -?, UTC_TIMESTAMP(6)) \
+             AND (created_at > ? OR (created_at = ? AND id > ?)) \
+             ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
         );
-        // Then the dependencies of their jobs, their steps and their rows, by those ids.
+        assert_eq!(
+            flat(s.workflow_prune_lock(false).as_str()),
+            lock.strip_suffix(" SKIP LOCKED").unwrap()
+        );
+        // The workflows of the page none of whose jobs keeps it (each looked up by the jobs
+        // table's key); the ids first, then the ages.
+        let prune = flat(s.workflow_prune(2).as_str());
+        assert!(
+            prune.starts_with(
+                "SELECT w.id FROM t_workflows AS w FORCE INDEX (PRIMARY) WHERE w.id IN (?, ?) \
+                 AND NOT EXISTS ( SELECT 1 FROM t_workflow_jobs AS n \
+                 JOIN t_jobs AS j FORCE INDEX (PRIMARY) ON j.id = n.job_id \
+                 WHERE n.workflow_id = w.id AND NOT COALESCE(CASE j.state"
+            ),
+            "{prune}"
+        );
+        // Then the dependencies of their jobs, their jobs, their steps and their rows.
         assert_eq!(
             flat(s.workflow_prune_deps(2).as_str()),
             "DELETE d FROM t_job_deps AS d JOIN t_workflow_jobs AS n ON n.job_id = d.job_id \
              WHERE n.workflow_id IN (?, ?)"
+        );
+        assert_eq!(
+            flat(s.workflow_prune_jobs(2).as_str()),
+            "DELETE j FROM t_jobs AS j JOIN t_workflow_jobs AS n ON n.job_id = j.id \
+             WHERE n.workflow_id IN (?, ?) AND j.state IN ('completed', 'dead', 'cancelled')"
         );
         assert_eq!(
             s.workflow_prune_steps(3).as_str(),

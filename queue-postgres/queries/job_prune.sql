@@ -19,7 +19,8 @@
 -- The outer checks are what a row locked by a concurrent transition is rechecked against: a
 -- dead job that an operator's retry moves back to pending while the prune waits for its lock
 -- is left alone, not deleted after the retry reported success, and one that ran again and
--- finished just now is too young.
+-- finished just now is too young. Jobs of workflows are left: they go a whole workflow at a
+-- time (workflow_prune).
 DELETE FROM {schema}.jobs
 WHERE id = ANY(ARRAY(
     WITH RECURSIVE finished_queues (queue) AS (
@@ -48,6 +49,7 @@ WHERE id = ANY(ARRAY(
         WHERE j.queue = f.queue AND j.state = s.state
           AND j.state IN ('completed', 'dead', 'cancelled')
           AND j.finished_at < now() - $2::bigint * interval '1 microsecond'
+          AND j.workflow_id IS NULL
         ORDER BY j.finished_at
         LIMIT $4
     ) old
@@ -56,3 +58,4 @@ WHERE id = ANY(ARRAY(
 ))
   AND state = ANY($1::text[])
   AND finished_at < now() - $2::bigint * interval '1 microsecond'
+  AND workflow_id IS NULL

@@ -1,31 +1,36 @@
 -- name: workflow_prune
--- Retention: deletes up to $2 workflows whose id is below $1, least id (oldest) first, none of
--- whose jobs is still in the jobs table (all pruned or deleted), with their workflow_jobs rows
--- and the job_deps rows of their jobs, in one statement (so one transaction); the row count is
--- the workflows deleted.
--- `doomed` reads workflows_pkey from its start up to $1 (never the whole table). The NOT EXISTS
--- reads one workflow's jobs from workflow_jobs_pkey and looks each up in jobs_pkey, stopping
--- at the first one found: its OFFSET 0 keeps it a subplan run per workflow, which a generic
--- plan (the queue's connections keep one per statement) could otherwise turn into an anti-join
--- hashing the jobs table. The workflows are locked SKIP LOCKED: one that a batch_add holds
--- (workflow_lock) is left for the next round rather than deleted under the members it adds.
--- The deletes take their ids as arrays (each `= ANY(ARRAY(...))` an index scan of the table's
--- key: workflow_jobs_pkey, job_deps_job_idx, workflows_pkey), not as a join with the CTE,
--- which a generic plan may hash against a sequential scan. The CTEs that delete run to
--- completion whether read or not; all see the same snapshot, so job_deps is reached through
--- the step rows the same statement deletes (their RETURNING).
+-- Retention, in the transaction of workflow_prune_lock, as a statement of its own (so it reads
+-- what committed after those locks were taken): deletes each workflow of $1 every one of whose
+-- jobs is finished, and finished more than its state's age ago ($2 completed, $3 dead, $4
+-- cancelled, in microseconds; NULL: jobs in that state are kept, and keep their workflow), or
+-- none of whose jobs exists any more, with its jobs, their job_deps and workflow_jobs rows and
+-- its row; returns the workflows and the jobs deleted.
+-- `doomed` looks each workflow up in workflows_pkey; the NOT EXISTS reads its jobs from
+-- workflow_jobs_pkey and looks each up in jobs_pkey, stopping at the first that keeps it (its
+-- OFFSET 0 keeps it a subplan run per workflow, which a generic plan could otherwise turn into
+-- an anti-join hashing the jobs table). The deletes take their ids as arrays (each
+-- `= ANY(ARRAY(...))` an index scan of the table's key), not as joins with the CTEs. The CTEs
+-- that delete run to completion whether read or not; all see the same snapshot, so job_deps
+-- and the jobs are reached through the step rows the same statement deletes (their
+-- RETURNING). A job is deleted only if finished (every one of a doomed workflow is: the
+-- workflow's lock keeps retries out).
 WITH doomed AS MATERIALIZED (
     SELECT w.id FROM {schema}.workflows w
-    WHERE w.id < $1
+    WHERE w.id = ANY($1::uuid[])
       AND NOT EXISTS (
           SELECT 1 FROM {schema}.workflow_jobs n
           JOIN {schema}.jobs j ON j.id = n.job_id
           WHERE n.workflow_id = w.id
+            AND (CASE j.state
+                     WHEN 'completed'
+                         THEN j.finished_at < now() - $2::bigint * interval '1 microsecond'
+                     WHEN 'dead'
+                         THEN j.finished_at < now() - $3::bigint * interval '1 microsecond'
+                     WHEN 'cancelled'
+                         THEN j.finished_at < now() - $4::bigint * interval '1 microsecond'
+                 END) IS NOT TRUE
           OFFSET 0
       )
-    ORDER BY w.id
-    LIMIT $2
-    FOR UPDATE OF w SKIP LOCKED
 ),
 steps AS (
     DELETE FROM {schema}.workflow_jobs
@@ -35,6 +40,16 @@ steps AS (
 deps AS (
     DELETE FROM {schema}.job_deps
     WHERE job_id = ANY(ARRAY(SELECT job_id FROM steps))
+),
+gone AS (
+    DELETE FROM {schema}.jobs
+    WHERE id = ANY(ARRAY(SELECT job_id FROM steps))
+      AND state IN ((SELECT 'completed'), (SELECT 'dead'), (SELECT 'cancelled'))
+    RETURNING 1
+),
+rows AS (
+    DELETE FROM {schema}.workflows
+    WHERE id = ANY(ARRAY(SELECT id FROM doomed))
+    RETURNING 1
 )
-DELETE FROM {schema}.workflows
-WHERE id = ANY(ARRAY(SELECT id FROM doomed))
+SELECT (SELECT count(*) FROM rows) AS workflows, (SELECT count(*) FROM gone) AS jobs

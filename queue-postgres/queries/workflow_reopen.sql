@@ -1,5 +1,6 @@
 -- name: workflow_reopen
--- The cancelled jobs blocked by one of $1 (dependencies that were retried) wait again;
+-- In a retry's transaction: the cancelled jobs blocked by one of $1 (dependencies that were
+-- retried) wait again;
 -- returns them. blocked_by has no index: a job is only ever blocked by one of its own
 -- dependencies (workflow_block takes it from job_deps), so the candidates are the dependents
 -- of $1, found by job_deps' primary key and looked up by id, not by reading the whole table.

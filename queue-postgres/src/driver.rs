@@ -11,6 +11,7 @@ use queue_core::engine::{
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
     StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
+    WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
 };
 use queue_core::workflow::{DepPolicy, Dependency, WorkflowId};
 use queue_core::{
@@ -898,11 +899,16 @@ impl Driver for PgDriver {
         Ok(done.rows_affected())
     }
 
-    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
-        on_pool!(self, |e| sqlx::query_scalar(self.sql.job_retry.clone())
+    async fn job_retry(
+        &self,
+        conn: &mut PgConnection,
+        id: JobId,
+    ) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar(self.sql.job_retry.clone())
             .persistent(self.named())
             .bind(id.0)
-            .fetch_optional(e))
+            .fetch_optional(conn)
+            .await
     }
 
     async fn job_reschedule(&self, p: JobReschedule) -> Result<Option<String>, sqlx::Error> {
@@ -1039,13 +1045,42 @@ impl Driver for PgDriver {
         Ok(done.rows_affected())
     }
 
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
+    async fn job_retry_many(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[JobId],
+    ) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
-        let done = on_pool!(self, |e| sqlx::query(self.sql.job_retry_many.clone())
+        let done = sqlx::query(self.sql.job_retry_many.clone())
             .persistent(self.named())
             .bind(&ids)
-            .execute(e))?;
+            .execute(conn)
+            .await?;
         Ok(done.rows_affected())
+    }
+
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, sqlx::Error> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let rows: Vec<Uuid> =
+            on_pool!(self, |e| sqlx::query_scalar(self.sql.job_workflows.clone())
+                .persistent(self.named())
+                .bind(&ids)
+                .fetch_all(e))?;
+        Ok(rows.into_iter().map(WorkflowId).collect())
+    }
+
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.job_dependents_count.clone()
+        )
+        .persistent(self.named())
+        .bind(m.queue)
+        .bind(&states)
+        .bind(m.kind)
+        .bind(m.older_than.map(micros))
+        .fetch_one(e))?;
+        Ok(count(n))
     }
 
     async fn job_delete_many(
@@ -1673,15 +1708,35 @@ impl Driver for PgDriver {
         Ok(rows.into_iter().map(|(id, q)| (JobId(id), q)).collect())
     }
 
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
+    async fn workflow_reopen(
+        &self,
+        conn: &mut PgConnection,
+        retried: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
         let ids: Vec<Uuid> = retried.iter().map(|id| id.0).collect();
-        let rows: Vec<Uuid> = on_pool!(self, |e| sqlx::query_scalar(
-            self.sql.workflow_reopen.clone()
-        )
-        .persistent(self.named())
-        .bind(&ids)
-        .fetch_all(e))?;
+        let rows: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_reopen.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .fetch_all(conn)
+            .await?;
         Ok(rows.into_iter().map(JobId).collect())
+    }
+
+    async fn workflow_blocked(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>, sqlx::Error> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let rows: Vec<(Uuid, Uuid)> = sqlx::query_as(self.sql.workflow_blocked.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .fetch_all(conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, dep)| (JobId(job), JobId(dep)))
+            .collect())
     }
 
     async fn workflow_waiting(
@@ -1764,14 +1819,44 @@ impl Driver for PgDriver {
         Ok(out)
     }
 
-    /// One statement (data-modifying CTEs): its row count is the workflows deleted.
-    async fn workflow_prune(&self, before: WorkflowId, n: usize) -> Result<u64, sqlx::Error> {
-        let done = on_pool!(self, |e| sqlx::query(self.sql.workflow_prune.clone())
+    async fn workflow_prune_lock(
+        &self,
+        conn: &mut PgConnection,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>, sqlx::Error> {
+        let rows: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(self.sql.workflow_prune_lock.clone())
             .persistent(self.named())
-            .bind(before.0)
-            .bind(limit(n))
-            .execute(e))?;
-        Ok(done.rows_affected())
+            .bind(micros(p.older_than))
+            .bind(p.after.map(|(at, _)| at))
+            .bind(p.after.map(|(_, id)| id.0))
+            .bind(limit(p.limit))
+            .fetch_all(conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, at)| (WorkflowId(id), at))
+            .collect())
+    }
+
+    /// One statement (data-modifying CTEs) returning what it deleted.
+    async fn workflow_prune(
+        &self,
+        conn: &mut PgConnection,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned, sqlx::Error> {
+        let ids: Vec<Uuid> = p.ids.iter().map(|id| id.0).collect();
+        let (workflows, jobs): (i64, i64) = sqlx::query_as(self.sql.workflow_prune.clone())
+            .persistent(self.named())
+            .bind(&ids)
+            .bind(p.completed.map(micros))
+            .bind(p.dead.map(micros))
+            .bind(p.cancelled.map(micros))
+            .fetch_one(conn)
+            .await?;
+        Ok(WorkflowPruned {
+            workflows: count(workflows),
+            jobs: count(jobs),
+        })
     }
 
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {

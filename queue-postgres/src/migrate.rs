@@ -82,6 +82,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "finished_index",
         sql: include_str!("../migrations/0014_finished_index.sql"),
     },
+    Migration {
+        version: 15,
+        name: "workflows_by_age",
+        sql: include_str!("../migrations/0015_workflows_by_age.sql"),
+    },
 ];
 
 /// The migration lock of engines without advisory locks: the migrations table is created

@@ -9,7 +9,8 @@
 -- before the next queue's: retention works through the queues in name order. CROSS JOIN fixes
 -- the loop order (queues, then states, then the index range); the literal states repeat the
 -- index's predicate, which SQLite needs to use it, and INDEXED BY makes a statement that could
--- not use it fail rather than read every row.
+-- not use it fail rather than read every row. Jobs of workflows are left: they go a whole
+-- workflow at a time (workflow_prune).
 DELETE FROM queue_jobs
 WHERE rowid IN (
     WITH RECURSIVE finished_queues (queue) AS (
@@ -38,5 +39,6 @@ WHERE rowid IN (
       AND j.queue = f.queue AND j.state = s.value
       AND j.state IN ('completed', 'dead', 'cancelled')
       AND j.finished_at < ?1
+      AND j.workflow_id IS NULL
     LIMIT ?4
 )

@@ -3,9 +3,10 @@
 -- or dedup key that a live job holds fails it as a whole; the engine then retries job by
 -- job). The driver repeats the `(?)` tuple after VALUES once per id; every placeholder is
 -- anonymous. Binds: now, then each id.
+-- A step of a workflow comes back waiting, as in job_retry.
 WITH p (now) AS (SELECT ?)
 UPDATE queue_jobs
-SET state = 'pending',
+SET state = CASE WHEN workflow_id IS NULL THEN 'pending' ELSE 'waiting' END,
     attempts = 0,
     snoozes = 0, blocked_by = NULL,
     run_at = p.now,

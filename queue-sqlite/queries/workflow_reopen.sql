@@ -1,6 +1,6 @@
 -- name: workflow_reopen
--- After a retry of the listed jobs: the jobs their failure cancelled (blocked_by one of them)
--- wait again. Found through the dependencies' primary key, so a retry of a job nothing
+-- In a retry's transaction, after the listed jobs came back: the jobs their failure cancelled
+-- (blocked_by one of them) wait again. Found through the dependencies' primary key, so a retry of a job nothing
 -- depends on costs one seek. The driver repeats the `(?)` tuple after VALUES once per id.
 -- Binds: now, then each id.
 WITH p (now) AS (SELECT ?),

@@ -21,6 +21,7 @@ use queue_core::engine::{
     JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule,
     JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance, StoredMeta,
     StoredSchedule, StoredWorkflow, Target, UniqueInsert, WorkflowEdge, WorkflowInsert,
+    WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
 };
 use queue_core::{
     DepPolicy, Dependency, Job, JobId, JobState, Lease, Leased, ListRequest, QueueControl,
@@ -871,11 +872,15 @@ impl Driver for SqliteDriver {
         Ok(done.rows_affected())
     }
 
-    async fn job_retry(&self, id: JobId) -> Result<Option<String>, sqlx::Error> {
+    async fn job_retry(
+        &self,
+        conn: &mut SqliteConnection,
+        id: JobId,
+    ) -> Result<Option<String>, sqlx::Error> {
         sqlx::query_scalar(self.sql.job_retry.clone())
             .bind(id.0)
             .bind(now_micros())
-            .fetch_optional(&self.writer)
+            .fetch_optional(conn)
             .await
     }
 
@@ -990,9 +995,48 @@ impl Driver for SqliteDriver {
             .await
     }
 
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
-        self.by_ids(&self.sql.job_retry_many, Some(now_micros()), None, ids)
-            .await
+    async fn job_retry_many(
+        &self,
+        conn: &mut SqliteConnection,
+        ids: &[JobId],
+    ) -> Result<u64, sqlx::Error> {
+        let mut done = 0;
+        for chunk in ids.chunks(MAX_PARAMS - 2) {
+            let mut q =
+                sqlx::query(rows_of(&self.sql.job_retry_many, chunk.len())).bind(now_micros());
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            done += q.execute(&mut *conn).await?.rows_affected();
+        }
+        Ok(done)
+    }
+
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_PARAMS) {
+            let mut q = sqlx::query_scalar(rows_of(&self.sql.job_workflows, chunk.len()));
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            let found: Vec<Uuid> = q.fetch_all(&self.reader).await?;
+            out.extend(found.into_iter().map(WorkflowId));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64, sqlx::Error> {
+        let states: Vec<&str> = m.states.iter().map(|s| s.as_str()).collect();
+        let n: i64 = sqlx::query_scalar(self.sql.job_dependents_count.clone())
+            .bind(m.queue)
+            .bind(json_array(&states))
+            .bind(m.kind)
+            .bind(created_before(m.older_than))
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn job_delete_many(
@@ -1552,11 +1596,33 @@ impl Driver for SqliteDriver {
             .collect())
     }
 
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, sqlx::Error> {
+    async fn workflow_reopen(
+        &self,
+        conn: &mut SqliteConnection,
+        retried: &[JobId],
+    ) -> Result<Vec<JobId>, sqlx::Error> {
         let ids = self
-            .ids_returning(&self.sql.workflow_reopen, Target::Pool, retried)
+            .ids_returning(&self.sql.workflow_reopen, Target::Tx(conn), retried)
             .await?;
         Ok(ids.into_iter().map(|(id, _)| id).collect())
+    }
+
+    async fn workflow_blocked(
+        &self,
+        conn: &mut SqliteConnection,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_PARAMS) {
+            let mut q = sqlx::query(rows_of(&self.sql.workflow_blocked, chunk.len()));
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            for row in q.fetch_all(&mut *conn).await? {
+                out.push((JobId(row.try_get("id")?), JobId(row.try_get("blocked_by")?)));
+            }
+        }
+        Ok(out)
     }
 
     async fn workflow_waiting(
@@ -1636,29 +1702,78 @@ impl Driver for SqliteDriver {
         Ok(out)
     }
 
-    /// One transaction on the writer: the workflows' rows (returning their ids), then the
-    /// dependencies of their jobs and their step rows, in chunks under the parameter limit.
-    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, sqlx::Error> {
-        let mut tx = self.begin().await?;
-        let doomed: Vec<Uuid> = sqlx::query_scalar(self.sql.workflow_prune.clone())
-            .bind(before.0)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
+    async fn workflow_prune_lock(
+        &self,
+        conn: &mut SqliteConnection,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>, sqlx::Error> {
+        let (after_at, after_id) = match p.after {
+            Some((at, id)) => (at.timestamp_micros(), id.0.as_bytes().to_vec()),
+            None => (i64::MIN, Vec::new()),
+        };
+        let rows = sqlx::query(self.sql.workflow_prune_lock.clone())
+            .bind(now_micros().saturating_sub(micros(p.older_than)))
+            .bind(after_at)
+            .bind(after_id)
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .fetch_all(conn)
             .await?;
-        for chunk in doomed.chunks(MAX_PARAMS) {
-            for statement in [
-                &self.sql.workflow_prune_deps,
-                &self.sql.workflow_prune_steps,
-            ] {
-                let mut q = sqlx::query(rows_of(statement, chunk.len()));
-                for id in chunk {
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    WorkflowId(row.try_get("id")?),
+                    to_time(row.try_get("created_at")?)?,
+                ))
+            })
+            .collect()
+    }
+
+    /// In the caller's transaction: the workflows that qualify (returning their ids), then
+    /// the dependencies of their jobs, their jobs, their step rows and their rows, in chunks
+    /// under the parameter limit.
+    async fn workflow_prune(
+        &self,
+        conn: &mut SqliteConnection,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned, sqlx::Error> {
+        let now = now_micros();
+        let cutoff = |state| p.age(state).map(|age| now.saturating_sub(micros(age)));
+        let mut done = WorkflowPruned::default();
+        for chunk in p.ids.chunks(MAX_PARAMS - 3) {
+            let mut q = sqlx::query_scalar(rows_of(&self.sql.workflow_prune, chunk.len()))
+                .bind(cutoff(JobState::Completed))
+                .bind(cutoff(JobState::Dead))
+                .bind(cutoff(JobState::Cancelled));
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            let doomed: Vec<Uuid> = q.fetch_all(&mut *conn).await?;
+            if doomed.is_empty() {
+                continue;
+            }
+            let over_doomed = |statement: &SqlStr| {
+                let mut q = sqlx::query(rows_of(statement, doomed.len()));
+                for id in &doomed {
                     q = q.bind(*id);
                 }
-                q.execute(&mut *tx).await?;
-            }
+                q
+            };
+            over_doomed(&self.sql.workflow_prune_deps)
+                .execute(&mut *conn)
+                .await?;
+            done.jobs += over_doomed(&self.sql.workflow_prune_jobs)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+            over_doomed(&self.sql.workflow_prune_steps)
+                .execute(&mut *conn)
+                .await?;
+            done.workflows += over_doomed(&self.sql.workflow_prune_rows)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
         }
-        tx.commit().await?;
-        Ok(doomed.len() as u64)
+        Ok(done)
     }
 
     async fn job_deps(&self, id: JobId) -> Result<Vec<Dependency>, sqlx::Error> {

@@ -66,4 +66,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "finished_index",
         sql: include_str!("../migrations/0012_finished_index.sql"),
     },
+    Migration {
+        version: 13,
+        name: "workflows_by_age",
+        sql: include_str!("../migrations/0013_workflows_by_age.sql"),
+    },
 ];

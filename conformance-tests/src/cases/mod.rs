@@ -18,6 +18,7 @@ pub mod unique;
 pub mod validation;
 pub mod wakeups;
 pub mod worker;
+pub mod workflow_ops;
 pub mod workflows;
 
 use std::sync::Arc;

@@ -487,6 +487,52 @@ pub struct WorkflowEdge {
     pub policy: DepPolicy,
 }
 
+/// `workflow_prune_lock`: the next page of workflows retention looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkflowPruneLock {
+    /// Only workflows created longer ago than this, by the database's clock (the rules'
+    /// shortest age: a workflow's jobs finish after it was created).
+    pub older_than: Duration,
+    /// After this `(created_at, id)`: the last row of the previous page.
+    pub after: Option<(DateTime<Utc>, WorkflowId)>,
+    /// Most rows.
+    pub limit: usize,
+}
+
+/// `workflow_prune`: the locked workflows to delete where every job of theirs allows it.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkflowPrune<'a> {
+    /// The workflows (locked by `workflow_prune_lock`).
+    pub ids: &'a [WorkflowId],
+    /// How long after finishing a completed job may go; `None`: completed jobs are kept.
+    pub completed: Option<Duration>,
+    /// The same for dead jobs.
+    pub dead: Option<Duration>,
+    /// The same for cancelled jobs.
+    pub cancelled: Option<Duration>,
+}
+
+impl WorkflowPrune<'_> {
+    /// The age of `state` (`None` for a state that is kept or not finished).
+    pub fn age(&self, state: JobState) -> Option<Duration> {
+        match state {
+            JobState::Completed => self.completed,
+            JobState::Dead => self.dead,
+            JobState::Cancelled => self.cancelled,
+            JobState::Waiting | JobState::Pending | JobState::Running => None,
+        }
+    }
+}
+
+/// What `workflow_prune` deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkflowPruned {
+    /// Workflows (their rows, steps and dependencies).
+    pub workflows: u64,
+    /// Their jobs.
+    pub jobs: u64,
+}
+
 /// The statements of one SQL dialect. Each method runs the statement of the same name in the
 /// driver's `queries/` directory (plus the dialect's documented extra steps), binds every value,
 /// decodes rows, and returns the driver's own error, which [`Driver::classify`] explains.
@@ -679,10 +725,16 @@ pub trait Driver: Send + Sync + 'static {
     /// holder learns of it; rows changed.
     async fn job_cancel(&self, id: JobId) -> Result<u64, Self::Error>;
 
-    /// `job_retry`: a dead or cancelled job back to pending, due now, attempts and snoozes
-    /// reset (its error history kept); its queue, or `None` when no dead or cancelled job has
-    /// this id.
-    async fn job_retry(&self, id: JobId) -> Result<Option<String>, Self::Error>;
+    /// `job_retry`: in a transaction of the engine's, a dead or cancelled job back: a job
+    /// outside workflows to pending, due now; a step of a workflow to waiting (the engine then
+    /// settles it in the same transaction: pending once its dependencies allow). Attempts and
+    /// snoozes reset, its error history kept, `blocked_by` and `finished_at` cleared. Its
+    /// queue, or `None` when no dead or cancelled job has this id.
+    async fn job_retry(
+        &self,
+        conn: &mut Self::Conn,
+        id: JobId,
+    ) -> Result<Option<String>, Self::Error>;
 
     /// `job_reschedule`: see [`JobReschedule`]; the job's queue when a pending job was changed,
     /// `None` when no pending job has this id.
@@ -703,7 +755,8 @@ pub trait Driver: Send + Sync + 'static {
         cap: Option<u64>,
     ) -> Result<Vec<QueueStats>, Self::Error>;
 
-    /// `job_prune`: deletes up to `p.limit` finished jobs; rows deleted.
+    /// `job_prune`: deletes up to `p.limit` finished jobs outside workflows (a workflow's
+    /// jobs go together, by `workflow_prune`); rows deleted.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, Self::Error>;
 
     /// `job_ids`: the ids and queues of up to `m.limit` jobs that `m` matches, newest first
@@ -719,7 +772,21 @@ pub trait Driver: Send + Sync + 'static {
 
     /// `job_retry_many`: as `job_retry`, for each of `ids` that is dead or cancelled, in one
     /// statement (which fails as a whole on a unique violation); rows changed.
-    async fn job_retry_many(&self, ids: &[JobId]) -> Result<u64, Self::Error>;
+    async fn job_retry_many(
+        &self,
+        conn: &mut Self::Conn,
+        ids: &[JobId],
+    ) -> Result<u64, Self::Error>;
+
+    /// `job_workflows`: the workflows the jobs of `ids` are steps of, each once, in id order
+    /// (a job's workflow never changes, so this reads without locks).
+    async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, Self::Error>;
+
+    /// `job_dependents_count`: how many waiting jobs have a dependency of policy `Completed`
+    /// among the jobs `m` matches (`before` and `limit` ignored): the jobs a cancel or delete
+    /// of those would cancel first. Read from the waiting jobs' side (their index), so it
+    /// costs little where few jobs wait.
+    async fn job_dependents_count(&self, m: JobMatch<'_>) -> Result<u64, Self::Error>;
 
     /// `job_delete_many`: deletes each of `ids` whose state is one of `states`; rows deleted.
     async fn job_delete_many(&self, ids: &[JobId], states: &[JobState])
@@ -1049,9 +1116,12 @@ pub trait Driver: Send + Sync + 'static {
     ) -> Result<Vec<JobId>, Self::Error>;
 
     /// `workflow_block`: each of `waiting` that is still waiting and has a dependency of
-    /// policy `Completed` that is dead or cancelled becomes cancelled (`finished_at` and
-    /// `updated_at` now, `version` + 1), `blocked_by` that dependency (the least id of such);
-    /// the jobs cancelled.
+    /// policy `Completed` that is dead, cancelled or no longer exists (deleted) becomes
+    /// cancelled (`finished_at` and `updated_at` now, `version` + 1), `blocked_by` that
+    /// dependency (the least id of such); the jobs cancelled. Decided from committed states,
+    /// and the rows of dead or cancelled dependencies it decides from are read with a lock
+    /// that a retry of them waits for (or that waits for a retry of them to commit, and then
+    /// sees it), so that a retry always finds, and reopens, what this cancels.
     async fn workflow_block(
         &self,
         target: Target<'_, Self::Conn>,
@@ -1059,8 +1129,9 @@ pub trait Driver: Send + Sync + 'static {
     ) -> Result<Vec<JobId>, Self::Error>;
 
     /// `workflow_promote`: each of `waiting` that is still waiting, whose every dependency is
-    /// resolved (policy `Completed`: completed; `AnyOutcome`: completed, dead or cancelled; a
-    /// dependency whose job no longer exists: resolved) and that is not the callback of an
+    /// resolved (policy `Completed`: completed; `AnyOutcome`: completed, dead, cancelled or
+    /// deleted; a deleted dependency of policy `Completed` is never resolved: `workflow_block`
+    /// cancels its dependents) and that is not the callback of an
     /// open workflow, becomes pending, due at the later of its `run_at` and now (`updated_at`
     /// now, `version` + 1); the jobs promoted, with their queues. Decided from committed
     /// states only.
@@ -1070,10 +1141,24 @@ pub trait Driver: Send + Sync + 'static {
         waiting: &[JobId],
     ) -> Result<Vec<(JobId, String)>, Self::Error>;
 
-    /// `workflow_reopen`: the cancelled jobs whose `blocked_by` is one of `retried` become
-    /// waiting again (`blocked_by` and `finished_at` NULL, `updated_at` now, `version` + 1);
-    /// the jobs reopened.
-    async fn workflow_reopen(&self, retried: &[JobId]) -> Result<Vec<JobId>, Self::Error>;
+    /// `workflow_reopen`: in the retry's transaction, the cancelled jobs whose `blocked_by` is
+    /// one of `retried` become waiting again (`blocked_by` and `finished_at` NULL, `updated_at`
+    /// now, `version` + 1); the jobs reopened.
+    async fn workflow_reopen(
+        &self,
+        conn: &mut Self::Conn,
+        retried: &[JobId],
+    ) -> Result<Vec<JobId>, Self::Error>;
+
+    /// `workflow_blocked`: in the retry's transaction, after `workflow_lock` of their
+    /// workflows: of `ids`, the jobs that have a dependency of policy `Completed` that is dead,
+    /// cancelled or deleted, each with the least such dependency (what a retry of them would
+    /// wait for in vain).
+    async fn workflow_blocked(
+        &self,
+        conn: &mut Self::Conn,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobId)>, Self::Error>;
 
     /// `workflow_waiting`: up to `limit` waiting jobs in id order, after `after` when given
     /// (the sweep that settles what a crash left unsettled).
@@ -1101,17 +1186,30 @@ pub trait Driver: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(StoredWorkflow, Vec<(JobState, u64)>)>, Self::Error>;
 
-    /// `workflow_prune`: deletes up to `limit` workflows whose id is below `before`, least id
-    /// (oldest) first, none of whose jobs exists any more in the jobs table (each of its
-    /// `workflow_jobs` rows names a job that was pruned or deleted; a workflow without such rows
-    /// counts as well), together with all their `workflow_jobs` rows and every `job_deps` row
-    /// whose `job_id` is one of their jobs; the workflows deleted. A workflow with a job still
-    /// present is kept. The workflows are read along their primary key from the least id up to
-    /// `before` (never the whole table), each one's jobs along `workflow_jobs`' primary key,
-    /// each looked up by the jobs table's primary key, stopping at the first one found (never a
-    /// scan of the jobs table). One call's deletes commit together. Retention calls it after
-    /// `job_prune`, with `before` the least UUID v7 of an instant its shortest age ago.
-    async fn workflow_prune(&self, before: WorkflowId, limit: usize) -> Result<u64, Self::Error>;
+    /// `workflow_prune_lock`: in a transaction of the driver's, the first step of retention's
+    /// deletion of whole workflows: up to `p.limit` workflows created longer than
+    /// `p.older_than` ago (database clock), after `p.after` in `(created_at, id)` order, in
+    /// that order, locked as `workflow_lock` locks them, skipping the rows another transaction
+    /// holds (a retry or a `batch_add` of that workflow: it is looked at again next round).
+    /// Read along the index of `(created_at, id)`, never the whole table.
+    async fn workflow_prune_lock(
+        &self,
+        conn: &mut Self::Conn,
+        p: WorkflowPruneLock,
+    ) -> Result<Vec<(WorkflowId, DateTime<Utc>)>, Self::Error>;
+
+    /// `workflow_prune`: in the same transaction, after `workflow_prune_lock` (a statement of
+    /// its own, so that what it reads is committed after the locks were taken): deletes each
+    /// workflow of `p.ids` every one of whose jobs is finished, and finished longer ago than
+    /// its state's age (a state without an age is kept, and keeps its workflow), with all of
+    /// its jobs, their `workflow_jobs` and `job_deps` rows, and the workflow's row. A workflow
+    /// none of whose jobs exists any more goes too. Each workflow's jobs are read through
+    /// `workflow_jobs`' primary key and the jobs table's, never by a scan.
+    async fn workflow_prune(
+        &self,
+        conn: &mut Self::Conn,
+        p: WorkflowPrune<'_>,
+    ) -> Result<WorkflowPruned, Self::Error>;
 
     /// `job_deps`: what job `id` depends on, each with its step, policy, and its job's state
     /// and output (`None` when that job no longer exists), in the dependencies' id order.

@@ -4,11 +4,24 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{Driver, DriverFault, Engine, JobPrune, JobReschedule, Target, PRUNE_CHUNK};
+use super::maintenance::WorkflowAges;
+use super::{count_by, Driver, DriverFault, Engine, JobPrune, JobReschedule, Target, PRUNE_CHUNK};
 use crate::error::{Error, Result};
 use crate::job::{Job, JobId, JobState, Reschedule};
 use crate::queue::{ListRequest, PruneRequest, QueueStats};
 use crate::validate;
+use crate::workflow::WorkflowId;
+
+/// What [`Engine::retry_ids`] did.
+#[derive(Debug, Default)]
+pub(super) struct Retried {
+    /// Jobs that came back.
+    pub(super) changed: u64,
+    /// Steps left as they were, each with the dependency that failed (or was deleted).
+    pub(super) blocked: Vec<(JobId, JobId)>,
+    /// The queues of jobs made pending (once per job), to wake after the commit.
+    pub(super) queues: Vec<String>,
+}
 
 impl<D: Driver> Engine<D> {
     /// The error for an id-addressed operation that matched no row in an allowed state.
@@ -49,18 +62,32 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
-    /// Brings a dead or cancelled job back to pending.
+    /// Brings a dead or cancelled job back: to pending, or, a step of a workflow whose
+    /// dependencies have not all finished as it needs, to waiting.
     ///
     /// # Errors
     /// As [`Queue::retry`](crate::Queue::retry).
     pub async fn retry(&self, id: JobId) -> Result<()> {
-        match self.retried("retry", || self.driver().job_retry(id)).await {
-            Ok(Some(queue)) => {
-                self.wake(&queue, 1).await;
-                self.reopen_after_retry(&[id]).await;
+        match self.retry_ids(&[id], true).await {
+            Ok(done) => {
+                if let Some((job, dependency)) = done.blocked.first().copied() {
+                    let state = self
+                        .driver()
+                        .job_state(Target::Pool, dependency)
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    return Err(Error::DependencyFailed {
+                        job,
+                        dependency,
+                        state,
+                    });
+                }
+                if done.changed == 0 {
+                    return Err(self.state_error(id, "retry").await);
+                }
+                self.wake_retried(&done).await;
                 Ok(())
             }
-            Ok(None) => Err(self.state_error(id, "retry").await),
             Err(e) if matches!(self.driver().classify(&e), DriverFault::UniqueViolation(_)) => {
                 if let Some(taken) = self.unique_taken(id).await {
                     return Err(taken);
@@ -74,6 +101,94 @@ impl<D: Driver> Engine<D> {
                 }
             }
             Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Retries `ids` (one job when `single`, else a bulk operation's batch) in one transaction:
+    /// the workflows of those that are steps of one are locked first (so that retention, which
+    /// takes the same locks, never deletes a workflow a retry is reviving), the steps whose
+    /// dependency of policy `Completed` is dead, cancelled or deleted are left as they are
+    /// (`blocked`: a retry would wait for it in vain), the others come back (steps waiting, the
+    /// rest pending), the steps promoted where their dependencies allow, and the jobs their
+    /// failure cancelled reopened and settled, all before the commit: a retry that fails
+    /// halfway changes nothing, and one that commits leaves nothing stuck. Nothing is woken:
+    /// the caller wakes `queues` after the commit.
+    pub(super) async fn retry_ids(
+        &self,
+        ids: &[JobId],
+        single: bool,
+    ) -> std::result::Result<Retried, D::Error> {
+        let d = self.driver();
+        let workflows = self.retried("retry", || d.job_workflows(ids)).await?;
+        self.retried("retry", || async {
+            let mut tx = d.tx_begin().await?;
+            let conn = D::tx_conn(&mut tx);
+            match self.retry_in(conn, ids, &workflows, single).await {
+                Ok(done) if done.blocked.is_empty() || !single => {
+                    d.tx_commit(tx).await?;
+                    Ok(done)
+                }
+                Ok(done) => {
+                    d.tx_rollback(tx).await?;
+                    Ok(done)
+                }
+                Err(e) => {
+                    let _ = d.tx_rollback(tx).await;
+                    Err(e)
+                }
+            }
+        })
+        .await
+    }
+
+    async fn retry_in(
+        &self,
+        conn: &mut D::Conn,
+        ids: &[JobId],
+        workflows: &[WorkflowId],
+        single: bool,
+    ) -> std::result::Result<Retried, D::Error> {
+        let d = self.driver();
+        let mut done = Retried::default();
+        if !workflows.is_empty() {
+            for w in workflows {
+                d.workflow_lock(conn, *w).await?;
+            }
+            done.blocked = d.workflow_blocked(conn, ids).await?;
+            if single && !done.blocked.is_empty() {
+                return Ok(done);
+            }
+        }
+        let todo: Vec<JobId> = ids
+            .iter()
+            .copied()
+            .filter(|id| !done.blocked.iter().any(|(b, _)| b == id))
+            .collect();
+        if todo.is_empty() {
+            return Ok(done);
+        }
+        if single {
+            if let Some(queue) = d.job_retry(conn, todo[0]).await? {
+                done.changed = 1;
+                // A step comes back waiting: its queue is woken only if it is promoted.
+                if workflows.is_empty() {
+                    done.queues.push(queue);
+                }
+            }
+        } else {
+            done.changed = d.job_retry_many(conn, &todo).await?;
+        }
+        if done.changed > 0 && !workflows.is_empty() {
+            let promoted = self.reopen_in(conn, &todo).await?;
+            done.queues.extend(promoted);
+        }
+        Ok(done)
+    }
+
+    /// Wakes the workers of what a retry made pending.
+    pub(super) async fn wake_retried(&self, done: &Retried) {
+        for (queue, n) in count_by(done.queues.iter().map(String::as_str)) {
+            self.wake(queue, n).await;
         }
     }
 
@@ -172,7 +287,15 @@ impl<D: Driver> Engine<D> {
             queue: req.queue.as_deref(),
             limit: PRUNE_CHUNK,
         };
+        // Whole workflows first (their jobs go together, every one matching), and only when
+        // every queue is pruned: a workflow may span queues.
         let mut total = 0;
+        if req.queue.is_none() {
+            total += self
+                .prune_workflows(WorkflowAges::uniform(&states, req.older_than), None)
+                .await?
+                .1;
+        }
         loop {
             let n = self
                 .retried("prune", || self.driver().job_prune(p))

@@ -4,10 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, LOG_TARGET, PRUNE_CHUNK};
+use super::{
+    count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, WorkflowPrune, WorkflowPruneLock,
+    WorkflowPruned, LOG_TARGET, PRUNE_CHUNK,
+};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::queue::{BulkAction, BulkOutcome, JobFilter};
@@ -25,16 +27,56 @@ pub(crate) const BULK_CHUNK: usize = 1_000;
 /// deletes beside the next holder.
 const ROUND_MARGIN: Duration = Duration::from_secs(30);
 
-/// Workflows deleted per `workflow_prune` statement. Each takes its steps and dependencies
-/// along (a few rows per job), so fewer than the jobs of a `job_prune` statement.
+/// Workflows looked at (locked, and deleted where their jobs allow) per transaction of
+/// retention. Each takes its jobs, steps and dependencies along (a few rows per job), so fewer
+/// than the jobs of a `job_prune` statement.
 const WORKFLOW_PRUNE_CHUNK: usize = 500;
 
-/// The least UUID v7 of the millisecond of `at` (counter and random bits zero): every UUID v7
-/// made in that millisecond or later sorts at or above it, every one made earlier below it.
-/// The least UUID v7 of all for an instant before the Unix epoch.
-pub(crate) fn uuid_v7_floor(at: DateTime<Utc>) -> Uuid {
-    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
-    uuid::Builder::from_unix_timestamp_millis(millis, &[0; 10]).into_uuid()
+/// The age after which a finished job of each state may go, as [`Engine::prune_workflows`]
+/// applies them to whole workflows (`None`: jobs in that state are kept, with their workflow).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct WorkflowAges {
+    completed: Option<Duration>,
+    dead: Option<Duration>,
+    cancelled: Option<Duration>,
+}
+
+impl WorkflowAges {
+    /// The ages of retention's rules.
+    pub(super) fn of(rules: &Retention) -> Self {
+        WorkflowAges {
+            completed: rules.after(JobState::Completed),
+            dead: rules.after(JobState::Dead),
+            cancelled: rules.after(JobState::Cancelled),
+        }
+    }
+
+    /// `older_than` for each of `states` (finished ones), the others kept.
+    pub(super) fn uniform(states: &[JobState], older_than: Duration) -> Self {
+        let age = |s: JobState| states.contains(&s).then_some(older_than);
+        WorkflowAges {
+            completed: age(JobState::Completed),
+            dead: age(JobState::Dead),
+            cancelled: age(JobState::Cancelled),
+        }
+    }
+
+    /// The shortest age (`None`: every state is kept, so no workflow goes).
+    fn shortest(self) -> Option<Duration> {
+        [self.completed, self.dead, self.cancelled]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn prune(self, ids: &[WorkflowId]) -> WorkflowPrune<'_> {
+        WorkflowPrune {
+            ids,
+            completed: self.completed,
+            dead: self.dead,
+            cancelled: self.cancelled,
+        }
+    }
 }
 
 impl<D: Driver> Engine<D> {
@@ -46,6 +88,23 @@ impl<D: Driver> Engine<D> {
         let states = filter.states_for(action)?;
         let m = matching(filter, &states, None);
         self.driver().job_count(m).await.map_err(|e| self.error(e))
+    }
+
+    /// How many waiting steps of workflows a cancel or delete of what `filter` matches would
+    /// cancel, for needing one of those jobs to complete (0 for a retry).
+    ///
+    /// # Errors
+    /// As [`crate::Queue::count_dependents`].
+    pub async fn count_dependents(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        let states = filter.states_for(action)?;
+        if action == BulkAction::Retry {
+            return Ok(0);
+        }
+        let m = matching(filter, &states, None);
+        self.driver()
+            .job_dependents_count(m)
+            .await
+            .map_err(|e| self.error(e))
     }
 
     /// Cancels, retries or deletes every job `filter` matches, batch by batch, newest first.
@@ -107,13 +166,14 @@ impl<D: Driver> Engine<D> {
         Ok(outcome)
     }
 
-    /// Retries one batch in one statement; when a unique or dedup key refuses it as a whole,
-    /// job by job, skipping those whose key a live job holds.
+    /// Retries one batch in one transaction (see [`Engine::retry_ids`]); when a unique or
+    /// dedup key refuses it as a whole, job by job, skipping those whose key a live job holds.
+    /// Steps whose dependency failed are skipped.
     async fn retry_batch(&self, batch: &[(JobId, String)]) -> Result<u64> {
         let d = self.driver();
         let ids: Vec<JobId> = batch.iter().map(|(id, _)| *id).collect();
-        let changed = match self.retried("bulk retry", || d.job_retry_many(&ids)).await {
-            Ok(n) => n,
+        let done = match self.retry_ids(&ids, false).await {
+            Ok(done) => done,
             Err(e) if matches!(d.classify(&e), DriverFault::UniqueViolation(_)) => {
                 let mut n = 0;
                 for id in &ids {
@@ -123,6 +183,7 @@ impl<D: Driver> Engine<D> {
                             Error::UniqueTaken { .. }
                             | Error::Duplicate { .. }
                             | Error::InvalidState { .. }
+                            | Error::DependencyFailed { .. }
                             | Error::NotFound { .. },
                         ) => {}
                         Err(e) => return Err(e),
@@ -132,13 +193,13 @@ impl<D: Driver> Engine<D> {
             }
             Err(e) => return Err(self.error(e)),
         };
-        if changed > 0 {
+        if done.changed > 0 {
             for (queue, n) in count_by(batch.iter().map(|(_, q)| q.as_str())) {
                 self.wake(queue, n).await;
             }
-            self.reopen_after_retry(&ids).await;
+            self.wake_retried(&done).await;
         }
-        Ok(changed)
+        Ok(done.changed)
     }
 
     /// Takes or renews the gauge sampler's lease for `holder`.
@@ -204,6 +265,7 @@ impl<D: Driver> Engine<D> {
                 dead = report.dead,
                 key_rate_counts = report.key_rate_counts,
                 workflows = report.workflows,
+                workflow_jobs = report.workflow_jobs,
                 unfinished = report.unfinished,
                 "retention deleted finished jobs"
             );
@@ -222,6 +284,15 @@ impl<D: Driver> Engine<D> {
         // The key rate counts first: a few rows, and a backlog of jobs that outlasts every
         // round would otherwise keep them forever.
         self.prune_key_rate_counts(deadline, report).await?;
+        // Then whole workflows, whose jobs go together (job_prune leaves them alone).
+        let ages = WorkflowAges::of(rules);
+        let (workflows, jobs) = self.prune_workflows(ages, Some(deadline)).await?;
+        report.workflows += workflows;
+        report.workflow_jobs += jobs;
+        if Instant::now() >= deadline {
+            report.unfinished = true;
+            return Ok(());
+        }
         for (state, after) in rules.rules() {
             let states = [state];
             let p = JobPrune {
@@ -245,53 +316,78 @@ impl<D: Driver> Engine<D> {
                 }
             }
         }
-        // The workflows last: their jobs' deletion (just now, or earlier) is what frees them.
-        self.prune_workflows(rules, deadline, report).await
+        Ok(())
     }
 
-    /// Deletes the rows of workflows none of whose jobs exists any more (`workflows`,
-    /// `workflow_jobs`, `job_deps`: nothing else ever deletes them). Only workflows older than
-    /// the rules' shortest age are looked at, by id: a UUID v7, time-ordered, so the statement
-    /// reads a range of the primary key from its start up to that bound. A workflow whose jobs
-    /// were all pruned by age is older than that (its id was made before its jobs finished);
-    /// one whose jobs an operator deleted waits until it is. The bound is taken from the
-    /// database's clock, as the ages are; ids are made by the clocks of the pushing hosts, so a
-    /// host whose clock is far off only moves when its workflows are looked at, never whether
-    /// one with a job left is deleted (the statement checks that).
-    async fn prune_workflows(
+    /// Deletes whole workflows whose every job has been finished longer than its state's age
+    /// in `ages` (a state without one keeps its workflow), with their jobs and bookkeeping
+    /// rows (`workflows`, `workflow_jobs`, `job_deps`): a workflow is kept as long as any of
+    /// its jobs can still run or be brought back by a retry, so that a retry never revives a
+    /// step whose dependents were deleted, and a waiting step never finds the output it needs
+    /// gone. The workflows are looked at in order of creation (by the database's clock,
+    /// whatever their ids), those created longer than the shortest age ago only, a page at a
+    /// time, each page locked (skipping workflows a retry or `batch_add` holds, which retries
+    /// also lock) and checked by a statement of its own, all in one short transaction. Stops
+    /// at `deadline` (a later call goes on from the start). The workflows and the jobs
+    /// deleted.
+    pub(super) async fn prune_workflows(
         &self,
-        rules: &Retention,
-        deadline: Instant,
-        report: &mut RetentionReport,
-    ) -> Result<()> {
-        let Some(shortest) = rules.rules().into_iter().map(|(_, after)| after).min() else {
-            return Ok(());
+        ages: WorkflowAges,
+        deadline: Option<Instant>,
+    ) -> Result<(u64, u64)> {
+        let Some(shortest) = ages.shortest() else {
+            return Ok((0, 0));
         };
-        let now = self.now().await?;
-        // Ages are validated to at most 10 years: always in range.
-        let since = chrono::Duration::from_std(shortest)
-            .ok()
-            .and_then(|age| now.checked_sub_signed(age))
-            .unwrap_or(DateTime::<Utc>::MIN_UTC);
-        let before = WorkflowId(uuid_v7_floor(since));
         let d = self.driver();
+        let mut after = None;
+        let (mut workflows, mut jobs) = (0, 0);
         loop {
-            if Instant::now() >= deadline {
-                report.unfinished = true;
-                return Ok(());
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                return Ok((workflows, jobs));
             }
-            let n = self
-                .retried("retention", || {
-                    d.workflow_prune(before, WORKFLOW_PRUNE_CHUNK)
+            let page = WorkflowPruneLock {
+                older_than: shortest,
+                after,
+                limit: WORKFLOW_PRUNE_CHUNK,
+            };
+            let (last, seen, done) = self
+                .retried("retention", || async {
+                    let mut tx = d.tx_begin().await?;
+                    let conn = D::tx_conn(&mut tx);
+                    let run = async {
+                        let locked = d.workflow_prune_lock(conn, page).await?;
+                        let ids: Vec<WorkflowId> = locked.iter().map(|(id, _)| *id).collect();
+                        let done = if ids.is_empty() {
+                            WorkflowPruned::default()
+                        } else {
+                            d.workflow_prune(conn, ages.prune(&ids)).await?
+                        };
+                        Ok::<_, D::Error>((
+                            locked.last().map(|(id, at)| (*at, *id)),
+                            locked.len(),
+                            done,
+                        ))
+                    };
+                    match run.await {
+                        Ok(r) => {
+                            d.tx_commit(tx).await?;
+                            Ok(r)
+                        }
+                        Err(e) => {
+                            let _ = d.tx_rollback(tx).await;
+                            Err(e)
+                        }
+                    }
                 })
                 .await
                 .map_err(|e| self.error(e))?;
-            report.workflows += n;
-            if n < WORKFLOW_PRUNE_CHUNK as u64 {
-                break;
+            workflows += done.workflows;
+            jobs += done.jobs;
+            if seen < WORKFLOW_PRUNE_CHUNK {
+                return Ok((workflows, jobs));
             }
+            after = last;
         }
-        Ok(())
     }
 
     /// Deletes the key rate counts of windows that ended a whole window ago or more (one row
@@ -352,33 +448,5 @@ fn matching<'a>(
         older_than: filter.older_than,
         before,
         limit: BULK_CHUNK,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use chrono::TimeZone as _;
-
-    use super::*;
-
-    #[test]
-    fn the_v7_floor_is_below_every_id_of_its_millisecond_and_above_every_earlier_one() {
-        let at = Utc.timestamp_millis_opt(1_750_000_000_123).unwrap();
-        let floor = uuid_v7_floor(at);
-        assert_eq!(floor.get_version_num(), 7);
-        let ts = floor.get_timestamp().unwrap().to_unix();
-        assert_eq!((ts.0, ts.1), (1_750_000_000, 123_000_000));
-        let made = |millis: u64, rand: [u8; 10]| {
-            uuid::Builder::from_unix_timestamp_millis(millis, &rand).into_uuid()
-        };
-        for rand in [[0; 10], [0xff; 10], [0x5a; 10]] {
-            assert!(made(1_750_000_000_123, rand) >= floor);
-            assert!(made(1_750_000_000_124, rand) > floor);
-            assert!(made(1_750_000_000_122, rand) < floor);
-        }
-        assert_eq!(floor, made(1_750_000_000_123, [0; 10]));
-        // Before the epoch: the least of all.
-        let before = Utc.timestamp_millis_opt(-5).unwrap();
-        assert_eq!(uuid_v7_floor(before), made(0, [0; 10]));
     }
 }

@@ -59,7 +59,7 @@ pub use driver::{
     JobFailDead, JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune,
     JobReschedule, JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance,
     StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
-    WorkflowInsert,
+    WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;
@@ -440,6 +440,10 @@ impl<B: Backend> Queue for B {
 
     async fn count_matching(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
         self.engine().count_matching(action, filter).await
+    }
+
+    async fn count_dependents(&self, action: BulkAction, filter: &JobFilter) -> Result<u64> {
+        self.engine().count_dependents(action, filter).await
     }
 
     async fn bulk(&self, action: BulkAction, filter: &JobFilter) -> Result<BulkOutcome> {

@@ -354,7 +354,9 @@ impl<D: Driver> Engine<D> {
             return Err(Error::WorkflowSealed { workflow: id });
         }
         if let Some(cb) = row.callback {
-            self.settle_jobs(&[cb]).await.map_err(|e| self.error(e))?;
+            self.settle_jobs(Target::Pool, &[cb])
+                .await
+                .map_err(|e| self.error(e))?;
         }
         Ok(())
     }
@@ -439,6 +441,7 @@ impl<D: Driver> Engine<D> {
         }
         self.settle(Target::Pool, finished.to_vec(), true)
             .await
+            .map(drop)
             .map_err(|e| self.error(e))
     }
 
@@ -455,16 +458,19 @@ impl<D: Driver> Engine<D> {
     }
 
     /// Settles the waiting jobs that depend on `finished`, then those waiting on the jobs
-    /// this cancelled, until nothing more changes. `failed`: some of `finished` may be dead
-    /// or cancelled (otherwise the first round only promotes).
+    /// this cancelled, until nothing more changes. `failed`: some of `finished` may be dead,
+    /// cancelled or deleted (otherwise the first round only promotes). On the pool the
+    /// promoted jobs' workers are woken; inside a transaction their queues are returned for
+    /// the caller to wake once it has committed.
     pub(super) async fn settle(
         &self,
         mut target: Target<'_, D::Conn>,
         mut frontier: Vec<JobId>,
         mut failed: bool,
-    ) -> std::result::Result<(), D::Error> {
+    ) -> std::result::Result<Vec<String>, D::Error> {
         let d = self.driver();
         let in_tx = target.is_tx();
+        let mut promoted_queues = Vec::new();
         while !frontier.is_empty() {
             let waiting = d.workflow_dependents(target.reborrow(), &frontier).await?;
             if waiting.is_empty() {
@@ -476,57 +482,73 @@ impl<D: Driver> Engine<D> {
                 Vec::new()
             };
             let promoted = d.workflow_promote(target.reborrow(), &waiting).await?;
-            if !in_tx {
-                for (queue, n) in count_by(promoted.iter().map(|(_, q)| q.as_str())) {
-                    self.wake(queue, n).await;
-                }
+            if in_tx {
+                promoted_queues.extend(promoted.into_iter().map(|(_, q)| q));
+            } else {
+                self.wake_promoted(&promoted).await;
             }
             frontier = cancelled;
             failed = true;
         }
-        Ok(())
+        Ok(promoted_queues)
     }
 
-    /// Settles `jobs` themselves (waiting jobs whose dependencies may all be resolved, or one
-    /// failed): cancels or promotes each, then settles what waits on those cancelled.
-    async fn settle_jobs(&self, jobs: &[JobId]) -> std::result::Result<u64, D::Error> {
-        let d = self.driver();
-        let cancelled = d.workflow_block(Target::Pool, jobs).await?;
-        let promoted = d.workflow_promote(Target::Pool, jobs).await?;
+    /// Wakes the workers of the queues of `promoted` jobs.
+    async fn wake_promoted(&self, promoted: &[(JobId, String)]) {
         for (queue, n) in count_by(promoted.iter().map(|(_, q)| q.as_str())) {
             self.wake(queue, n).await;
         }
-        let n = (cancelled.len() + promoted.len()) as u64;
-        self.settle(Target::Pool, cancelled, true).await?;
-        Ok(n)
     }
 
-    /// After a retry of `retried`: the jobs their failure cancelled wait again (and, through
-    /// them, the jobs those cancelled), then settle (a job still blocked by another failed
-    /// dependency is cancelled again, naming it).
-    pub(super) async fn reopen_after_retry(&self, retried: &[JobId]) {
-        if retried.is_empty() {
-            return;
-        }
+    /// Settles `jobs` themselves (waiting jobs whose dependencies may all be resolved, or one
+    /// failed): cancels or promotes each, then settles what waits on those cancelled. The jobs
+    /// changed, and (inside a transaction) the queues of those promoted, to wake after it.
+    async fn settle_jobs(
+        &self,
+        mut target: Target<'_, D::Conn>,
+        jobs: &[JobId],
+    ) -> std::result::Result<(u64, Vec<String>), D::Error> {
         let d = self.driver();
-        let run = async {
-            let mut reopened = Vec::new();
-            let mut frontier = retried.to_vec();
-            while !frontier.is_empty() {
-                let next = self
-                    .retried("reopen", || d.workflow_reopen(&frontier))
-                    .await?;
-                reopened.extend_from_slice(&next);
-                frontier = next;
-            }
-            if !reopened.is_empty() {
-                self.settle_jobs(&reopened).await?;
-            }
-            Ok::<_, D::Error>(())
-        };
-        if let Err(e) = run.await {
-            tracing::warn!(target: LOG_TARGET, error = %e, "could not reopen the jobs a retried workflow job had cancelled");
+        let cancelled = d.workflow_block(target.reborrow(), jobs).await?;
+        let promoted = d.workflow_promote(target.reborrow(), jobs).await?;
+        let n = (cancelled.len() + promoted.len()) as u64;
+        let mut queues = Vec::new();
+        if target.is_tx() {
+            queues.extend(promoted.into_iter().map(|(_, q)| q));
+        } else {
+            self.wake_promoted(&promoted).await;
         }
+        queues.extend(self.settle(target, cancelled, true).await?);
+        Ok((n, queues))
+    }
+
+    /// Inside a retry's transaction, after `retried` (steps of workflows, now waiting) came
+    /// back: promotes those whose dependencies allow it, makes the jobs their failure cancelled
+    /// wait again (and, through them, the jobs those cancelled), and settles those. The queues
+    /// of the jobs promoted, to wake once the transaction has committed.
+    pub(super) async fn reopen_in(
+        &self,
+        conn: &mut D::Conn,
+        retried: &[JobId],
+    ) -> std::result::Result<Vec<String>, D::Error> {
+        let d = self.driver();
+        let mut queues: Vec<String> = d
+            .workflow_promote(Target::Tx(&mut *conn), retried)
+            .await?
+            .into_iter()
+            .map(|(_, q)| q)
+            .collect();
+        let mut reopened = Vec::new();
+        let mut frontier = retried.to_vec();
+        while !frontier.is_empty() {
+            let next = d.workflow_reopen(conn, &frontier).await?;
+            reopened.extend_from_slice(&next);
+            frontier = next;
+        }
+        if !reopened.is_empty() {
+            queues.extend(self.settle_jobs(Target::Tx(conn), &reopened).await?.1);
+        }
+        Ok(queues)
     }
 
     /// The sweep: settles every waiting job whose dependencies allow it (after a process died
@@ -547,7 +569,11 @@ impl<D: Driver> Engine<D> {
             let Some(last) = page.last().copied() else {
                 break;
             };
-            changed += self.settle_jobs(&page).await.map_err(|e| self.error(e))?;
+            changed += self
+                .settle_jobs(Target::Pool, &page)
+                .await
+                .map_err(|e| self.error(e))?
+                .0;
             if page.len() < SWEEP_PAGE {
                 break;
             }
