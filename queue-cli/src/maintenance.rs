@@ -157,6 +157,15 @@ pub(crate) async fn bulk(args: BulkArgs) -> Result<(), CliError> {
         return Ok(());
     }
     println!("{} to {action}: {scope}", jobs(matching));
+    let dependents = queue.count_dependents(action, &filter).await?;
+    if dependents > 0 {
+        println!(
+            "and {dependents} waiting workflow step{} that need{} one of them to complete, \
+             cancelled with them",
+            if dependents == 1 { "" } else { "s" },
+            if dependents == 1 { "s" } else { "" },
+        );
+    }
     if !args.yes {
         if !std::io::stdin().is_terminal() {
             return Err(CliError::usage(format!(

@@ -1147,6 +1147,44 @@ async fn bulk_actions_confirm_then_change_exactly_the_filtered_jobs(
     Ok(())
 }
 
+/// A bulk delete's confirmation says how many waiting workflow steps it cancels (those that
+/// need a job it deletes to complete), and the delete does cancel them.
+async fn bulk_delete_counts_the_steps_it_cancels(fx: Arc<Fixture>) -> anyhow::Result<()> {
+    let q = fx.queue.as_ref();
+    let wf = dbqueue::Workflow::new()
+        .add("a", dbqueue::NewJob::new("imports", &1)?)
+        .add_after("b", dbqueue::NewJob::new("reports", &2)?, ["a"])
+        .add_after("c", dbqueue::NewJob::new("reports", &3)?, ["a"])
+        .add_after(
+            "d",
+            dbqueue::NewJob::new("reports", &4)?,
+            [dbqueue::Dep::on("a").run_anyway()],
+        );
+    let p = q.push_workflow(wf).await?;
+    let mut c = client(&fx);
+    c.get("/bulk?action=delete&queue=imports")
+        .await?
+        .expect(StatusCode::OK)?
+        .has("This will delete 1 job: ")?
+        .has(
+            "It also cancels 2 waiting workflow steps that need one of them to complete \
+             (and the steps that wait for those).",
+        )?;
+    c.post(
+        "/actions/bulk",
+        &bulk_fields("delete", "imports", "", "", ""),
+    )
+    .await?
+    .expect(StatusCode::OK)?
+    .has("Deleted 1 of")?;
+    for step in ["b", "c"] {
+        let id = p.job(step).context("step")?;
+        ensure!(state_of(q, id).await? == JobState::Cancelled, "{step}");
+    }
+    ensure!(state_of(q, p.job("d").context("d")?).await? == JobState::Pending);
+    Ok(())
+}
+
 /// A bulk action needs a valid filter and the dashboard's own form: bad input names the field,
 /// and a post without the CSRF token, with another one, or from another site changes nothing.
 async fn bulk_actions_refuse_bad_filters_and_forged_posts(fx: Arc<Fixture>) -> anyhow::Result<()> {
@@ -2516,6 +2554,7 @@ fn main() {
         case!(bulk_retry_stops_at_its_limit),
         case!(bulk_actions_confirm_then_change_exactly_the_filtered_jobs),
         case!(bulk_actions_refuse_bad_filters_and_forged_posts),
+        case!(bulk_delete_counts_the_steps_it_cancels),
         case!(prune_deletes_only_what_was_asked),
         case!(queue_controls_from_the_overview_and_the_queue_page),
         case!(key_controls_from_the_queue_page),

@@ -125,6 +125,21 @@ fn jobs(n: u64) -> String {
     }
 }
 
+/// What a cancel or delete also does to the workflow steps that need the jobs it touches.
+fn dependents_words(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => " It also cancels 1 waiting workflow step that needs one of them to complete \
+              (and the steps that wait for it)."
+            .to_owned(),
+        n => format!(
+            " It also cancels {} waiting workflow steps that need one of them to complete \
+             (and the steps that wait for those).",
+            count(n)
+        ),
+    }
+}
+
 /// The list the request was made from.
 fn back_href(req: &BulkRequest) -> String {
     list_href(
@@ -158,6 +173,14 @@ pub(crate) async fn confirm(
         Ok(n) => n,
         Err(e) => return error_page(&app, &csrf, &e),
     };
+    let dependents = if matching == 0 {
+        0
+    } else {
+        match app.queue.count_dependents(req.action, &req.filter).await {
+            Ok(n) => n,
+            Err(e) => return error_page(&app, &csrf, &e),
+        }
+    };
     let verb = verb(req.action);
     let action = req.action.as_str();
     let text = if matching == 0 {
@@ -166,7 +189,12 @@ pub(crate) async fn confirm(
             req.scope
         )
     } else {
-        format!("This will {action} {}: {}.", jobs(matching), req.scope)
+        format!(
+            "This will {action} {}: {}.{}",
+            jobs(matching),
+            req.scope,
+            dependents_words(dependents)
+        )
     };
     let page = BulkPage {
         layout: Layout::new(&app, format!("{verb} matching jobs"), &csrf),
