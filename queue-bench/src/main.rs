@@ -20,7 +20,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::backend::{BackendKind, Server};
 use crate::report::{Report, ServerReport};
-use crate::workload::{Settings, Workload};
+use crate::workload::{Prefetch, Settings, Workload};
 use queue_core::RateLimit;
 
 /// Benchmarks the job queue against hand-written SQL on SQLite, PostgreSQL, MySQL/MariaDB or
@@ -36,7 +36,8 @@ struct Cli {
     /// QUEUE_TEST_MSSQL_URL (a mssql:// URL).
     #[arg(long)]
     url: Option<String>,
-    /// Which workload to run (`drain` runs both the prefetch-`--batch` and the prefetch-1 drain).
+    /// Which workload to run (`drain` runs both the drain at the worker's defaults, or at
+    /// prefetch `--batch` when given, and the prefetch-1 drain).
     #[arg(long, value_enum, default_value_t = WorkloadArg::All)]
     workload: WorkloadArg,
     /// Jobs per workload.
@@ -45,9 +46,11 @@ struct Cli {
     /// Worker slots (handlers at once) and, for the baselines, concurrent claim loops.
     #[arg(long, default_value_t = 16)]
     workers: usize,
-    /// Pop batch: the worker's prefetch and the batched baseline's claim size.
-    #[arg(long, default_value_t = 100)]
-    batch: usize,
+    /// The drains' worker prefetch (the most one claim takes) and the batched baseline's claim
+    /// size. Unset: the worker's defaults (it sizes its claims itself) and a baseline claim of
+    /// 100.
+    #[arg(long)]
+    batch: Option<usize>,
     /// Size of each job's JSON payload in bytes (approximately).
     #[arg(long, default_value_t = 64)]
     payload_bytes: usize,
@@ -66,8 +69,8 @@ struct Cli {
     /// Jobs pushed in the latency workload.
     #[arg(long, default_value_t = 2_000)]
     latency_jobs: u64,
-    /// Also drain with this many worker processes (each with `--workers` slots and prefetch
-    /// `--batch`) against one database; 0 leaves that workload out.
+    /// Also drain with this many worker processes (each with `--workers` slots, and prefetch
+    /// `--batch` when given) against one database; 0 leaves that workload out.
     #[arg(long, default_value_t = 0)]
     worker_processes: usize,
     /// The concurrency limit of the `drain-limited` workload.
@@ -88,6 +91,9 @@ struct Cli {
     /// after all of them); `--jobs` / size workflows, at least one.
     #[arg(long, default_value_t = 1_000)]
     workflow_size: u64,
+    /// The `sustained` workload: how long it pushes and drains at once, in seconds.
+    #[arg(long, default_value_t = 300)]
+    duration: u64,
     /// Internal: run as one worker process of the multi-process drain on this namespace.
     #[arg(long, hide = true)]
     child_drain: Option<String>,
@@ -131,6 +137,9 @@ enum WorkloadArg {
     /// Fan-out / fan-in workflows of `--workflow-size` jobs (`--jobs` / size of them, at least
     /// one), pushed then drained (and the plain drain they are compared with).
     Workflow,
+    /// Pushes and drains at once for `--duration` seconds (not part of `all`): the rate per 10 s
+    /// window, and the last minute's beside the first.
+    Sustained,
     All,
 }
 
@@ -147,6 +156,8 @@ struct Controls {
     rate: RateLimit,
     /// `workflow`'s jobs per workflow.
     workflow_size: u64,
+    /// `sustained`'s seconds.
+    duration: u64,
 }
 
 impl Controls {
@@ -157,6 +168,7 @@ impl Controls {
             key_limit: cli.key_limit,
             rate: cli.rate,
             workflow_size: cli.workflow_size,
+            duration: cli.duration,
         }
     }
 
@@ -240,11 +252,12 @@ fn parse_rate(text: &str) -> Result<RateLimit, String> {
 }
 
 impl WorkloadArg {
-    fn expand(self, batch: usize, processes: usize, c: &Controls) -> Vec<Workload> {
-        let mut drains = if batch == 1 {
-            vec![Workload::Drain { batch: 1 }]
+    fn expand(self, batch: Prefetch, processes: usize, c: &Controls) -> Vec<Workload> {
+        let one = Prefetch::Max(1);
+        let mut drains = if batch == one {
+            vec![Workload::Drain { batch: one }]
         } else {
-            vec![Workload::Drain { batch }, Workload::Drain { batch: 1 }]
+            vec![Workload::Drain { batch }, Workload::Drain { batch: one }]
         };
         if processes > 0 {
             drains.push(Workload::DrainProcesses { batch, processes });
@@ -279,6 +292,10 @@ impl WorkloadArg {
             WorkloadArg::DrainRate => vec![Workload::Drain { batch }, rated],
             WorkloadArg::Fairness => vec![Workload::Fairness { batch }],
             WorkloadArg::Workflow => vec![Workload::Drain { batch }, workflow],
+            WorkloadArg::Sustained => vec![Workload::Sustained {
+                batch,
+                seconds: c.duration,
+            }],
             WorkloadArg::All => {
                 let mut all = vec![
                     Workload::Enqueue,
@@ -298,6 +315,11 @@ impl WorkloadArg {
             }
         }
     }
+}
+
+/// The drains' prefetch the command line asks for.
+fn prefetch(cli: &Cli) -> Prefetch {
+    cli.batch.map_or(Prefetch::Auto, Prefetch::Max)
 }
 
 fn main() -> ExitCode {
@@ -328,7 +350,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
     if let Some(namespace) = &cli.child_drain {
         let url = cli.url.clone().or_else(|| cli.backend.default_url());
         let server = backend::connect(cli.backend, url.as_deref()).await?;
-        procs::child(server.as_ref(), namespace, cli.workers, cli.batch).await?;
+        procs::child(server.as_ref(), namespace, cli.workers, prefetch(&cli)).await?;
         return Ok(true);
     }
     let machine = machine::Machine::detect();
@@ -338,7 +360,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         let settings = Settings {
             jobs: 300,
             workers: cli.workers,
-            batch: cli.batch,
+            batch: prefetch(&cli),
             payload_bytes: cli.payload_bytes,
             producers: cli.producers,
             push_batch: 100,
@@ -348,7 +370,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             baseline: true,
             smoke: true,
         };
-        let workloads = WorkloadArg::All.expand(cli.batch, 0, &Controls::smoke(&cli));
+        let workloads = WorkloadArg::All.expand(prefetch(&cli), 0, &Controls::smoke(&cli));
         for kind in [
             BackendKind::Sqlite,
             BackendKind::Postgres,
@@ -384,7 +406,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         let settings = Settings {
             jobs: cli.jobs,
             workers: cli.workers,
-            batch: cli.batch,
+            batch: prefetch(&cli),
             payload_bytes: cli.payload_bytes,
             producers: cli.producers,
             push_batch: cli.push_batch,
@@ -398,7 +420,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         let controls = Controls::of(&cli);
         let workloads = cli
             .workload
-            .expand(cli.batch, cli.worker_processes, &controls);
+            .expand(prefetch(&cli), cli.worker_processes, &controls);
         let rated = workloads
             .iter()
             .any(|w| matches!(w, Workload::DrainRate { .. }));
@@ -482,18 +504,27 @@ mod tests {
     fn drain_runs_both_batch_sizes_unless_batch_is_one() {
         let c = controls();
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 0, &c),
-            vec![Workload::Drain { batch: 100 }, Workload::Drain { batch: 1 }]
+            WorkloadArg::Drain.expand(Prefetch::Max(100), 0, &c),
+            vec![
+                Workload::Drain {
+                    batch: Prefetch::Max(100)
+                },
+                Workload::Drain {
+                    batch: Prefetch::Max(1)
+                }
+            ]
         );
         assert_eq!(
-            WorkloadArg::Drain.expand(1, 0, &c),
-            vec![Workload::Drain { batch: 1 }]
+            WorkloadArg::Drain.expand(Prefetch::Max(1), 0, &c),
+            vec![Workload::Drain {
+                batch: Prefetch::Max(1)
+            }]
         );
-        assert_eq!(WorkloadArg::All.expand(50, 0, &c).len(), 13);
+        assert_eq!(WorkloadArg::All.expand(Prefetch::Max(50), 0, &c).len(), 13);
         assert_eq!(
-            WorkloadArg::Drain.expand(100, 4, &c).last(),
+            WorkloadArg::Drain.expand(Prefetch::Max(100), 4, &c).last(),
             Some(&Workload::DrainProcesses {
-                batch: 100,
+                batch: Prefetch::Max(100),
                 processes: 4
             })
         );
@@ -507,69 +538,82 @@ mod tests {
             key_limit: 2,
             rate: RateLimit::new(10, Duration::from_millis(20)).unwrap(),
             workflow_size: 50,
+            duration: 300,
         };
         assert_eq!(
-            WorkloadArg::DrainKeyed.expand(100, 0, &c),
+            WorkloadArg::DrainKeyed.expand(Prefetch::Max(100), 0, &c),
             vec![
-                Workload::Drain { batch: 100 },
+                Workload::Drain {
+                    batch: Prefetch::Max(100)
+                },
                 Workload::DrainKeyed {
-                    batch: 100,
+                    batch: Prefetch::Max(100),
                     keys: 50,
                     key_limit: 2
                 }
             ]
         );
         assert_eq!(
-            WorkloadArg::DrainRate.expand(100, 0, &c),
+            WorkloadArg::DrainRate.expand(Prefetch::Max(100), 0, &c),
             vec![
-                Workload::Drain { batch: 100 },
+                Workload::Drain {
+                    batch: Prefetch::Max(100)
+                },
                 Workload::DrainRate {
-                    batch: 100,
+                    batch: Prefetch::Max(100),
                     rate: c.rate
                 }
             ]
         );
         assert_eq!(
-            WorkloadArg::Fairness.expand(100, 0, &c),
-            vec![Workload::Fairness { batch: 100 }]
+            WorkloadArg::Fairness.expand(Prefetch::Max(100), 0, &c),
+            vec![Workload::Fairness {
+                batch: Prefetch::Max(100)
+            }]
         );
         assert_eq!(
-            WorkloadArg::Workflow.expand(100, 0, &c),
+            WorkloadArg::Workflow.expand(Prefetch::Max(100), 0, &c),
             vec![
-                Workload::Drain { batch: 100 },
+                Workload::Drain {
+                    batch: Prefetch::Max(100)
+                },
                 Workload::Workflow {
-                    batch: 100,
+                    batch: Prefetch::Max(100),
                     size: 50
                 }
             ]
         );
-        let all = WorkloadArg::All.expand(100, 0, &c);
+        let all = WorkloadArg::All.expand(Prefetch::Max(100), 0, &c);
         for w in [
             Workload::DrainLimited {
-                batch: 100,
+                batch: Prefetch::Max(100),
                 limit: 8,
             },
             Workload::DrainKeyed {
-                batch: 100,
+                batch: Prefetch::Max(100),
                 keys: 50,
                 key_limit: 2,
             },
             Workload::DrainRate {
-                batch: 100,
+                batch: Prefetch::Max(100),
                 rate: c.rate,
             },
-            Workload::Fairness { batch: 100 },
+            Workload::Fairness {
+                batch: Prefetch::Max(100),
+            },
             Workload::Workflow {
-                batch: 100,
+                batch: Prefetch::Max(100),
                 size: 50,
             },
         ] {
             assert!(all.contains(&w), "{w:?} not in {all:?}");
         }
         // After the unlimited drain, whose rate they are compared with.
-        let drain = all
-            .iter()
-            .position(|w| *w == Workload::Drain { batch: 100 });
+        let drain = all.iter().position(|w| {
+            *w == Workload::Drain {
+                batch: Prefetch::Max(100),
+            }
+        });
         let keyed = all
             .iter()
             .position(|w| matches!(w, Workload::DrainKeyed { .. }));
@@ -595,7 +639,7 @@ mod tests {
         let settings = Settings {
             jobs: cli.jobs,
             workers: 1,
-            batch: 1,
+            batch: Prefetch::Max(1),
             payload_bytes: 64,
             producers: 1,
             push_batch: 1,
@@ -627,7 +671,7 @@ mod tests {
         assert_eq!(cli.backend, BackendKind::Sqlite);
         assert_eq!(cli.jobs, 20_000);
         assert_eq!(cli.workers, 16);
-        assert_eq!(cli.batch, 100);
+        assert_eq!(cli.batch, None);
         assert_eq!(cli.backlog_rows, 1_000_000);
         assert_eq!((cli.keys, cli.key_limit), (100, 1));
         assert_eq!(cli.workflow_size, 1_000);

@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::backend::{BackendKind, OursNs, Server};
-use crate::workload::{Measurement, Outcome, Settings};
+use crate::workload::{Measurement, Outcome, Prefetch, Settings};
 
 /// The queue name every workload uses (the same as the in-process workloads').
 const QUEUE: &str = "bench";
@@ -66,7 +66,7 @@ pub(crate) async fn child(
     server: &dyn Server,
     namespace: &str,
     workers: usize,
-    batch: usize,
+    batch: Prefetch,
 ) -> Result<()> {
     let queue = server
         .attach(namespace, (workers + 2) as u32)
@@ -81,10 +81,12 @@ pub(crate) async fn child(
     }
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
-    let handle = Worker::builder(queue, QUEUE)
-        .retention(queue_core::Retention::off())
-        .concurrency(workers)
-        .prefetch(batch)
+    let handle = batch
+        .apply(
+            Worker::builder(queue, QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(workers),
+        )
         .handler_fn(move |_ctx: JobContext| {
             h.fetch_add(1, Ordering::Relaxed);
             async { Ok::<(), JobError>(()) }
@@ -143,7 +145,7 @@ fn spawn(
     url: Option<&str>,
     namespace: &str,
     s: &Settings,
-    batch: usize,
+    batch: Prefetch,
 ) -> Result<Proc> {
     let exe = std::env::current_exe().context("find this program to start worker processes")?;
     let mut cmd = Command::new(exe);
@@ -152,9 +154,10 @@ fn spawn(
         .arg("--child-drain")
         .arg(namespace)
         .arg("--workers")
-        .arg(s.workers.to_string())
-        .arg("--batch")
-        .arg(batch.to_string());
+        .arg(s.workers.to_string());
+    if let Prefetch::Max(n) = batch {
+        cmd.arg("--batch").arg(n.to_string());
+    }
     if let Some(url) = url {
         cmd.arg("--url").arg(url);
     }
@@ -181,7 +184,7 @@ pub(crate) async fn drain(
     url: Option<&str>,
     ns: &dyn OursNs,
     s: &Settings,
-    batch: usize,
+    batch: Prefetch,
     processes: usize,
 ) -> Outcome {
     let payload = s.payload();

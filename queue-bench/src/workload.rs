@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use queue_core::worker::{JobContext, JobError, Worker};
+use queue_core::worker::{JobContext, JobError, Worker, WorkerBuilder};
 use queue_core::{JobId, NewJob, Queue, RateLimit};
 use tokio::task::JoinSet;
 
@@ -34,12 +34,50 @@ const KEY_B: &str = "b";
 pub(crate) const LATE_JOBS: u64 = 100;
 const LATE_KIND: &str = "late";
 
+/// The prefetch of a drain's worker: the worker's own claim sizing (its default, what a user
+/// who sets nothing gets), or a fixed bound (`--batch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub(crate) enum Prefetch {
+    /// The worker's defaults.
+    Auto,
+    /// `prefetch(n)`.
+    Max(usize),
+}
+
+impl Prefetch {
+    /// The worker builder with this prefetch.
+    pub(crate) fn apply(self, b: WorkerBuilder) -> WorkerBuilder {
+        match self {
+            Prefetch::Auto => b,
+            Prefetch::Max(n) => b.prefetch(n),
+        }
+    }
+
+    /// The claim size of the hand-written baseline beside a drain with this prefetch (100
+    /// beside the worker's own sizing).
+    pub(crate) fn baseline(self) -> usize {
+        match self {
+            Prefetch::Auto => 100,
+            Prefetch::Max(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for Prefetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Prefetch::Auto => f.write_str("auto"),
+            Prefetch::Max(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// What every workload is told.
 #[derive(Clone, Debug, serde::Serialize)]
 pub(crate) struct Settings {
     pub(crate) jobs: u64,
     pub(crate) workers: usize,
-    pub(crate) batch: usize,
+    pub(crate) batch: Prefetch,
     pub(crate) payload_bytes: usize,
     pub(crate) producers: usize,
     pub(crate) push_batch: usize,
@@ -52,14 +90,16 @@ pub(crate) struct Settings {
 
 impl Settings {
     pub(crate) fn validate(&self) -> Result<()> {
-        if self.jobs == 0 || self.workers == 0 || self.batch == 0 || self.producers == 0 {
-            bail!("--jobs, --workers, --batch and --producers must be at least 1");
+        if self.jobs == 0 || self.workers == 0 || self.producers == 0 {
+            bail!("--jobs, --workers and --producers must be at least 1");
         }
         if self.push_batch == 0 || self.latency_rate == 0 || self.latency_jobs == 0 {
             bail!("--push-batch, --latency-rate and --latency-jobs must be at least 1");
         }
-        if self.batch > 1000 {
-            bail!("--batch must be at most 1000 (the queue's pop limit)");
+        if let Prefetch::Max(n) = self.batch {
+            if !(1..=1000).contains(&n) {
+                bail!("--batch must be between 1 and 1000 (the queue's pop limit)");
+            }
         }
         Ok(())
     }
@@ -89,29 +129,29 @@ pub(crate) enum Workload {
     /// `push_batch` from concurrent producers.
     EnqueueBatch,
     /// Pre-pushed jobs burnt down by the worker runtime with this prefetch.
-    Drain { batch: usize },
+    Drain { batch: Prefetch },
     /// Jobs pushed at a fixed rate to idle workers.
     Latency,
     /// The drain on a table already holding many finished rows.
-    Backlog { batch: usize },
+    Backlog { batch: Prefetch },
     /// The drain by several worker processes, each with the configured slots and this prefetch.
-    DrainProcesses { batch: usize, processes: usize },
+    DrainProcesses { batch: Prefetch, processes: usize },
     /// The drain of a queue with a global concurrency limit, compared with the unlimited drain
     /// of the same run.
-    DrainLimited { batch: usize, limit: u32 },
+    DrainLimited { batch: Prefetch, limit: u32 },
     /// The drain of jobs spread round-robin over `keys` concurrency keys, each key limited to
     /// `key_limit` live leases, compared with the unlimited drain of the same run.
     DrainKeyed {
-        batch: usize,
+        batch: Prefetch,
         keys: u32,
         key_limit: u32,
     },
     /// The drain of a queue with a rate limit, compared with the configured rate (and, in the
     /// notes, with the unlimited drain of the same run).
-    DrainRate { batch: usize, rate: RateLimit },
+    DrainRate { batch: Prefetch, rate: RateLimit },
     /// A deep backlog of key A drained with fair shares; [`LATE_JOBS`] jobs of key B pushed once
     /// the drain started: how long B's jobs wait, beside the same drain without fair shares.
-    Fairness { batch: usize },
+    Fairness { batch: Prefetch },
     /// Single pushes with a uniqueness rule (every job its own key), compared with plain single
     /// pushes of the same run.
     EnqueueUnique,
@@ -121,15 +161,24 @@ pub(crate) enum Workload {
     /// Fan-out / fan-in workflows of `size` jobs each (a root, `size - 2` middles after it, a
     /// join after all of them), as many as fit in the jobs (at least one), pushed and then
     /// drained with this prefetch; compared with the plain drain of the same run.
-    Workflow { batch: usize, size: u64 },
+    Workflow { batch: Prefetch, size: u64 },
+    /// Producers push (in batches) while the worker drains, for `seconds`, the backlog kept
+    /// near [`SUSTAINED_BACKLOG`] jobs; the rate of completions per [`SUSTAINED_WINDOW`], so
+    /// that a drop as the table and its indexes grow, or while autovacuum runs, shows.
+    Sustained { batch: Prefetch, seconds: u64 },
 }
+
+/// The sustained workload's window of counting.
+const SUSTAINED_WINDOW: Duration = Duration::from_secs(10);
+/// The sustained workload's backlog: producers stop pushing while this many jobs wait.
+const SUSTAINED_BACKLOG: u64 = 20_000;
 
 impl Workload {
     pub(crate) fn name(&self) -> String {
         match self {
             Workload::Enqueue => "enqueue".into(),
             Workload::EnqueueBatch => "enqueue-batch".into(),
-            Workload::Drain { batch } => format!("drain (batch {batch})"),
+            Workload::Drain { batch } => format!("drain (prefetch {batch})"),
             Workload::Latency => "latency".into(),
             Workload::Backlog { batch } => format!("backlog drain (batch {batch})"),
             Workload::DrainProcesses { batch, processes } => {
@@ -157,6 +206,9 @@ impl Workload {
             Workload::Stats => "stats".into(),
             Workload::Workflow { batch, size } => {
                 format!("workflow: fan-out/fan-in of {size} jobs (batch {batch})")
+            }
+            Workload::Sustained { batch, seconds } => {
+                format!("sustained push and drain for {seconds} s (prefetch {batch})")
             }
         }
     }
@@ -297,6 +349,11 @@ pub(crate) async fn run(
                 finish_baseline(&mut r, b.as_ref(), out).await?;
             }
         }
+        Workload::Sustained { batch, seconds } => {
+            let ns = server.ours(s.pool()).await?;
+            let out = sustained_ours(ns.as_ref(), s, batch, seconds, progress).await;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+        }
         Workload::Drain { batch } => {
             let ns = server.ours(s.pool()).await?;
             let out = drain_ours(ns.as_ref(), s, batch, 0, Controls::NONE, progress).await;
@@ -306,7 +363,7 @@ pub(crate) async fn run(
             drop(ns);
             if s.baseline {
                 let b: Arc<dyn BaselineNs> = server.baseline(s.pool()).await?.into();
-                let out = drain_baseline(b.clone(), s, batch, progress).await;
+                let out = drain_baseline(b.clone(), s, batch.baseline(), progress).await;
                 finish_baseline(&mut r, b.as_ref(), out).await?;
             }
         }
@@ -870,10 +927,157 @@ fn window_counts(starts_us: &[i64], period: Duration) -> (u64, usize) {
     (windows.values().copied().max().unwrap_or(0), windows.len())
 }
 
+/// The sustained workload: `s.producers` producers push batches of `s.push_batch` while the
+/// worker drains, for `seconds`, and push only while fewer than [`SUSTAINED_BACKLOG`] jobs wait
+/// (so the backlog stays about level and the table grows by the completed jobs it keeps). The
+/// completions are counted per [`SUSTAINED_WINDOW`]; the measurement is every completion over
+/// the whole run, and the notes hold the rate of each window and the last minute's beside the
+/// first minute's. Every pushed job must complete exactly once by the end (the pushing stops
+/// at the deadline, and the worker drains what is left).
+async fn sustained_ours(
+    ns: &dyn OursNs,
+    s: &Settings,
+    batch: Prefetch,
+    seconds: u64,
+    progress: bool,
+) -> Outcome {
+    let q = ns.queue();
+    let payload = s.payload();
+    let handled = Arc::new(AtomicU64::new(0));
+    let pushed = Arc::new(AtomicU64::new(0));
+    let h = handled.clone();
+    let pb = bar(
+        progress,
+        seconds,
+        format!(
+            "dbqueue push and drain, worker x{} prefetch {batch}",
+            s.workers
+        ),
+    );
+    let handle = batch
+        .apply(
+            Worker::builder(q.clone(), QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(s.workers),
+        )
+        .lease(LEASE)
+        .handler_fn(move |_ctx: JobContext| {
+            h.fetch_add(1, Ordering::Relaxed);
+            async { Ok::<(), JobError>(()) }
+        })
+        .build()?
+        .start();
+    let counters = handle.counters();
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(seconds);
+    let mut producers = JoinSet::new();
+    for _ in 0..s.producers {
+        let (q, pushed, counters) = (q.clone(), pushed.clone(), counters.clone());
+        let (payload, n) = (payload.clone(), s.push_batch);
+        producers.spawn(async move {
+            while Instant::now() < deadline {
+                let waiting = pushed
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(counters.completed());
+                if waiting >= SUSTAINED_BACKLOG {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
+                let jobs = (0..n)
+                    .map(|_| NewJob::from_json(QUEUE, &payload))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                q.push_batch(jobs).await.context("push a batch")?;
+                pushed.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            anyhow::Ok(())
+        });
+    }
+    let mut windows: Vec<f64> = Vec::new();
+    let (mut mark, mut at_mark) = (start, 0u64);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        pb.set_position(start.elapsed().as_secs());
+        if mark.elapsed() >= SUSTAINED_WINDOW {
+            let done = counters.completed();
+            windows.push((done - at_mark) as f64 / mark.elapsed().as_secs_f64());
+            (mark, at_mark) = (Instant::now(), done);
+        }
+    }
+    while let Some(p) = producers.join_next().await {
+        p??;
+    }
+    let total = pushed.load(Ordering::Relaxed);
+    let drain_deadline = Instant::now() + Duration::from_secs(s.workload_timeout_secs());
+    while counters.completed() < total && Instant::now() < drain_deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    pb.finish_and_clear();
+    let report = handle.shutdown(Duration::from_secs(10)).await;
+    let mut notes = vec![claim_sizes(batch, &report.counters)];
+    let per_minute = (60 / SUSTAINED_WINDOW.as_secs()).max(1) as usize;
+    let mean = |w: &[f64]| w.iter().sum::<f64>() / w.len().max(1) as f64;
+    if windows.len() >= 2 * per_minute {
+        let first = mean(&windows[..per_minute]);
+        let last = mean(&windows[windows.len() - per_minute..]);
+        notes.push(format!(
+            "first minute {first:.0} jobs/s, last minute {last:.0} jobs/s: last / first {:.2}",
+            last / first.max(1e-9)
+        ));
+    }
+    notes.push(format!(
+        "completions per {} s window (jobs/s): {}",
+        SUSTAINED_WINDOW.as_secs(),
+        windows
+            .iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    notes.push(format!(
+        "{total} jobs pushed in batches of {} by {} producers while the backlog was under {SUSTAINED_BACKLOG}",
+        s.push_batch, s.producers
+    ));
+    let check = ns.check(QUEUE).await?;
+    let mut violations = check.violations(kept_after_completion(total));
+    let ran = handled.load(Ordering::Relaxed);
+    if ran != total {
+        violations.push(format!("the handler ran {ran} times for {total} jobs"));
+    }
+    if !report.all_settled() {
+        violations.push(format!("the worker did not settle every job: {report:?}"));
+    }
+    Ok((
+        Measurement::new(
+            format!(
+                "worker runtime, {} slots, prefetch {batch}, pushing and draining for {seconds} s",
+                s.workers
+            ),
+            at_mark,
+            mark - start,
+        ),
+        violations,
+        notes,
+    ))
+}
+
+/// What the worker's claims were: how many, their mean and largest size, under the prefetch
+/// it was given.
+pub(crate) fn claim_sizes(batch: Prefetch, c: &queue_core::worker::CountersSnapshot) -> String {
+    let mean = if c.claims > 0 {
+        c.claimed as f64 / c.claims as f64
+    } else {
+        0.0
+    };
+    format!(
+        "worker prefetch {batch}: {} claims, {mean:.1} jobs per claim on average, {} at most",
+        c.claims, c.largest_claim
+    )
+}
+
 async fn drain_ours(
     ns: &dyn OursNs,
     s: &Settings,
-    batch: usize,
+    batch: Prefetch,
     backlog: u64,
     controls: Controls,
     progress: bool,
@@ -930,10 +1134,12 @@ async fn drain_ours(
     let start = Instant::now();
     // Retention off: the drain alone is measured (a filled backlog is a day old, which the
     // default rules would start deleting).
-    let handle = Worker::builder(q.clone(), QUEUE)
-        .retention(queue_core::Retention::off())
-        .concurrency(s.workers)
-        .prefetch(batch)
+    let handle = batch
+        .apply(
+            Worker::builder(q.clone(), QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(s.workers),
+        )
         .lease(LEASE)
         .handler_fn(move |ctx: JobContext| {
             h.fetch_add(1, Ordering::Relaxed);
@@ -981,6 +1187,7 @@ async fn drain_ours(
     let elapsed = start.elapsed();
     pb.finish_and_clear();
     let report = handle.shutdown(Duration::from_secs(10)).await;
+    notes.push(claim_sizes(batch, &report.counters));
     if timed_out {
         bail!(
             "the worker completed {} of {} jobs in {:?}; counters {:?}",
@@ -1144,7 +1351,7 @@ fn claims_between(claims_us: &[i64], late: &[(i64, i64)]) -> Vec<u64> {
 async fn fairness_ours(
     ns: &dyn OursNs,
     s: &Settings,
-    batch: usize,
+    batch: Prefetch,
     fair: bool,
     progress: bool,
 ) -> Result<FairRun> {
@@ -1181,10 +1388,12 @@ async fn fairness_ours(
         ),
     );
     let start = Instant::now();
-    let handle = Worker::builder(q.clone(), QUEUE)
-        .retention(queue_core::Retention::off())
-        .concurrency(s.workers)
-        .prefetch(batch)
+    let handle = batch
+        .apply(
+            Worker::builder(q.clone(), QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(s.workers),
+        )
         .lease(LEASE)
         .handler_fn(move |ctx: JobContext| {
             let at = start_us(&ctx);
@@ -1425,10 +1634,13 @@ async fn latency_ours(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(JobId, Instant)>();
     // Retention off: the drain alone is measured (a filled backlog is a day old, which the
     // default rules would start deleting).
-    let handle = Worker::builder(q.clone(), QUEUE)
-        .retention(queue_core::Retention::off())
-        .concurrency(s.workers)
-        .prefetch(s.batch)
+    let handle = s
+        .batch
+        .apply(
+            Worker::builder(q.clone(), QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(s.workers),
+        )
         .handler_fn(move |ctx: JobContext| {
             let _ = tx.send((ctx.id(), Instant::now()));
             async { Ok::<(), JobError>(()) }
@@ -1533,7 +1745,7 @@ mod tests {
         let s = Settings {
             jobs: 1,
             workers: 1,
-            batch: 1,
+            batch: Prefetch::Max(1),
             payload_bytes: 64,
             producers: 1,
             push_batch: 1,
@@ -1552,7 +1764,7 @@ mod tests {
         Settings {
             jobs,
             workers: 8,
-            batch: 50,
+            batch: Prefetch::Max(50),
             payload_bytes: 64,
             producers: 2,
             push_batch: 100,
@@ -1576,7 +1788,7 @@ mod tests {
     async fn the_keyed_drain_holds_the_key_limit_and_says_so() {
         let s = small(400);
         let w = Workload::DrainKeyed {
-            batch: 50,
+            batch: Prefetch::Max(50),
             keys: 20,
             key_limit: 2,
         };
@@ -1596,7 +1808,7 @@ mod tests {
         // 250 jobs: two whole workflows of 100.
         let s = small(250);
         let w = Workload::Workflow {
-            batch: 50,
+            batch: Prefetch::Max(50),
             size: 100,
         };
         let r = run_on_sqlite(w, &s, Some(1000.0)).await;
@@ -1617,7 +1829,15 @@ mod tests {
     async fn the_rate_limited_drain_counts_every_window() {
         let s = small(300);
         let rate = RateLimit::new(100, Duration::from_millis(50)).unwrap();
-        let r = run_on_sqlite(Workload::DrainRate { batch: 50, rate }, &s, Some(10_000.0)).await;
+        let r = run_on_sqlite(
+            Workload::DrainRate {
+                batch: Prefetch::Max(50),
+                rate,
+            },
+            &s,
+            Some(10_000.0),
+        )
+        .await;
         let ours = r.ours.as_ref().unwrap();
         // 300 starts need 3 windows of 50 ms: at least one whole window between the first and
         // the last.
@@ -1630,7 +1850,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn fairness_reports_key_b_with_and_without_fair_shares() {
         let s = small(600);
-        let r = run_on_sqlite(Workload::Fairness { batch: 50 }, &s, None).await;
+        let r = run_on_sqlite(
+            Workload::Fairness {
+                batch: Prefetch::Max(50),
+            },
+            &s,
+            None,
+        )
+        .await;
         assert_eq!(r.ours.as_ref().map(|m| m.jobs), Some(600 + LATE_JOBS));
         assert_eq!(r.baseline.as_ref().map(|m| m.jobs), Some(600 + LATE_JOBS));
         assert!(r.ratio.is_some());

@@ -278,3 +278,74 @@ async fn each_queue_keeps_its_own_concurrency() {
     assert_eq!(db.stats_of(Q).await.completed, 20);
     assert_eq!(db.stats_of("other").await.completed, 20);
 }
+
+/// Unset, the claims size themselves: they grow well past the concurrency while a backlog of
+/// quick jobs lasts (so a drain takes few claims), never past the backend's `max_pop`, and the
+/// jobs held never exceed the slots plus one claim.
+#[tokio::test(start_paused = true)]
+async fn claims_grow_with_a_backlog_of_quick_jobs() {
+    let db = Db::new().await;
+    db.faults.latency(CLAIMS, Duration::from_millis(1));
+    let claims = db.faults.tally(CLAIMS);
+    db.push_n(5_000, json!({})).await;
+    let finished = Arc::new(AtomicU64::new(0));
+    let f = finished.clone();
+    let handle = db
+        .builder()
+        .concurrency(8)
+        .handler_fn(move |_ctx| {
+            f.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    let (watcher, held) = watch_held(counters.clone(), finished);
+    until(Duration::from_secs(60), || counters.completed() == 5_000).await;
+    watcher.abort();
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    let c = report.counters;
+    let max_pop = db.queue.capabilities().limits.max_pop as u64;
+    assert!(c.largest_claim > 8 * 4, "{c:?}");
+    assert!(c.largest_claim <= max_pop, "{c:?}");
+    assert!(claims.calls() < 5_000 / 8 / 4, "{} claims", claims.calls());
+    let held = held.load(Ordering::SeqCst);
+    assert!(held <= 8 + max_pop, "{held} jobs held");
+    assert_eq!(db.count(JobState::Completed).await, 5_000);
+}
+
+/// Slow jobs are not hoarded: the claims stay within what the slots run in about a second at
+/// the jobs' pace (4 slots, 250 ms jobs: 16 beyond the running ones), whatever the backlog,
+/// so that other workers can take the rest; and at first, before a job has run, no larger than
+/// the concurrency.
+#[tokio::test(start_paused = true)]
+async fn claims_of_slow_jobs_stay_within_a_second_of_work() {
+    let db = Db::new().await;
+    db.push_n(400, json!({})).await;
+    let finished = Arc::new(AtomicU64::new(0));
+    let f = finished.clone();
+    let handle = db
+        .builder()
+        .concurrency(4)
+        .handler_fn(move |_ctx| {
+            let f = f.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                f.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap()
+        .start();
+    let counters = handle.counters();
+    let (watcher, held) = watch_held(counters.clone(), finished);
+    until(Duration::from_secs(120), || counters.completed() == 400).await;
+    watcher.abort();
+    let report = handle.shutdown(Duration::from_secs(1)).await;
+    let held = held.load(Ordering::SeqCst);
+    assert!(held <= 4 + 16, "{held} jobs held");
+    assert!(held > 4, "the buffer was never used ({held} held)");
+    assert!(report.counters.largest_claim <= 16, "{report:?}");
+}

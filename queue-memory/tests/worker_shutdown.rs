@@ -143,9 +143,10 @@ async fn a_buffered_job_is_released_when_the_worker_stops() {
         .unwrap()
         .start();
     let counters = handle.counters();
-    // Two run, three wait in the buffer.
-    until(Duration::from_secs(1), || counters.claimed() == 5).await;
-    assert_eq!(db.count(JobState::Running).await, 5);
+    // Two run, two wait in the buffer: until a first job has run, the claims (and the buffer)
+    // are no larger than the concurrency, whatever the prefetch allows.
+    until(Duration::from_secs(1), || counters.claimed() == 4).await;
+    assert_eq!(db.count(JobState::Running).await, 4);
     let closer = tokio::spawn(async move {
         loop {
             gate.notify_waiters();
@@ -156,13 +157,16 @@ async fn a_buffered_job_is_released_when_the_worker_stops() {
     closer.abort();
     assert!(report.all_settled(), "{report:?}");
     let c = report.counters;
-    assert_eq!(c.completed + c.released, 5, "{report:?}");
+    // A slot that freed before the stop may have claimed the fifth job too.
+    assert!(c.claimed >= 4, "{report:?}");
+    assert_eq!(c.completed + c.released, c.claimed, "{report:?}");
     assert!(c.released >= 1, "{report:?}");
     let mut completed = 0;
     for id in ids {
         let job = db.job(id).await;
         match job.state {
             JobState::Completed => completed += 1,
+            // Released unstarted, or never claimed.
             JobState::Pending => assert_eq!(job.attempts, 0, "{job:?}"),
             _ => panic!("{job:?}"),
         }

@@ -194,7 +194,7 @@ pub(super) async fn workflow_ours(
     ns: &dyn OursNs,
     kind: BackendKind,
     s: &Settings,
-    batch: usize,
+    batch: crate::workload::Prefetch,
     size: u64,
     progress: bool,
 ) -> Result<WorkflowRun> {
@@ -238,10 +238,12 @@ pub(super) async fn workflow_ours(
     );
     let start = Instant::now();
     // The plain drain's worker: retention off, the same slots, prefetch and lease.
-    let handle = Worker::builder(q.clone(), QUEUE)
-        .retention(queue_core::Retention::off())
-        .concurrency(s.workers)
-        .prefetch(batch)
+    let handle = batch
+        .apply(
+            Worker::builder(q.clone(), QUEUE)
+                .retention(queue_core::Retention::off())
+                .concurrency(s.workers),
+        )
         .lease(LEASE)
         .handler_fn(move |ctx: JobContext| {
             let at = Instant::now();

@@ -156,18 +156,22 @@ impl WorkerBuilder {
         self
     }
 
-    /// Most jobs claimed by one claim, for each queue (default: the queue's concurrency, capped
-    /// at the backend's `max_pop`). Claimed jobs that find no free slot wait in a local buffer of at most this
-    /// many jobs, so a worker holds at most `concurrency + prefetch` jobs; a job that waited
-    /// long enough for its lease to run short has it extended before it starts, and one whose
-    /// lease was lost is not run.
+    /// Most jobs claimed by one claim, for each queue (default: the backend's `max_pop`, 1,000
+    /// unless its limits say otherwise). The worker sizes its claims itself below this bound:
+    /// from the queue's concurrency, doubling while claims come back full, never more than its
+    /// slots run in about a second at the pace its jobs have taken lately, and back to the
+    /// concurrency when the queue is drained. Claimed jobs that find no free slot wait in a
+    /// local buffer of at most the current claim size, so a worker holds at most
+    /// `concurrency + prefetch` jobs; a job that waited long enough for its lease to run short
+    /// has it extended before it starts, and one whose lease was lost is not run.
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = Some(n);
         self
     }
 
     /// Most claims in flight at once (default: enough to refill the slots and the buffer with
-    /// claims of half a prefetch, at most 16; with prefetch 1 and 16 slots, 16 one-job claims).
+    /// claims of half the current claim size, at most 16; with prefetch 1 and 16 slots, 16
+    /// one-job claims).
     /// The number actually in flight adapts: it grows while claims come back full and drops to
     /// one when the queue is drained, so an idle worker makes one claim per poll interval.
     pub fn pop_concurrency(mut self, n: usize) -> Self {
@@ -349,7 +353,7 @@ impl WorkerBuilder {
                     ))
                 }
                 Some(n) => n,
-                None => concurrency.min(limits.max_pop).max(1),
+                None => limits.max_pop.max(1),
             };
             queues.push(QueueConfig {
                 name,

@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct Counters {
     claimed: AtomicU64,
+    claims: AtomicU64,
+    largest_claim: AtomicU64,
     completed: AtomicU64,
     retried: AtomicU64,
     dead: AtomicU64,
@@ -40,6 +42,10 @@ impl Counters {
     getters! {
         /// Jobs claimed by this worker.
         claimed,
+        /// Claims that gave out at least one job (`claimed / claims` is their mean size).
+        claims,
+        /// The most jobs one claim gave out.
+        largest_claim,
         /// Jobs completed (acked while the lease was still current).
         completed,
         /// Failed jobs sent back to pending for another attempt.
@@ -77,6 +83,8 @@ impl Counters {
     pub fn snapshot(&self) -> CountersSnapshot {
         CountersSnapshot {
             claimed: self.claimed(),
+            claims: self.claims(),
+            largest_claim: self.largest_claim(),
             completed: self.completed(),
             retried: self.retried(),
             dead: self.dead(),
@@ -99,6 +107,14 @@ impl Counters {
 
     pub(crate) fn add_claimed(&self, n: u64) {
         Self::add(&self.claimed, n);
+    }
+    /// One claim that gave out `n` jobs.
+    pub(crate) fn add_claim(&self, n: u64) {
+        if n > 0 {
+            self.add_claimed(n);
+            Self::add(&self.claims, 1);
+            self.largest_claim.fetch_max(n, Ordering::Relaxed);
+        }
     }
     pub(crate) fn add_completed(&self, n: u64) {
         Self::add(&self.completed, n);
@@ -140,6 +156,10 @@ impl Counters {
 pub struct CountersSnapshot {
     /// Jobs claimed.
     pub claimed: u64,
+    /// Claims that gave out at least one job.
+    pub claims: u64,
+    /// The most jobs one claim gave out.
+    pub largest_claim: u64,
     /// Jobs completed.
     pub completed: u64,
     /// Failed jobs sent back for another attempt.

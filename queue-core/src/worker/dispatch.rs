@@ -1,18 +1,26 @@
 //! The dispatcher: keeps several claims in flight, holds claimed jobs in a bounded local buffer,
-//! and starts them as handler slots free up.
+//! and starts them as handler slots free up. It sizes its claims itself, from what it
+//! observes, within the bounds the worker's settings give.
 //!
+//! - **Claim size**: starts at the queue's concurrency; doubles after each claim that came back
+//!   full (the queue has a backlog), up to `prefetch` (default: the backend's `max_pop`) and to
+//!   what the slots run in [`BUFFER_HORIZON`] (at most a quarter of the lease) at the pace its
+//!   jobs have held a slot lately, so that no buffered job waits long enough for its lease to
+//!   run short, and a worker does not hoard a long backlog of slow jobs other workers could
+//!   run; falls back to the concurrency as soon as a claim finds the queue drained. A claim
+//!   never asks for more than there is room for: free slots plus free buffer places, less what
+//!   claims in flight already asked for; at least half the claim size unless the worker has
+//!   nothing else to run. So a worker never holds more than `concurrency + prefetch` jobs in
+//!   memory (running, buffered, or being claimed). The queue's controls (pause, limits, rate
+//!   limits, keys) bound every claim in the database whatever its size.
 //! - **Claims in flight**: at most the worker's `pop_concurrency`, by default enough for the
-//!   slots and the buffer to be refilled by claims of half a prefetch, capped at 16. The number
-//!   actually in flight adapts: it grows by one after each claim that came back full, and drops
-//!   back to one as soon as a claim finds the queue drained.
-//! - **Claim size**: up to `prefetch` jobs, never more than there is room for: free slots plus
-//!   free buffer places, less what claims in flight already asked for; at least half a
-//!   prefetch unless the worker has nothing else to run. So a worker never holds more than
-//!   `concurrency + prefetch` jobs in memory (running, buffered, or being claimed).
-//! - **Buffer**: at most `prefetch` claimed jobs wait for a slot. A job's lease keeps running
-//!   while it waits; when a slot frees, a job that waited so long that its lease would expire
-//!   before the first heartbeat has its lease extended before its handler starts, and a job whose
-//!   lease was lost meanwhile is dropped unstarted (it belongs to someone else now).
+//!   slots and the buffer to be refilled by claims of half the claim size, capped at 16. The
+//!   number actually in flight adapts: it grows by one after each claim that came back full,
+//!   and drops back to one as soon as a claim finds the queue drained.
+//! - **Buffer**: at most one claim size of claimed jobs wait for a slot. A job's lease keeps
+//!   running while it waits; when a slot frees, a job that waited so long that its lease would
+//!   expire before the first heartbeat has its lease extended before its handler starts, and a
+//!   job whose lease was lost meanwhile is dropped unstarted (it belongs to someone else now).
 //! - **Idle**: a claim that finds the queue empty is followed by no other claim until a wake-up
 //!   or the (adaptive, jittered) poll interval: an idle worker issues one claim per interval.
 //! - **Shutdown**: no new claim starts; claims in flight are awaited and everything claimed but
@@ -35,12 +43,17 @@ use super::LOG_TARGET;
 use crate::error::{Error, Result};
 use crate::job::{Lease, Leased};
 use crate::queue::{CheckedPop, PopRequest};
+use std::sync::atomic::Ordering;
 
 /// The first and the longest pause after a failed claim.
 const CLAIM_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const CLAIM_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Most claims in flight when the worker does not set `pop_concurrency`.
 pub(super) const AUTO_CLAIMS_MAX: usize = 16;
+/// How much work, at the pace the queue's jobs have held a slot, a claim may take beyond what
+/// runs at once (at most a quarter of the lease): more would keep jobs from other workers for
+/// longer, and buys nothing once a claim's round trip is small beside the work it brings.
+pub(super) const BUFFER_HORIZON: Duration = Duration::from_secs(1);
 
 /// A claimed job waiting for a slot, with when its claim was made.
 pub(super) struct Buffered {
@@ -69,9 +82,11 @@ struct Dispatcher {
     claims: JoinSet<Claimed>,
     /// Jobs the claims in flight asked for.
     asked: usize,
-    /// How many claims may be in flight now (adapts between 1 and `max_claims`).
+    /// How many claims may be in flight now (adapts between 1 and `max_claims()`).
     target: usize,
-    max_claims: usize,
+    /// How many jobs a claim asks for now, and how many may wait in the buffer (adapts between
+    /// the concurrency, or less, and `batch_cap()`).
+    batch: usize,
     /// The last claim found the queue drained: claim again after a wake-up or the interval.
     drained: bool,
     /// The next wait when the queue is drained (doubles up to the poll maximum).
@@ -81,20 +96,33 @@ struct Dispatcher {
     backoff: Duration,
 }
 
-/// Most jobs waiting in the buffer.
-fn buffer_capacity(lane: &Lane) -> usize {
-    lane.config.prefetch
-}
-
-/// How many claims may be in flight at most: `pop_concurrency` when set, else enough to fill
-/// the slots and the buffer with claims of half a prefetch.
-pub(super) fn max_claims(lane: &Lane) -> usize {
+/// How many claims may be in flight at most with claims of `batch` jobs: `pop_concurrency`
+/// when set, else enough to fill the slots and the buffer with claims of half that.
+pub(super) fn max_claims(lane: &Lane, batch: usize) -> usize {
     let cfg = &lane.config;
+    let batch = batch.max(1);
     cfg.pop_concurrency.unwrap_or_else(|| {
-        (2 * (cfg.concurrency + cfg.prefetch))
-            .div_ceil(cfg.prefetch)
+        (2 * (cfg.concurrency + batch))
+            .div_ceil(batch)
             .clamp(1, AUTO_CLAIMS_MAX)
     })
+}
+
+/// The largest claim a lane may make now: its `prefetch`, and no more than its slots run in
+/// [`BUFFER_HORIZON`] (at most a quarter of `lease`) at the pace its jobs held a slot lately;
+/// the concurrency until a first job has run.
+pub(super) fn batch_cap(lane: &Lane, lease: Duration) -> usize {
+    let cfg = &lane.config;
+    let horizon = BUFFER_HORIZON.min(lease / 4);
+    let by_pace = match lane.pace.mean() {
+        None => cfg.concurrency,
+        Some(mean) => {
+            let runs = horizon.as_secs_f64() / mean.as_secs_f64().max(1e-9);
+            let jobs = (cfg.concurrency as f64 * runs).min(usize::MAX as f64) as usize;
+            jobs.max(cfg.concurrency)
+        }
+    };
+    cfg.prefetch.min(by_pace).max(1)
 }
 
 /// Runs until the worker stops; then gives back every job claimed but not started.
@@ -122,8 +150,10 @@ pub(super) async fn dispatch(
             return;
         }
     };
+    let batch = lane.config.concurrency.min(lane.config.prefetch).max(1);
+    shared.claiming.fetch_add(batch, Ordering::Relaxed);
     let mut d = Dispatcher {
-        max_claims: max_claims(&lane),
+        batch,
         shared: shared.clone(),
         lane: lane.clone(),
         request,
@@ -155,7 +185,7 @@ pub(super) async fn dispatch(
             permit = lane.permits.clone().acquire_owned(), if waiting_for_slot => {
                 if let Ok(permit) = permit {
                     if let Some(job) = d.buffer.pop_front() {
-                        tokio::spawn(run_job(shared.clone(), job, permit));
+                        d.start(job, permit);
                     }
                 }
             }
@@ -169,6 +199,7 @@ pub(super) async fn dispatch(
             }
         }
     }
+    shared.claiming.fetch_sub(d.batch, Ordering::Relaxed);
     d.finish().await;
     tracing::debug!(target: LOG_TARGET, queue = %name, "dispatcher stopped");
 }
@@ -200,15 +231,37 @@ impl Dispatcher {
                 return;
             };
             if let Some(job) = self.buffer.pop_front() {
-                tokio::spawn(run_job(self.shared.clone(), job, permit));
+                self.start(job, permit);
             }
         }
     }
 
+    /// Runs `job` in the slot `permit` holds, and takes in how long it held the slot.
+    fn start(&self, job: Buffered, permit: tokio::sync::OwnedSemaphorePermit) {
+        let (shared, lane) = (self.shared.clone(), self.lane.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            run_job(shared, job, permit).await;
+            lane.pace.record(started.elapsed());
+        });
+    }
+
     /// Room for more claimed jobs: free slots and free buffer places, less what is asked for.
     fn room(&self) -> usize {
-        (self.lane.permits.available_permits() + buffer_capacity(&self.lane))
+        (self.lane.permits.available_permits() + self.batch)
             .saturating_sub(self.buffer.len() + self.asked)
+    }
+
+    /// Sets the claim size to `batch`, within its cap, and tells the acknowledger.
+    fn resize(&mut self, batch: usize) {
+        let cap = batch_cap(&self.lane, self.shared.config.lease);
+        let batch = batch.clamp(1, cap);
+        if batch != self.batch {
+            let claiming = &self.shared.claiming;
+            claiming.fetch_add(batch, Ordering::Relaxed);
+            claiming.fetch_sub(self.batch, Ordering::Relaxed);
+            self.batch = batch;
+        }
     }
 
     /// Starts claims while there is room, the target allows, and the queue is not known empty.
@@ -216,13 +269,15 @@ impl Dispatcher {
         if self.drained || self.paused_until.is_some() {
             return;
         }
-        let prefetch = self.lane.config.prefetch;
+        // The pace may have slowed since the size was chosen.
+        self.resize(self.batch);
+        let batch = self.batch;
         while self.claims.len() < self.target {
-            let n = self.room().min(prefetch);
-            // Claims stay large (at least half a prefetch) unless the worker would otherwise
-            // sit idle: nothing claimed, nothing buffered.
+            let n = self.room().min(batch);
+            // Claims stay large (at least half the claim size) unless the worker would
+            // otherwise sit idle: nothing claimed, nothing buffered.
             let starving = self.claims.is_empty() && self.buffer.is_empty();
-            if n == 0 || (n < prefetch.div_ceil(2) && !starving) {
+            if n == 0 || (n < batch.div_ceil(2) && !starving) {
                 return;
             }
             let request = match self
@@ -275,7 +330,8 @@ impl Dispatcher {
     /// Takes in what a claim returned.
     fn claimed(&mut self, claimed: Claimed) {
         self.asked -= claimed.asked;
-        let cfg = &self.shared.config;
+        let shared = self.shared.clone();
+        let cfg = &shared.config;
         let result = match claimed.outcome {
             Ok((acked, result)) => {
                 count_acks(&self.shared, &claimed.acks, acked);
@@ -304,11 +360,12 @@ impl Dispatcher {
                 self.paused_until = Some(Instant::now() + jitter(self.backoff));
                 self.backoff = (self.backoff * 2).min(CLAIM_BACKOFF_MAX.max(cfg.poll_max));
                 self.target = 1;
+                self.resize(self.lane.config.concurrency);
                 return;
             }
         };
         let got = jobs.len();
-        self.shared.counters.add_claimed(got as u64);
+        self.shared.counters.add_claim(got as u64);
         if got > claimed.asked {
             tracing::error!(
                 target: LOG_TARGET,
@@ -331,15 +388,19 @@ impl Dispatcher {
             tokio::spawn(async move { release_all(&shared, surplus).await });
         }
         if got >= claimed.asked {
-            // A full claim: there is probably more; allow one more claim in flight.
+            // A full claim: there is probably more; larger claims, and one more in flight.
             self.drained = false;
             self.idle = cfg.poll_min;
-            self.target = (self.target + 1).min(self.max_claims);
+            if claimed.asked >= self.batch.div_ceil(2) {
+                self.resize(self.batch.saturating_mul(2));
+            }
+            self.target = (self.target + 1).min(max_claims(&self.lane, self.batch));
         } else {
             // The queue is drained for now: the next claim waits for a wake-up or, when this
-            // one found nothing at all, the growing idle interval.
+            // one found nothing at all, the growing idle interval; and is small again.
             self.drained = true;
             self.target = 1;
+            self.resize(self.lane.config.concurrency);
             if got > 0 {
                 self.idle = cfg.poll_min;
             }
@@ -362,7 +423,7 @@ impl Dispatcher {
                     }
                 };
                 if let Ok(jobs) = result {
-                    self.shared.counters.add_claimed(jobs.len() as u64);
+                    self.shared.counters.add_claim(jobs.len() as u64);
                     self.buffer.extend(jobs.into_iter().map(|leased| Buffered {
                         leased,
                         claimed_at: claimed.started,

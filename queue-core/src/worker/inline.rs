@@ -131,6 +131,7 @@ pub(super) async fn drain(
         abort,
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
+        claiming: std::sync::atomic::AtomicUsize::new(0),
     });
     let slot = Arc::new(Semaphore::new(1));
     let mut drained = Drained::default();

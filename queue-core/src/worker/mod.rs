@@ -13,14 +13,19 @@
 //!   the attempt not spent), merge into the job's metadata while it runs
 //!   ([`JobContext::merge_meta`]), and record an output stored with its completion
 //!   ([`JobContext::record_output`]).
-//! - **Concurrency and prefetch**, per queue: at most `concurrency` handlers run at once. Several claims of
-//!   up to `prefetch` jobs each are in flight while there is room (adapting to how full the
-//!   last claims came back); claimed jobs without a free slot wait in a local buffer of at most
-//!   `prefetch` jobs, so the worker never holds more than `concurrency + prefetch` jobs. A
-//!   buffered job whose lease ran short while it waited has it extended before it starts; one
-//!   whose lease was lost is not run.
+//! - **Concurrency and claims that size themselves**, per queue: at most `concurrency`
+//!   handlers run at once. The worker chooses how many jobs a claim asks for: the concurrency
+//!   at first and when the queue is drained, doubling while claims come back full (a backlog),
+//!   up to `prefetch` (default: the backend's `max_pop`) and never more than the slots run in
+//!   about a second at the pace the queue's jobs held a slot lately (so no buffered job's lease
+//!   runs short, and a backlog of slow jobs is left to other workers too). Several claims are
+//!   in flight while there is room (adapting to how full the last claims came back); claimed
+//!   jobs without a free slot wait in a local buffer of at most one claim, so the worker never
+//!   holds more than `concurrency + prefetch` jobs. A buffered job whose lease ran short while
+//!   it waited has it extended before it starts; one whose lease was lost is not run. The
+//!   queue's controls bound every claim in the database, whatever its size.
 //! - **Batched acks**: completions go to one acknowledging task that completes them with one
-//!   `ack_batch` per batch (sent when it is as large as the worker runs or claims at once, or
+//!   `ack_batch` per batch (sent when it is as large as the worker runs or claims at once now, or
 //!   2 ms after its first completion; two batches at most in flight); failures are recorded one
 //!   by one with `fail`.
 //! - **Heartbeat**: a handler still running after `heartbeat` has its lease extended, and again
@@ -147,11 +152,6 @@ impl Config {
     /// Handler slots over every queue.
     pub(crate) fn total_concurrency(&self) -> usize {
         self.queues.iter().map(|q| q.concurrency).sum()
-    }
-
-    /// The largest claim of any queue.
-    pub(crate) fn max_prefetch(&self) -> usize {
-        self.queues.iter().map(|q| q.prefetch).max().unwrap_or(1)
     }
 
     /// The queues' names, for logs.

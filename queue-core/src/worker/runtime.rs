@@ -44,6 +44,8 @@ pub(super) struct Shared {
     pub(super) aborted: AtomicU64,
     /// The metric handles of the queues and kinds this worker ran.
     pub(super) metrics: crate::metrics::Handles,
+    /// The claim sizes its dispatchers use now, together: the acknowledger's batch follows it.
+    pub(super) claiming: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -62,10 +64,38 @@ pub(super) fn one_queue(leases: &[Lease]) -> Option<&str> {
     leases.iter().all(|l| l.queue == first).then_some(first)
 }
 
-/// One queue of the worker: its settings and its handler slots.
+/// One queue of the worker: its settings, its handler slots, and how long its jobs hold a
+/// slot (which sizes its claims).
 pub(super) struct Lane {
     pub(super) config: QueueConfig,
     pub(super) permits: Arc<Semaphore>,
+    pub(super) pace: Pace,
+}
+
+/// How long a job of a lane holds its slot, as a mean of the recent runs (weighted towards the
+/// newest: each run moves it an eighth of the way). Read and written without a lock: two
+/// runs finishing at once may each count only the other's, which moves the mean just as well.
+#[derive(Debug, Default)]
+pub(super) struct Pace {
+    mean_ns: AtomicU64,
+}
+
+impl Pace {
+    /// Takes in one run.
+    pub(super) fn record(&self, held: Duration) {
+        let ns = u64::try_from(held.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let old = self.mean_ns.load(Ordering::Relaxed);
+        let new = if old == 0 { ns } else { old - old / 8 + ns / 8 };
+        self.mean_ns.store(new.max(1), Ordering::Relaxed);
+    }
+
+    /// The mean, `None` before the first run.
+    pub(super) fn mean(&self) -> Option<Duration> {
+        match self.mean_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
 }
 
 /// Completed jobs waiting to be acknowledged: by the acknowledger (in batches), or by the
@@ -204,6 +234,7 @@ pub(super) fn start(
             Arc::new(Lane {
                 permits: Arc::new(Semaphore::new(q.concurrency)),
                 config: q.clone(),
+                pace: Pace::default(),
             })
         })
         .collect();
@@ -216,6 +247,7 @@ pub(super) fn start(
         abort: abort_rx,
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
+        claiming: std::sync::atomic::AtomicUsize::new(0),
     });
     for lane in &lanes {
         tracing::info!(
@@ -890,16 +922,20 @@ const ACK_LINGER: Duration = Duration::from_millis(2);
 const ACK_FLUSHES: usize = 2;
 
 /// Acknowledges completions in batches: a batch is sent when it holds as many jobs as the
-/// worker runs or claims at once (at most `ack_batch`), or [`ACK_LINGER`] after the first
+/// worker runs or claims at once now (the claims size themselves, so the batches follow the
+/// rate at which jobs complete; at most `ack_batch`), or [`ACK_LINGER`] after the first
 /// completion waited, whichever comes first; up to [`ACK_FLUSHES`] batches are in flight. (The
 /// dispatcher also takes waiting completions along with each claim it makes.)
 async fn acker(shared: Arc<Shared>) {
     let cfg = &shared.config;
     let max = cfg.ack_batch;
-    let full = cfg.total_concurrency().max(cfg.max_prefetch()).min(max);
     let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
+        let full = cfg
+            .total_concurrency()
+            .max(shared.claiming.load(Ordering::Relaxed))
+            .min(max);
         let stopping = shared.acks.is_stopping();
         if shared.acks.len() == 0 {
             if stopping {
