@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dbqueue::{ClaimStrategy, Dep, JobState, ListRequest, NewJob, Queue, Workflow};
+use dbqueue::{ClaimStrategy, Dep, DepPolicy, JobState, ListRequest, NewJob, Queue, Workflow};
 use rustix::process::Signal;
 use serde::Serialize;
 
@@ -17,7 +17,9 @@ use crate::db::{kill_connections, Db, Kind, Target};
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
-use crate::verify::{verify, verify_workflows, FlowStats, Pushed, PushedFlow, Verdict};
+use crate::verify::{
+    verify, verify_workflows, FlowStats, OperatorLog, Pushed, PushedFlow, Verdict,
+};
 
 /// The scenarios, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -321,8 +323,9 @@ impl Row {
             s.push_str(&format!(
                 "\n        workflows={} ({} diamonds, {} fan-ins and {} batches of {FAN_IN} into 1, \
                  {} chains of {CHAIN}) unfinished={} dependents={} starts checked={} \
-                 early_starts={} settled by the sweep={} completion errors={} wait from the last \
-                 dependency's finish to the first start: median {} ms, max {} ms",
+                 early_starts={} left_cancelled={} early_deletions={} settled by the sweep={} \
+                 completion errors={} wait from the last dependency's finish to the first start: \
+                 median {} ms, max {} ms",
                 f.workflows,
                 f.diamonds,
                 f.fan_ins,
@@ -332,6 +335,8 @@ impl Row {
                 f.dependents,
                 f.starts_checked,
                 v.early_starts,
+                v.left_cancelled,
+                v.early_deletions,
                 f.swept,
                 f.completion_errors,
                 f.median_wait_ms,
@@ -576,11 +581,18 @@ async fn push_workflows(
                 .job(step)
                 .with_context(|| format!("{shape} workflow {} has no step {step}", stored.id))
         };
+        // A batch's callback runs after its members whatever their outcome; every other step
+        // needs its dependencies completed.
+        let policy = if shape == "batch" {
+            DepPolicy::AnyOutcome
+        } else {
+            DepPolicy::Completed
+        };
         let mut edges = Vec::new();
         for (step, deps) in &steps {
             let job = id_of(step)?;
             for d in deps {
-                edges.push((job, id_of(d)?));
+                edges.push((job, id_of(d)?, policy));
             }
         }
         pushed.extend(
@@ -1081,9 +1093,12 @@ async fn drain(
         Scenario::LockHolder if env.kind == Kind::Sqlite => 0,
         _ => monitor.overdue.len() as u64,
     };
-    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck).await?;
+    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck, None).await?;
     if scenario == Scenario::Workflows {
-        let mut flows = verify_workflows(&queue, &flows, &events, &mut row.verdict).await?;
+        let effects = db.effect_counts(&ns).await?;
+        let ops = OperatorLog::default();
+        let mut flows =
+            verify_workflows(&queue, &flows, &events, &ops, &effects, &mut row.verdict).await?;
         flows.swept = swept(&dir);
         row.flows = Some(flows);
     }
@@ -1296,6 +1311,7 @@ async fn promote(
         &pushed,
         &events,
         monitor.overdue.len() as u64,
+        None,
     )
     .await?;
     if commit.is_none() {
@@ -1524,7 +1540,7 @@ async fn pause(env: &Env, strategy: ClaimStrategy, row: &mut Row) -> anyhow::Res
     pushed.extend(slow);
 
     let events = runlog::read_all(&dir)?;
-    let mut v = verify(&db, &queue, &ns, &pushed, &events, 0).await?;
+    let mut v = verify(&db, &queue, &ns, &pushed, &events, 0, None).await?;
     v.unexplained += row.verdict.unexplained + bad;
     v.details.append(&mut row.verdict.details);
     row.verdict = v;
