@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,12 +15,11 @@ use serde::Serialize;
 
 use crate::child::{HolderResult, Plan, WorkerReport};
 use crate::db::{kill_connections, Db, Kind, Target};
+use crate::operator::Signals;
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
-use crate::verify::{
-    verify, verify_workflows, FlowStats, OperatorLog, Pushed, PushedFlow, Verdict,
-};
+use crate::verify::{verify, verify_workflows, FlowStats, Pushed, PushedFlow, Verdict};
 
 /// The scenarios, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -57,8 +57,11 @@ pub(crate) enum Scenario {
     /// holding the database's write lock).
     LockHolder,
     /// Workflows (diamonds, fan-ins of 20 into 1, batches, chains) drain while random worker
-    /// processes are killed with SIGKILL and replaced: every workflow must finish, and no job
-    /// may start, on the database's clock, before each of its dependencies finished.
+    /// processes are killed with SIGKILL and replaced, and an operator cancels random steps,
+    /// retries them, and runs retention rounds with short ages: every workflow must finish
+    /// completed (or be deleted by retention only once it had), nothing may stay cancelled,
+    /// and no job may start, on the database's clock, before its dependencies finished as it
+    /// needs them.
     Workflows,
 }
 
@@ -341,6 +344,32 @@ impl Row {
                 f.completion_errors,
                 f.median_wait_ms,
                 f.max_wait_ms
+            ));
+            let o = &f.operator;
+            s.push_str(&format!(
+                "\n        operator: cancels={} ({} pending, {} waiting, {} running; {} refused, \
+                 finished) retries={} (refused for a cancelled dependency {}) bulk retries={} \
+                 ({} jobs back, {} skipped) retention rounds={} (refused {}) workflows \
+                 deleted={} ({} jobs; {} not read before, starts unchecked) longest round={} ms \
+                 callback starts beside a retried member={} errors={}",
+                o.cancels,
+                o.cancelled_pending,
+                o.cancelled_waiting,
+                o.cancelled_running,
+                o.cancels_refused,
+                o.retries,
+                o.retries_refused,
+                o.bulk_retries,
+                o.bulk_retried,
+                o.bulk_skipped,
+                o.retention_rounds,
+                o.retention_refused,
+                o.workflows_deleted,
+                o.workflow_jobs_deleted,
+                f.deleted_unread,
+                o.longest_round_ms,
+                f.callback_starts_beside_a_retried_member,
+                o.errors
             ));
         }
         if self.demotions > 0 {
@@ -965,14 +994,28 @@ async fn drain(
     let mut fleet = Fleet::new(&child_target, name, slots, sizes, hold_ms, &dir)?;
     if scenario == Scenario::Workflows {
         // The handlers record the database's clock at their start; the logs carry the sweep's
-        // "settled" lines (info, of the engine).
+        // "settled" lines (info, of the engine). Retention is the operator's.
         fleet.args.extend([
             "--db-clock".to_owned(),
             "--log-filter".to_owned(),
             "warn,queue::engine=info".to_owned(),
+            "--no-retention".to_owned(),
         ]);
     }
     fleet.start(sizes.procs).await?;
+    // The workflows scenario's operator cancels, retries and runs retention while the workers
+    // drain (see `operator`); the drain is over only once it has retried what it cancelled.
+    let signals = Arc::new(Signals::default());
+    let _stop_operator = crate::operator::StopOnDrop(signals.clone());
+    let operator = (scenario == Scenario::Workflows).then(|| {
+        tokio::spawn(crate::operator::run(
+            queue.clone(),
+            name.to_owned(),
+            pushed.len() as u64,
+            flows.clone(),
+            signals.clone(),
+        ))
+    });
 
     let mut monitor = Monitor::new(env.kind, sizes);
     let mut allowance = Duration::ZERO;
@@ -986,15 +1029,20 @@ async fn drain(
     };
     let mut drained = false;
     while began.elapsed() < sizes.deadline {
+        // Read before the sample: once the operator has retried its last job, the sample sees
+        // that job again.
+        let settled = operator.is_none() || signals.settled.load(Ordering::Relaxed);
         if let Some(done) = monitor.sample(&queue, name, allowance).await {
-            if done {
+            if done && settled {
                 drained = true;
                 break;
             }
         }
-        // Faults at evenly spaced points of the drain's progress.
+        // Faults at evenly spaced points of the drain's progress (jobs retention deleted, all
+        // completed, count as done).
+        let deleted = signals.deleted_jobs.load(Ordering::Relaxed);
         let progress = match queue.stats(Some(name)).await {
-            Ok(s) => s.iter().map(|s| s.completed + s.dead).sum::<u64>() as f64 / total,
+            Ok(s) => (s.iter().map(|s| s.completed + s.dead).sum::<u64>() + deleted) as f64 / total,
             Err(_) => 0.0,
         };
         let due = faults_done < sizes.faults
@@ -1073,6 +1121,11 @@ async fn drain(
         }))
         .await;
     }
+    signals.stop.store(true, Ordering::Relaxed);
+    let ops = match operator {
+        Some(task) => Some(task.await.context("the operator task")?),
+        None => None,
+    };
     fleet.stop_all().await?;
     row.processes = fleet.started;
     row.workers = fleet.totals();
@@ -1093,10 +1146,10 @@ async fn drain(
         Scenario::LockHolder if env.kind == Kind::Sqlite => 0,
         _ => monitor.overdue.len() as u64,
     };
-    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck, None).await?;
+    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck, ops.as_ref()).await?;
     if scenario == Scenario::Workflows {
+        let ops = ops.unwrap_or_default();
         let effects = db.effect_counts(&ns).await?;
-        let ops = OperatorLog::default();
         let mut flows =
             verify_workflows(&queue, &flows, &events, &ops, &effects, &mut row.verdict).await?;
         flows.swept = swept(&dir);
@@ -1120,6 +1173,14 @@ async fn drain(
         }
         Scenario::Kill | Scenario::LockHolder | Scenario::Workflows if row.killed == 0 => {
             bail!("the queue drained before a process was killed; use more jobs")
+        }
+        Scenario::Workflows
+            if row
+                .flows
+                .as_ref()
+                .is_none_or(|f| f.operator.cancels == 0 || f.operator.retention_rounds == 0) =>
+        {
+            bail!("the queue drained before the operator cancelled a job and ran a retention round; use more jobs")
         }
         _ => {}
     }
