@@ -19,7 +19,9 @@ use crate::operator::Signals;
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
-use crate::verify::{verify, verify_workflows, FlowStats, Pushed, PushedFlow, Verdict};
+use crate::verify::{
+    verify, verify_workflows, FlowStats, OperatorLog, Pushed, PushedFlow, Verdict,
+};
 
 /// The scenarios, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -1123,7 +1125,10 @@ async fn drain(
     }
     signals.stop.store(true, Ordering::Relaxed);
     let ops = match operator {
-        Some(task) => Some(task.await.context("the operator task")?),
+        Some(task) => Some(OperatorLog {
+            lease_us: sizes.lease.as_micros() as i64,
+            ..task.await.context("the operator task")?
+        }),
         None => None,
     };
     fleet.stop_all().await?;

@@ -95,6 +95,8 @@ impl Verdict {
 #[derive(Debug)]
 struct Execution {
     start: i64,
+    /// The lease's expiry when the handler started.
+    first_exp: i64,
     /// The latest lease expiry the handler knew.
     exp: i64,
     end: Option<(i64, Option<Ended>)>,
@@ -158,6 +160,7 @@ pub(crate) async fn verify(
             .entry(e.token)
             .or_insert(Execution {
                 start: e.t,
+                first_exp: e.exp,
                 exp: e.exp,
                 end: None,
                 starts: 0,
@@ -166,6 +169,7 @@ pub(crate) async fn verify(
             What::Start => {
                 x.starts += 1;
                 x.start = x.start.min(e.t);
+                x.first_exp = e.exp;
                 x.exp = x.exp.max(e.exp);
             }
             What::Extend => x.exp = x.exp.max(e.exp),
@@ -262,14 +266,10 @@ pub(crate) async fn verify(
                 v.overlaps += 1;
                 v.note(format!("job {}: lease token {token} started twice", p.id));
             }
-            // Two executions overlap when both ran while holding a live lease at one moment. A
-            // cancel revokes the lease of the execution that runs then.
+            // Two executions overlap when both ran while holding a live lease at one moment. The
+            // operator's cancel of the job revokes the lease it had given out.
             let live_until = |x: &Execution| {
-                let revoked = ops
-                    .into_iter()
-                    .flat_map(|o| o.revocations(p.id))
-                    .filter(|r| *r >= x.start)
-                    .min();
+                let revoked = ops.and_then(|o| o.revoked_at(p.id, x.first_exp - o.lease_us));
                 revoked.map_or(x.live_until(), |r| x.live_until().min(r))
             };
             let mut sorted: Vec<&Execution> = execs.values().collect();
@@ -313,8 +313,8 @@ pub(crate) struct PushedFlow {
 }
 
 /// One action of the workflows scenario's operator on one job: the database's clock just
-/// before the call and just after it returned, and the host's clock after it returned, in
-/// microseconds since the epoch.
+/// before the call and just after it returned, and the host's clock (the run logs') after it
+/// returned, in microseconds since the epoch.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Action {
     pub(crate) job: JobId,
@@ -374,6 +374,8 @@ pub(crate) struct OperatorLog {
     pub(crate) retries: Vec<Action>,
     /// The age of retention's rule for completed jobs, in microseconds.
     pub(crate) completed_age_us: i64,
+    /// The workers' lease, in microseconds.
+    pub(crate) lease_us: i64,
     /// Workflows as read before a retention round, once every job of them had completed: a
     /// completed job never changes again, so this is how each was when deleted.
     pub(crate) captured: HashMap<WorkflowId, WorkflowInfo>,
@@ -394,13 +396,19 @@ pub(crate) struct OperatorLog {
 }
 
 impl OperatorLog {
-    /// When the operator's cancels of `job` returned, on the host's clock: a lease held then
-    /// had been revoked.
-    fn revocations(&self, job: JobId) -> impl Iterator<Item = i64> + '_ {
+    /// When the operator revoked a lease of `job` given out at `granted` (its expiry when its
+    /// handler started, less the lease: the claim's clock, or the clock of the extension a
+    /// worker makes before starting a job that waited): when its first cancel of the job that
+    /// returned after that returned (host clock). A cancel that revoked the lease committed
+    /// after the claim, so it returned after `granted`; one that returned before it was
+    /// followed by a retry before the claim, and revoked an earlier lease. The handler may
+    /// start after the cancel: its worker claimed the job before it.
+    fn revoked_at(&self, job: JobId, granted: i64) -> Option<i64> {
         self.cancels
             .iter()
-            .filter(move |a| a.job == job)
-            .map(|a| a.after_host)
+            .filter(|c| c.job == job && c.after_host >= granted)
+            .map(|c| c.after_host)
+            .min()
     }
 
     /// The periods, on the database's clock, in which `job` was cancelled by the operator:
@@ -1126,7 +1134,10 @@ mod tests {
             jobs: pushed.jobs.clone(),
             edges: diamond_edges(&id),
         };
-        let mut ops = OperatorLog::default();
+        let mut ops = OperatorLog {
+            lease_us: 30_000_000,
+            ..OperatorLog::default()
+        };
         // `a` runs: its handler logs its start and is never heard of again.
         let held = queue
             .pop(PopRequest::new("q").lease(Duration::from_secs(30)))
@@ -1169,6 +1180,18 @@ mod tests {
         assert_eq!(v.completed, 4);
         // Without the operator's cancel, the two runs of `a` would hold live leases at once.
         let v = verify(&db, &queue, "t", &pushed_jobs, &events, 0, None)
+            .await
+            .unwrap();
+        assert_eq!(v.overlaps, 1, "{:?}", v.details);
+        // The same when the first run's handler starts only after the cancel (its worker had
+        // claimed the job before it): the cancel revoked that lease too.
+        let mut late = events.clone();
+        late[0].t = cancel.after_host + 10;
+        let v = verify(&db, &queue, "t", &pushed_jobs, &late, 0, Some(&ops))
+            .await
+            .unwrap();
+        assert_eq!(v.violations(), 0, "{:?}", v.details);
+        let v = verify(&db, &queue, "t", &pushed_jobs, &late, 0, None)
             .await
             .unwrap();
         assert_eq!(v.overlaps, 1, "{:?}", v.details);
