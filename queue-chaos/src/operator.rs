@@ -389,41 +389,27 @@ impl Operator {
     /// its jobs' finishes if the round deletes it; then the round; then which workflows it
     /// deleted.
     async fn retention_round(&mut self) {
-        let Some(listed) = self.db_now().await else {
-            return;
-        };
-        let Ok(summaries) = self.workflows().await else {
-            self.log.stats.errors += 1;
-            return;
-        };
-        for s in summaries {
-            let done = s.total() > 0
-                && s.counts
-                    .iter()
-                    .all(|(state, n)| *state == JobState::Completed || *n == 0);
-            if !done || self.log.captured.contains_key(&s.id) {
-                continue;
-            }
-            match self.queue.workflow(s.id).await {
-                Ok(Some(info)) if info.jobs.iter().all(|j| j.job.state == JobState::Completed) => {
-                    self.log.complete_unread.remove(&s.id);
-                    self.log.captured.insert(s.id, info);
+        // The round's clock starts at the last listing, which should find nothing new to read
+        // (reading many workflows takes time, and a round that ends later than the age after
+        // its listing leaves the workflows it deletes unread unchecked): up to three listings.
+        let mut listed = None;
+        for _ in 0..3 {
+            let Some(at) = self.db_now().await else {
+                return;
+            };
+            match self.read_completed().await {
+                Some(read) => {
+                    listed = Some(at);
+                    if read == 0 {
+                        break;
+                    }
                 }
-                Ok(Some(info)) => self.log.unexplained.push(format!(
-                    "workflow {} was listed with every job completed, then read with {:?}",
-                    s.id,
-                    info.counts()
-                )),
-                Ok(None) => self.log.unexplained.push(format!(
-                    "workflow {} was listed, then gone before a retention round",
-                    s.id
-                )),
-                Err(_) => {
-                    self.log.stats.errors += 1;
-                    self.log.complete_unread.insert(s.id);
-                }
+                None => return,
             }
         }
+        let Some(listed) = listed else {
+            return;
+        };
         let report = self.queue.run_retention(&rules()).await;
         let ended = self.db_now().await;
         let s = &mut self.log.stats;
@@ -451,6 +437,46 @@ impl Operator {
         if self.reported != Some(0) {
             self.find_deleted(listed, ended).await;
         }
+    }
+
+    /// Lists the workflows and reads each listed with every job completed that it has not read
+    /// yet; how many it read (`None` when the listing failed).
+    async fn read_completed(&mut self) -> Option<u64> {
+        let Ok(summaries) = self.workflows().await else {
+            self.log.stats.errors += 1;
+            return None;
+        };
+        let mut read = 0;
+        for s in summaries {
+            let done = s.total() > 0
+                && s.counts
+                    .iter()
+                    .all(|(state, n)| *state == JobState::Completed || *n == 0);
+            if !done || self.log.captured.contains_key(&s.id) {
+                continue;
+            }
+            read += 1;
+            match self.queue.workflow(s.id).await {
+                Ok(Some(info)) if info.jobs.iter().all(|j| j.job.state == JobState::Completed) => {
+                    self.log.complete_unread.remove(&s.id);
+                    self.log.captured.insert(s.id, info);
+                }
+                Ok(Some(info)) => self.log.unexplained.push(format!(
+                    "workflow {} was listed with every job completed, then read with {:?}",
+                    s.id,
+                    info.counts()
+                )),
+                Ok(None) => self.log.unexplained.push(format!(
+                    "workflow {} was listed, then gone before a retention round",
+                    s.id
+                )),
+                Err(_) => {
+                    self.log.stats.errors += 1;
+                    self.log.complete_unread.insert(s.id);
+                }
+            }
+        }
+        Some(read)
     }
 
     /// Finds the workflows that vanished since the last look, deleted by the round(s) between
