@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use dbqueue::{Error, Failure, JobContext, JobError, Lease, PopRequest, Queue, Worker};
+use dbqueue::{Error, Failure, JobContext, JobError, Lease, PopRequest, Queue, Retention, Worker};
 use serde::{Deserialize, Serialize};
 
 use crate::db::{now_us, Db, Effect, Target};
@@ -70,6 +70,11 @@ pub(crate) struct WorkerArgs {
     /// The log filter when `QUEUE_CHAOS_LOG` is unset (default `warn`).
     #[arg(long)]
     pub(crate) log_filter: Option<String>,
+    /// Runs no retention task. The workflows scenario runs retention rounds of its own, with
+    /// short ages; a worker's round (default rules, one a minute) would hold the database's
+    /// retention lease for a minute and refuse them.
+    #[arg(long)]
+    pub(crate) no_retention: bool,
 }
 
 /// What a handler started with `--db-clock` stores as its job's output.
@@ -192,7 +197,11 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     });
     let lease = Duration::from_millis(args.lease_ms);
     let handler_state = shared.clone();
-    let handle = Worker::builder(db.queue(), args.queue.clone())
+    let mut builder = Worker::builder(db.queue(), args.queue.clone());
+    if args.no_retention {
+        builder = builder.retention(Retention::off());
+    }
+    let handle = builder
         .worker_id(args.process.clone())
         .concurrency(args.slots)
         .lease(lease)

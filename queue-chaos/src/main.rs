@@ -7,6 +7,7 @@
 
 mod child;
 mod db;
+mod operator;
 mod procs;
 mod runlog;
 mod scenario;

@@ -4,20 +4,24 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dbqueue::{ClaimStrategy, Dep, JobState, ListRequest, NewJob, Queue, Workflow};
+use dbqueue::{ClaimStrategy, Dep, DepPolicy, JobState, ListRequest, NewJob, Queue, Workflow};
 use rustix::process::Signal;
 use serde::Serialize;
 
 use crate::child::{HolderResult, Plan, WorkerReport};
 use crate::db::{kill_connections, Db, Kind, Target};
+use crate::operator::Signals;
 use crate::procs::Proc;
 use crate::runlog;
 use crate::server::{Binaries, Private};
-use crate::verify::{verify, verify_workflows, FlowStats, Pushed, PushedFlow, Verdict};
+use crate::verify::{
+    verify, verify_workflows, FlowStats, OperatorLog, Pushed, PushedFlow, Verdict,
+};
 
 /// The scenarios, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -55,8 +59,11 @@ pub(crate) enum Scenario {
     /// holding the database's write lock).
     LockHolder,
     /// Workflows (diamonds, fan-ins of 20 into 1, batches, chains) drain while random worker
-    /// processes are killed with SIGKILL and replaced: every workflow must finish, and no job
-    /// may start, on the database's clock, before each of its dependencies finished.
+    /// processes are killed with SIGKILL and replaced, and an operator cancels random steps,
+    /// retries them, and runs retention rounds with short ages: every workflow must finish
+    /// completed (or be deleted by retention only once it had), nothing may stay cancelled,
+    /// and no job may start, on the database's clock, before its dependencies finished as it
+    /// needs them.
     Workflows,
 }
 
@@ -321,8 +328,9 @@ impl Row {
             s.push_str(&format!(
                 "\n        workflows={} ({} diamonds, {} fan-ins and {} batches of {FAN_IN} into 1, \
                  {} chains of {CHAIN}) unfinished={} dependents={} starts checked={} \
-                 early_starts={} settled by the sweep={} completion errors={} wait from the last \
-                 dependency's finish to the first start: median {} ms, max {} ms",
+                 early_starts={} left_cancelled={} early_deletions={} settled by the sweep={} \
+                 completion errors={} wait from the last dependency's finish to the first start: \
+                 median {} ms, max {} ms",
                 f.workflows,
                 f.diamonds,
                 f.fan_ins,
@@ -332,10 +340,38 @@ impl Row {
                 f.dependents,
                 f.starts_checked,
                 v.early_starts,
+                v.left_cancelled,
+                v.early_deletions,
                 f.swept,
                 f.completion_errors,
                 f.median_wait_ms,
                 f.max_wait_ms
+            ));
+            let o = &f.operator;
+            s.push_str(&format!(
+                "\n        operator: cancels={} ({} pending, {} waiting, {} running; {} refused, \
+                 finished) retries={} (refused for a cancelled dependency {}) bulk retries={} \
+                 ({} jobs back, {} skipped) retention rounds={} (refused {}) workflows \
+                 deleted={} ({} jobs; {} not read before, starts unchecked) longest round={} ms \
+                 callback starts beside a retried member={} errors={}",
+                o.cancels,
+                o.cancelled_pending,
+                o.cancelled_waiting,
+                o.cancelled_running,
+                o.cancels_refused,
+                o.retries,
+                o.retries_refused,
+                o.bulk_retries,
+                o.bulk_retried,
+                o.bulk_skipped,
+                o.retention_rounds,
+                o.retention_refused,
+                o.workflows_deleted,
+                o.workflow_jobs_deleted,
+                f.deleted_unread,
+                o.longest_round_ms,
+                f.callback_starts_beside_a_retried_member,
+                o.errors
             ));
         }
         if self.demotions > 0 {
@@ -576,11 +612,18 @@ async fn push_workflows(
                 .job(step)
                 .with_context(|| format!("{shape} workflow {} has no step {step}", stored.id))
         };
+        // A batch's callback runs after its members whatever their outcome; every other step
+        // needs its dependencies completed.
+        let policy = if shape == "batch" {
+            DepPolicy::AnyOutcome
+        } else {
+            DepPolicy::Completed
+        };
         let mut edges = Vec::new();
         for (step, deps) in &steps {
             let job = id_of(step)?;
             for d in deps {
-                edges.push((job, id_of(d)?));
+                edges.push((job, id_of(d)?, policy));
             }
         }
         pushed.extend(
@@ -953,14 +996,28 @@ async fn drain(
     let mut fleet = Fleet::new(&child_target, name, slots, sizes, hold_ms, &dir)?;
     if scenario == Scenario::Workflows {
         // The handlers record the database's clock at their start; the logs carry the sweep's
-        // "settled" lines (info, of the engine).
+        // "settled" lines (info, of the engine). Retention is the operator's.
         fleet.args.extend([
             "--db-clock".to_owned(),
             "--log-filter".to_owned(),
             "warn,queue::engine=info".to_owned(),
+            "--no-retention".to_owned(),
         ]);
     }
     fleet.start(sizes.procs).await?;
+    // The workflows scenario's operator cancels, retries and runs retention while the workers
+    // drain (see `operator`); the drain is over only once it has retried what it cancelled.
+    let signals = Arc::new(Signals::default());
+    let _stop_operator = crate::operator::StopOnDrop(signals.clone());
+    let operator = (scenario == Scenario::Workflows).then(|| {
+        tokio::spawn(crate::operator::run(
+            queue.clone(),
+            name.to_owned(),
+            pushed.len() as u64,
+            flows.clone(),
+            signals.clone(),
+        ))
+    });
 
     let mut monitor = Monitor::new(env.kind, sizes);
     let mut allowance = Duration::ZERO;
@@ -974,15 +1031,20 @@ async fn drain(
     };
     let mut drained = false;
     while began.elapsed() < sizes.deadline {
+        // Read before the sample: once the operator has retried its last job, the sample sees
+        // that job again.
+        let settled = operator.is_none() || signals.settled.load(Ordering::Relaxed);
         if let Some(done) = monitor.sample(&queue, name, allowance).await {
-            if done {
+            if done && settled {
                 drained = true;
                 break;
             }
         }
-        // Faults at evenly spaced points of the drain's progress.
+        // Faults at evenly spaced points of the drain's progress (jobs retention deleted, all
+        // completed, count as done).
+        let deleted = signals.deleted_jobs.load(Ordering::Relaxed);
         let progress = match queue.stats(Some(name)).await {
-            Ok(s) => s.iter().map(|s| s.completed + s.dead).sum::<u64>() as f64 / total,
+            Ok(s) => (s.iter().map(|s| s.completed + s.dead).sum::<u64>() + deleted) as f64 / total,
             Err(_) => 0.0,
         };
         let due = faults_done < sizes.faults
@@ -1061,6 +1123,14 @@ async fn drain(
         }))
         .await;
     }
+    signals.stop.store(true, Ordering::Relaxed);
+    let ops = match operator {
+        Some(task) => Some(OperatorLog {
+            lease_us: sizes.lease.as_micros() as i64,
+            ..task.await.context("the operator task")?
+        }),
+        None => None,
+    };
     fleet.stop_all().await?;
     row.processes = fleet.started;
     row.workers = fleet.totals();
@@ -1081,9 +1151,12 @@ async fn drain(
         Scenario::LockHolder if env.kind == Kind::Sqlite => 0,
         _ => monitor.overdue.len() as u64,
     };
-    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck).await?;
+    row.verdict = verify(&db, &queue, &ns, &pushed, &events, stuck, ops.as_ref()).await?;
     if scenario == Scenario::Workflows {
-        let mut flows = verify_workflows(&queue, &flows, &events, &mut row.verdict).await?;
+        let ops = ops.unwrap_or_default();
+        let effects = db.effect_counts(&ns).await?;
+        let mut flows =
+            verify_workflows(&queue, &flows, &events, &ops, &effects, &mut row.verdict).await?;
         flows.swept = swept(&dir);
         row.flows = Some(flows);
     }
@@ -1105,6 +1178,14 @@ async fn drain(
         }
         Scenario::Kill | Scenario::LockHolder | Scenario::Workflows if row.killed == 0 => {
             bail!("the queue drained before a process was killed; use more jobs")
+        }
+        Scenario::Workflows
+            if row
+                .flows
+                .as_ref()
+                .is_none_or(|f| f.operator.cancels == 0 || f.operator.retention_rounds == 0) =>
+        {
+            bail!("the queue drained before the operator cancelled a job and ran a retention round; use more jobs")
         }
         _ => {}
     }
@@ -1296,6 +1377,7 @@ async fn promote(
         &pushed,
         &events,
         monitor.overdue.len() as u64,
+        None,
     )
     .await?;
     if commit.is_none() {
@@ -1524,7 +1606,7 @@ async fn pause(env: &Env, strategy: ClaimStrategy, row: &mut Row) -> anyhow::Res
     pushed.extend(slow);
 
     let events = runlog::read_all(&dir)?;
-    let mut v = verify(&db, &queue, &ns, &pushed, &events, 0).await?;
+    let mut v = verify(&db, &queue, &ns, &pushed, &events, 0, None).await?;
     v.unexplained += row.verdict.unexplained + bad;
     v.details.append(&mut row.verdict.details);
     row.verdict = v;
