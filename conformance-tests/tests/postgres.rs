@@ -1565,6 +1565,84 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
     drop_schema(&q).await
 }
 
+/// The cancellation of a failure's dependents locks only what it decides from: with it running
+/// (in an open transaction) over a waiting job whose one dependency is pending, another session
+/// can lock that dependency at once (a claim or completion of it never waits); over a job whose
+/// dependency is dead, it holds that dependency against a retry until it commits.
+async fn a_block_locks_only_failed_dependencies(server: Server) -> anyhow::Result<()> {
+    use queue_core::{Failure, Workflow};
+    let q = fresh(&server, |b| b).await?;
+    let live = q
+        .push_workflow(
+            Workflow::new()
+                .add("a", job("bl", 1))
+                .add_after("b", job("bl", 2), ["a"]),
+        )
+        .await?;
+    let (a, b) = (live.job("a").context("a")?, live.job("b").context("b")?);
+    let statement = queue_core::engine::statements::load(
+        include_str!("../../queue-postgres/queries/workflow_block.sql"),
+        &[("{schema}", q.schema())],
+    );
+    async fn block(
+        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+        statement: &str,
+        id: JobId,
+    ) -> Result<sqlx::postgres::PgQueryResult, sqlx::Error> {
+        sqlx::query(AssertSqlSafe(statement.to_owned()))
+            .bind(vec![id.0])
+            .persistent(false)
+            .execute(&mut **tx)
+            .await
+    }
+    let lock_now = |id: JobId| {
+        let q = q.clone();
+        async move {
+            let mut other = q.pool().begin().await?;
+            let locked = sqlx::query(in_schema(
+                "SELECT 1 FROM {schema}.jobs WHERE id = $1 FOR UPDATE NOWAIT",
+                q.schema(),
+            ))
+            .bind(id.0)
+            .persistent(false)
+            .fetch_optional(&mut *other)
+            .await;
+            other.rollback().await?;
+            anyhow::Ok(locked.is_ok())
+        }
+    };
+    let mut tx = q.pool().begin().await?;
+    ensure!(block(&mut tx, &statement, b).await?.rows_affected() == 0);
+    ensure!(
+        lock_now(a).await?,
+        "a pending dependency was locked by the block"
+    );
+    tx.rollback().await?;
+    // A dead dependency: held until the block commits.
+    let l = q.pop(queue_core::PopRequest::new("bl")).await?;
+    ensure!(l.len() == 1 && l[0].job.id == a);
+    // The settling after the failure would cancel b: undo that, so that the block below does.
+    q.fail(&l[0].lease, Failure::permanent("boom")).await?;
+    sqlx::query(in_schema(
+        "UPDATE {schema}.jobs SET state = 'waiting', blocked_by = NULL, finished_at = NULL \
+         WHERE id = $1",
+        q.schema(),
+    ))
+    .bind(b.0)
+    .persistent(false)
+    .execute(q.pool())
+    .await?;
+    let mut tx = q.pool().begin().await?;
+    ensure!(block(&mut tx, &statement, b).await?.rows_affected() == 1);
+    ensure!(
+        !lock_now(a).await?,
+        "the dead dependency a block decided from was not held"
+    );
+    tx.commit().await?;
+    ensure!(lock_now(a).await?);
+    drop_schema(&q).await
+}
+
 /// Keyed claims on a table that was never analyzed (autovacuum off, or a new table in its first
 /// minute) keep plans that walk the index of keyed jobs: the generic plans that the keyed
 /// claim's statements keep on the connection read `jobs_key_idx` and never `jobs_claim_idx`,
@@ -1729,6 +1807,7 @@ fn main() -> std::process::ExitCode {
         statements_are_planned_once_per_connection,
         a_prune_spares_a_job_retried_while_it_waited,
         keyed_claims_walk_the_key_index_without_statistics,
+        a_block_locks_only_failed_dependencies,
     ];
     if behind_transaction_pooler() {
         dialect.extend(conformance_tests::dialect_tests![
