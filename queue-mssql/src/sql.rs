@@ -1858,28 +1858,37 @@ mod tests {
             )
         );
         // What cancels a job: a dependency that must complete and is dead, cancelled or gone,
-        // the edges read as committed, the dependencies' rows with shared locks held to the
-        // statement's end (a retry of one waits for the cancellation, or is waited for).
-        let failed = "FROM [jobs_s].[job_deps] AS d WITH (READCOMMITTEDLOCK) \
-                      LEFT JOIN [jobs_s].[jobs] AS p WITH (REPEATABLEREAD, ROWLOCK) \
-                      ON p.id = d.dep_id WHERE d.job_id = j.id \
-                      AND d.policy = 0 AND (p.id IS NULL OR p.state IN (N'dead', N'cancelled'))";
+        // found by a read of committed rows without held locks, then read again by the update
+        // with shared locks held to the statement's end, which covers only the dependencies
+        // found failed (a retry of one waits for the cancellation, or is waited for).
         let block = flat(&s.workflow_block_for(2));
         assert!(
             block.starts_with(&format!(
-                "UPDATE j SET state = N'cancelled', blocked_by = ( SELECT TOP (1) d.dep_id \
-                 {failed} ORDER BY d.dep_id), \
-                 finished_at = SYSUTCDATETIME(), updated_at = SYSUTCDATETIME() \
-                 OUTPUT inserted.id FROM [jobs_s].[jobs] AS j"
+                "DECLARE @blocked TABLE (id BINARY(16) NOT NULL PRIMARY KEY, dep BINARY(16) NOT NULL); \
+                 INSERT INTO @blocked (id, dep) SELECT x.id, x.dep FROM ( SELECT j.id, \
+                 (SELECT TOP (1) d.dep_id FROM [jobs_s].[job_deps] AS d WITH (READCOMMITTEDLOCK) \
+                 LEFT JOIN [jobs_s].[jobs] AS p WITH (READCOMMITTEDLOCK) ON p.id = d.dep_id \
+                 WHERE d.job_id = j.id AND d.policy = 0 \
+                 AND (p.id IS NULL OR p.state IN (N'dead', N'cancelled')) ORDER BY d.dep_id) AS dep \
+                 FROM [jobs_s].[jobs] AS j WITH (READCOMMITTEDLOCK) \
+                 WHERE j.id IN {ids2} AND j.state = N'waiting' ) AS x WHERE x.dep IS NOT NULL;"
             )),
             "{block}"
         );
         assert!(
-            block.ends_with(&format!(
-                "WHERE j.id IN {ids2} AND j.state = N'waiting' AND EXISTS ( SELECT 1 {failed})"
-            )),
+            block.ends_with(
+                "UPDATE j SET state = N'cancelled', blocked_by = b.dep, \
+                 finished_at = SYSUTCDATETIME(), updated_at = SYSUTCDATETIME() \
+                 OUTPUT inserted.id FROM [jobs_s].[jobs] AS j INNER JOIN @blocked AS b ON b.id = j.id \
+                 WHERE j.state = N'waiting' AND (EXISTS (SELECT 1 FROM [jobs_s].[jobs] AS p \
+                 WITH (REPEATABLEREAD, ROWLOCK) WHERE p.id = b.dep AND p.state IN (N'dead', N'cancelled')) \
+                 OR NOT EXISTS (SELECT 1 FROM [jobs_s].[jobs] AS g WITH (READCOMMITTEDLOCK) \
+                 WHERE g.id = b.dep));"
+            ),
             "{block}"
         );
+        // The only result set is the update's OUTPUT.
+        assert_eq!(block.matches("OUTPUT").count(), 1);
         // What holds a job back: every read besides the updated rows is a locking read of the
         // latest committed rows; a deleted dependency holds back one that must complete.
         let promote = flat(&s.workflow_promote_for(2));
