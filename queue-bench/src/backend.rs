@@ -136,6 +136,24 @@ pub(crate) trait OursNs: Send + Sync {
     async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()>;
     /// Drops the namespace.
     async fn cleanup(&self) -> Result<()>;
+    /// Holds back the server's cleanup of old row versions, as a long transaction of another
+    /// client in the same database does (a report, a backup): a transaction that took a
+    /// snapshot (PostgreSQL `REPEATABLE READ`; MySQL/MariaDB `WITH CONSISTENT SNAPSHOT`) and
+    /// read a row of the queue's table, open until the returned hold is released. `None` where
+    /// the database keeps no such horizon.
+    async fn hold_horizon(&self) -> Result<Option<Box<dyn HeldHorizon>>> {
+        Ok(None)
+    }
+}
+
+/// A snapshot another client holds open ([`OursNs::hold_horizon`]).
+#[async_trait]
+pub(crate) trait HeldHorizon: Send {
+    /// What the server's cleanup cannot remove while the snapshot is held, in words (it runs
+    /// the cleanup first where that is a command).
+    async fn unremovable(&mut self) -> Result<String>;
+    /// Ends the snapshot's transaction.
+    async fn release(self: Box<Self>) -> Result<()>;
 }
 
 /// The hand-written queue a team would write instead: a minimal table and plain SQL.

@@ -140,6 +140,10 @@ enum WorkloadArg {
     /// Pushes and drains at once for `--duration` seconds (not part of `all`): the rate per 10 s
     /// window, and the last minute's beside the first.
     Sustained,
+    /// The drain while another client holds a snapshot in the same database (PostgreSQL,
+    /// MySQL/MariaDB), beside the same drain without it: the ratio, and what cleanup could not
+    /// remove meanwhile.
+    Horizon,
     All,
 }
 
@@ -292,6 +296,7 @@ impl WorkloadArg {
             WorkloadArg::DrainRate => vec![Workload::Drain { batch }, rated],
             WorkloadArg::Fairness => vec![Workload::Fairness { batch }],
             WorkloadArg::Workflow => vec![Workload::Drain { batch }, workflow],
+            WorkloadArg::Horizon => vec![Workload::Horizon { batch }],
             WorkloadArg::Sustained => vec![Workload::Sustained {
                 batch,
                 seconds: c.duration,
@@ -310,6 +315,7 @@ impl WorkloadArg {
                 all.push(Workload::Fairness { batch });
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
+                all.push(Workload::Horizon { batch });
                 all.push(Workload::Stats);
                 all
             }
@@ -520,7 +526,7 @@ mod tests {
                 batch: Prefetch::Max(1)
             }]
         );
-        assert_eq!(WorkloadArg::All.expand(Prefetch::Max(50), 0, &c).len(), 13);
+        assert_eq!(WorkloadArg::All.expand(Prefetch::Max(50), 0, &c).len(), 14);
         assert_eq!(
             WorkloadArg::Drain.expand(Prefetch::Max(100), 4, &c).last(),
             Some(&Workload::DrainProcesses {

@@ -11,7 +11,7 @@ use queue_core::{Limits, Queue};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::{Executor, Row};
 
-use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, OursNs, Server};
+use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, HeldHorizon, OursNs, Server};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Rows per client-side insert when seeding the backlog; the rest doubles set-based.
@@ -280,6 +280,23 @@ impl OursNs for MyOurs {
     async fn cleanup(&self) -> Result<()> {
         drop_prefixed(&self.admin, &self.prefix).await
     }
+
+    async fn hold_horizon(&self) -> Result<Option<Box<dyn HeldHorizon>>> {
+        let mut conn = self.admin.acquire().await?.detach();
+        sqlx::raw_sql("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            .execute(&mut conn)
+            .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "SELECT id FROM {} LIMIT 1",
+            self.table
+        )))
+        .execute(&mut conn)
+        .await?;
+        Ok(Some(Box::new(MyHorizon {
+            conn,
+            admin: self.admin.clone(),
+        })))
+    }
 }
 
 struct MyBaseline {
@@ -416,5 +433,31 @@ impl BaselineNs for MyBaseline {
     async fn cleanup(&self) -> Result<()> {
         self.pool.close().await;
         drop_prefixed(&self.admin, &self.prefix).await
+    }
+}
+
+/// A transaction with a consistent snapshot on a connection of its own, which has read a row.
+struct MyHorizon {
+    conn: sqlx::MySqlConnection,
+    admin: MySqlPool,
+}
+
+#[async_trait]
+impl HeldHorizon for MyHorizon {
+    async fn unremovable(&mut self) -> Result<String> {
+        let len: i64 = sqlx::query_scalar(
+            "SELECT CAST(`COUNT` AS SIGNED) FROM information_schema.INNODB_METRICS \
+             WHERE NAME = 'trx_rseg_history_len'",
+        )
+        .fetch_one(&self.admin)
+        .await?;
+        Ok(format!(
+            "a history list of {len} undo log entries that purge could not remove with the snapshot held"
+        ))
+    }
+
+    async fn release(mut self: Box<Self>) -> Result<()> {
+        sqlx::raw_sql("ROLLBACK").execute(&mut self.conn).await?;
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@ use queue_core::{Limits, Queue};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 
-use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, OursNs, Server};
+use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, HeldHorizon, OursNs, Server};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -221,6 +221,55 @@ impl OursNs for PgOurs {
         )))
         .execute(&self.admin)
         .await?;
+        Ok(())
+    }
+
+    async fn hold_horizon(&self) -> Result<Option<Box<dyn HeldHorizon>>> {
+        let mut conn = self.admin.acquire().await?.detach();
+        sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut conn)
+            .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "SELECT id FROM {}.jobs LIMIT 1",
+            self.schema
+        )))
+        .execute(&mut conn)
+        .await?;
+        Ok(Some(Box::new(PgHorizon {
+            conn,
+            schema: self.schema.clone(),
+            admin: self.admin.clone(),
+        })))
+    }
+}
+
+/// A `REPEATABLE READ` transaction on a connection of its own, which has read a row.
+struct PgHorizon {
+    conn: sqlx::PgConnection,
+    schema: String,
+    admin: PgPool,
+}
+
+#[async_trait]
+impl HeldHorizon for PgHorizon {
+    async fn unremovable(&mut self) -> Result<String> {
+        sqlx::raw_sql(AssertSqlSafe(format!("VACUUM {}.jobs", self.schema)))
+            .execute(&self.admin)
+            .await?;
+        let dead: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables \
+             WHERE schemaname = $1 AND relname = 'jobs'",
+        )
+        .bind(&self.schema)
+        .fetch_one(&self.admin)
+        .await?;
+        Ok(format!(
+            "{dead} dead row versions that VACUUM could not remove with the snapshot held"
+        ))
+    }
+
+    async fn release(mut self: Box<Self>) -> Result<()> {
+        sqlx::raw_sql("ROLLBACK").execute(&mut self.conn).await?;
         Ok(())
     }
 }

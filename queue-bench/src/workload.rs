@@ -166,6 +166,9 @@ pub(crate) enum Workload {
     /// near [`SUSTAINED_BACKLOG`] jobs; the rate of completions per [`SUSTAINED_WINDOW`], so
     /// that a drop as the table and its indexes grow, or while autovacuum runs, shows.
     Sustained { batch: Prefetch, seconds: u64 },
+    /// The drain with another client's snapshot held in the same database for the whole of it
+    /// (cleanup of old row versions held back), beside the same drain without it.
+    Horizon { batch: Prefetch },
 }
 
 /// The sustained workload's window of counting.
@@ -209,6 +212,9 @@ impl Workload {
             }
             Workload::Sustained { batch, seconds } => {
                 format!("sustained push and drain for {seconds} s (prefetch {batch})")
+            }
+            Workload::Horizon { batch } => {
+                format!("drain with a snapshot held (prefetch {batch})")
             }
         }
     }
@@ -348,6 +354,33 @@ pub(crate) async fn run(
                 let out = enqueue_baseline(b.clone(), s, s.push_batch, progress).await;
                 finish_baseline(&mut r, b.as_ref(), out).await?;
             }
+        }
+        Workload::Horizon { batch } => {
+            let mut plain = WorkloadResult::new(w);
+            let ns = server.ours(s.pool()).await?;
+            let out = drain_ours(ns.as_ref(), s, batch, 0, Controls::NONE, progress).await;
+            finish_ours(&mut plain, ns.as_ref(), out).await?;
+            let ns = server.ours(s.pool()).await?;
+            let Some(mut hold) = ns.hold_horizon().await? else {
+                ns.cleanup().await?;
+                r.notes.push(format!(
+                    "{}: no snapshot holds back cleanup on this database; not measured",
+                    server.kind().name()
+                ));
+                return Ok(r);
+            };
+            let out = drain_ours(ns.as_ref(), s, batch, 0, Controls::NONE, progress).await;
+            let unremovable = hold.unremovable().await;
+            hold.release().await?;
+            finish_ours(&mut r, ns.as_ref(), out).await?;
+            r.notes.push(unremovable?);
+            if let Some(mut p) = plain.ours {
+                p.what =
+                    format!("the same drain without the snapshot, this run (prefetch {batch})");
+                r.baseline = Some(p);
+                r.set_ratio();
+            }
+            r.violations.extend(plain.violations);
         }
         Workload::Sustained { batch, seconds } => {
             let ns = server.ours(s.pool()).await?;
