@@ -283,6 +283,11 @@ impl OursNs for MyOurs {
 
     async fn hold_horizon(&self) -> Result<Option<Box<dyn HeldHorizon>>> {
         let mut conn = self.admin.acquire().await?.detach();
+        // A consistent snapshot is one of REPEATABLE READ (under READ COMMITTED each statement
+        // takes its own).
+        sqlx::raw_sql("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut conn)
+            .await?;
         sqlx::raw_sql("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             .execute(&mut conn)
             .await?;
