@@ -107,6 +107,10 @@ struct Cli {
     /// Print machine-readable results (JSON) on stdout; the table goes to stderr.
     #[arg(long)]
     json: bool,
+    /// Leave out the prefetch-1 drain that `drain` runs beside the main one (at a million jobs
+    /// it takes many minutes).
+    #[arg(long)]
+    no_single_drain: bool,
     /// A fast end-to-end check: a few hundred jobs per workload on SQLite, and on PostgreSQL,
     /// MySQL and SQL Server (QUEUE_TEST_MSSQL_URL) when they answer (or when QUEUE_TEST_REQUIRE
     /// names them). Exits non-zero on any failure or correctness violation.
@@ -424,9 +428,13 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         };
         settings.validate()?;
         let controls = Controls::of(&cli);
-        let workloads = cli
+        let mut workloads = cli
             .workload
             .expand(prefetch(&cli), cli.worker_processes, &controls);
+        if cli.no_single_drain && prefetch(&cli) != Prefetch::Max(1) {
+            workloads
+                .retain(|w| !matches!(w, Workload::Drain { batch } if *batch == Prefetch::Max(1)));
+        }
         let rated = workloads
             .iter()
             .any(|w| matches!(w, Workload::DrainRate { .. }));
