@@ -6,6 +6,35 @@
 
 mod connect;
 
+/// The guides, one per capability: what the README links to, with every example compiled (and
+/// those that end by themselves run) as this crate's doctests.
+pub mod guide {
+    #[doc = include_str!("../docs/guide/kinds.md")]
+    pub mod kinds {}
+    #[doc = include_str!("../docs/guide/unique.md")]
+    pub mod unique {}
+    #[doc = include_str!("../docs/guide/flow-control.md")]
+    pub mod flow_control {}
+    #[doc = include_str!("../docs/guide/workflows.md")]
+    pub mod workflows {}
+    #[doc = include_str!("../docs/guide/schedules.md")]
+    pub mod schedules {}
+    #[doc = include_str!("../docs/guide/retention.md")]
+    pub mod retention {}
+    #[doc = include_str!("../docs/guide/cli.md")]
+    pub mod cli {}
+    #[doc = include_str!("../docs/guide/dashboard.md")]
+    pub mod dashboard {}
+    #[doc = include_str!("../docs/guide/observability.md")]
+    pub mod observability {}
+    #[doc = include_str!("../docs/guide/testing.md")]
+    pub mod testing {}
+    #[doc = include_str!("../docs/guide/backends.md")]
+    pub mod backends {}
+    #[doc = include_str!("../docs/guide/upgrading.md")]
+    pub mod upgrading {}
+}
+
 pub use connect::{connect, connect_and_migrate, connect_with, Backend, Options};
 pub use queue_core::*;
 

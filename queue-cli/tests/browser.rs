@@ -1185,8 +1185,9 @@ async fn a_cross_site_post_is_refused(c: &Client, fx: &Fixture) -> anyhow::Resul
     Ok(())
 }
 
-/// The screenshots in the README: the demo's data, the overview and a dead job's page, served
-/// as a user would, from the default `queue.db` of the current directory.
+/// The screenshots in the dashboard guide (docs/guide/dashboard.md): the demo's data, the
+/// overview and a dead job's page, served as a user would, from the default `queue.db` of the
+/// current directory.
 async fn screenshots_of_the_demo(c: &Client, _fx: &Fixture) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     for (queue, jobs) in [("emails", "3000"), ("reports", "800")] {
