@@ -1,6 +1,6 @@
 //! The one error type every backend returns.
 
-use crate::job::{JobId, JobState};
+use crate::ids::{JobId, JobState, WorkflowId};
 
 /// A boxed error from a database driver or another lower layer, kept as the `source`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -99,14 +99,14 @@ pub enum Error {
     #[error("workflow {workflow} exists already")]
     WorkflowExists {
         /// The id.
-        workflow: crate::workflow::WorkflowId,
+        workflow: WorkflowId,
     },
 
     /// No workflow has this id.
     #[error("workflow {workflow} not found")]
     UnknownWorkflow {
         /// The id that was looked up.
-        workflow: crate::workflow::WorkflowId,
+        workflow: WorkflowId,
     },
 
     /// The workflow is not an open batch (it was sealed, or never was one): it takes no
@@ -114,7 +114,7 @@ pub enum Error {
     #[error("workflow {workflow} is not an open batch")]
     WorkflowSealed {
         /// The workflow.
-        workflow: crate::workflow::WorkflowId,
+        workflow: WorkflowId,
     },
 
     /// A step of a workflow cannot be retried: a job it needs to have completed (policy

@@ -1,6 +1,5 @@
 //! The job model: ids, states, what a producer pushes and what a worker pops.
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -11,39 +10,11 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+pub use crate::ids::{JobId, JobState};
 use crate::validate;
 
-/// A job's id: a UUID v7 made by the client at push time, so ids sort by creation time and a
-/// batch push needs no round trip to learn them.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct JobId(pub Uuid);
-
-impl JobId {
-    /// A new time-ordered id.
-    pub fn new() -> Self {
-        JobId(Uuid::now_v7())
-    }
-
-    /// The underlying UUID.
-    pub fn as_uuid(&self) -> &Uuid {
-        &self.0
-    }
-}
-
-impl Default for JobId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+/// How many times a job may snooze unless its kind or the worker says otherwise.
+pub const DEFAULT_MAX_SNOOZES: u32 = 1_000;
 
 impl FromStr for JobId {
     type Err = Error;
@@ -55,69 +26,6 @@ impl FromStr for JobId {
                 "must be a UUID such as 0190f0e4-1c2b-7d3e-8f00-123456789abc",
             )
         })
-    }
-}
-
-impl From<Uuid> for JobId {
-    fn from(u: Uuid) -> Self {
-        JobId(u)
-    }
-}
-
-/// Where a job is in its life. See the state diagram in the crate docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobState {
-    /// A job of a workflow waiting for the jobs it depends on; pending once they have
-    /// finished as it needs (see [`crate::workflow`]).
-    Waiting,
-    /// Waiting to be claimed once `run_at` has passed.
-    Pending,
-    /// Claimed by a worker holding a live lease.
-    Running,
-    /// Acked: finished successfully.
-    Completed,
-    /// Failed permanently or ran out of attempts; `retry` brings it back.
-    Dead,
-    /// Cancelled by an operator or the application.
-    Cancelled,
-}
-
-impl JobState {
-    /// Every state, in lifecycle order.
-    pub const ALL: [JobState; 6] = [
-        JobState::Waiting,
-        JobState::Pending,
-        JobState::Running,
-        JobState::Completed,
-        JobState::Dead,
-        JobState::Cancelled,
-    ];
-
-    /// The states a job never leaves by itself (only `retry` or `prune` touch them).
-    pub const FINISHED: [JobState; 3] = [JobState::Completed, JobState::Dead, JobState::Cancelled];
-
-    /// The name stored in the database.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            JobState::Waiting => "waiting",
-            JobState::Pending => "pending",
-            JobState::Running => "running",
-            JobState::Completed => "completed",
-            JobState::Dead => "dead",
-            JobState::Cancelled => "cancelled",
-        }
-    }
-
-    /// Whether the job is finished (completed, dead or cancelled).
-    pub fn is_finished(&self) -> bool {
-        Self::FINISHED.contains(self)
-    }
-}
-
-impl fmt::Display for JobState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -692,7 +600,7 @@ pub struct KindOptions {
     pub timeout: Option<Duration>,
     /// The backoff between attempts (the queue's retry policy when `None`).
     pub retry_policy: Option<crate::retry::RetryPolicy>,
-    /// Most snoozes per job ([`crate::worker::DEFAULT_MAX_SNOOZES`] when `None`).
+    /// Most snoozes per job ([`DEFAULT_MAX_SNOOZES`] when `None`).
     pub max_snoozes: Option<u32>,
     /// The uniqueness rule of its jobs (none when `None`).
     pub unique: Option<crate::unique::Unique>,
@@ -950,12 +858,12 @@ pub struct Snooze {
 }
 
 impl Snooze {
-    /// A snooze of `delay`, bounded by [`crate::worker::DEFAULT_MAX_SNOOZES`]; past the bound a
+    /// A snooze of `delay`, bounded by [`DEFAULT_MAX_SNOOZES`]; past the bound a
     /// retryable failure.
     pub fn new(delay: Duration) -> Self {
         Snooze {
             delay,
-            max_snoozes: crate::worker::DEFAULT_MAX_SNOOZES,
+            max_snoozes: DEFAULT_MAX_SNOOZES,
             past_bound: FailureKind::Retryable,
         }
     }

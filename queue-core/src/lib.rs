@@ -6,6 +6,7 @@
 
 pub mod engine;
 pub mod error;
+mod ids;
 pub mod job;
 pub mod metrics;
 #[cfg(feature = "opentelemetry")]

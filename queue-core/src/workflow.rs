@@ -19,7 +19,6 @@
 //! [`JobContext::dependencies`](crate::worker::JobContext::dependencies).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
@@ -28,33 +27,8 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+pub use crate::ids::WorkflowId;
 use crate::job::{Job, JobId, JobState, NewJob};
-
-/// A workflow's id: a UUID v7 made at build time (or given with [`Workflow::with_id`]).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct WorkflowId(pub Uuid);
-
-impl WorkflowId {
-    /// A new time-ordered id.
-    pub fn new() -> Self {
-        WorkflowId(Uuid::now_v7())
-    }
-}
-
-impl Default for WorkflowId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for WorkflowId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 impl FromStr for WorkflowId {
     type Err = Error;

@@ -491,48 +491,6 @@ pub struct TickReport {
     pub next_slot: Option<DateTime<Utc>>,
 }
 
-/// A stored schedule row as a [`ScheduleInfo`]: the one place that interprets the columns a
-/// driver returns.
-///
-/// # Errors
-/// [`Error::Database`] for values no registration stores; [`Error::InvalidInput`] for a payload
-/// that is not JSON.
-pub(crate) fn info_from_stored(row: crate::engine::StoredSchedule) -> Result<ScheduleInfo> {
-    let max_attempts = u32::try_from(row.max_attempts).map_err(|_| {
-        Error::database(format!(
-            "schedule {}: max_attempts {} out of range",
-            row.name, row.max_attempts
-        ))
-    })?;
-    let misfire_max = u32::try_from(row.misfire_max).unwrap_or(0);
-    let job = PeriodicJob::from_json(
-        row.name.as_str(),
-        row.expression.as_str(),
-        row.queue.as_str(),
-        &row.payload,
-    )?
-    .time_zone(row.time_zone.as_str())
-    .priority(row.priority)
-    .max_attempts(max_attempts)
-    .misfire(Misfire::from_stored(&row.misfire, misfire_max)?);
-    let job = match row.kind {
-        Some(kind) => job.kind(kind),
-        None => job,
-    };
-    Ok(ScheduleInfo {
-        job,
-        origin: Origin::from_stored(&row.origin)?,
-        since: row.since,
-        last_slot: row.last_slot,
-        last_job: row.last_job,
-        last_job_state: row.last_job_state,
-        expires_at: row.expires_at,
-        version: row.version,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

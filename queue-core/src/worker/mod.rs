@@ -112,8 +112,7 @@ pub use runtime::WorkerHandle;
 /// The most runs of one [`Worker::drain`].
 pub const DRAIN_LIMIT: usize = 10_000;
 
-/// How many times a job may snooze unless its kind or the worker says otherwise.
-pub const DEFAULT_MAX_SNOOZES: u32 = 1_000;
+pub use crate::job::DEFAULT_MAX_SNOOZES;
 
 /// The log target of the worker runtime.
 pub const LOG_TARGET: &str = "queue::worker";
