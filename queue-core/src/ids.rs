@@ -102,7 +102,8 @@ impl fmt::Display for JobState {
     }
 }
 
-/// A workflow's id: a UUID v7 made at build time (or given with [`Workflow::with_id`]).
+/// A workflow's id: a UUID v7 made at build time (or given with
+/// [`Workflow::with_id`](crate::workflow::Workflow::with_id)).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
