@@ -27,7 +27,11 @@ impl Extra {
         let mut extra = Extra::default();
         for entry in std::fs::read_dir(dir).with_context(|| format!("reading {dir:?}"))? {
             let path = entry?.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+            else {
                 continue;
             };
             let command = || -> Result<Option<String>> {
@@ -48,13 +52,12 @@ impl Extra {
                     Some((backend, r))
                 });
             if let Some((backend, rep)) = tuned {
-                let rep = rep.strip_suffix(".json").and_then(|r| r.parse().ok());
-                if let (Some(rep), Some(c)) = (rep, command()?) {
+                if let (Ok(rep), Some(c)) = (rep.parse(), command()?) {
                     extra
                         .tuned
                         .push((backend.to_owned(), rep, tuned_setting(&c)));
                 }
-            } else if name == "ours-enqueue.json" {
+            } else if name == "ours-enqueue" {
                 if let Some(c) = command()? {
                     extra.enqueue_jobs = option(&c, "--jobs").and_then(|j| j.parse().ok());
                 }
@@ -487,6 +490,37 @@ rep 2 sqlite tuned (N=100000): drain (prefetch 500): ours 13297 hand-SQL 171564 
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn an_output_folder_gives_the_tuned_options_and_the_enqueues_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        let command = |c: &str| format!("{{\"command\": \"qb {c} --url u --json\"}}");
+        write(
+            "ourstuned-drain-2.json",
+            &command("--backend postgres --workload drain --jobs 9 --batch 300"),
+        );
+        write("ourstuned-drain-2.err", "the table, not JSON");
+        write("ourstuned-drain-3.json", "");
+        write(
+            "out-mysql-tuned-1.json",
+            &command("--backend mysql --workload drain --jobs 9 --discard-completed"),
+        );
+        write(
+            "ours-enqueue.json",
+            &command("--backend postgres --workload enqueue --jobs 2000"),
+        );
+        let mut extra = Extra::from_dir(dir.path()).unwrap();
+        extra.tuned.sort();
+        assert_eq!(
+            extra.tuned,
+            vec![
+                ("mysql".into(), 1, "completed jobs deleted".into()),
+                ("postgres".into(), 2, "prefetch 300".into()),
+            ]
+        );
+        assert_eq!(extra.enqueue_jobs, Some(2000));
     }
 
     #[test]
