@@ -160,8 +160,9 @@ fn jobs_text(n: u64) -> String {
 /// The charts the rows make, with their file names.
 fn charts(rows: &[Row]) -> Vec<(&'static str, Bars)> {
     let mut out = Vec::new();
-    let note = "Bars: the median of the runs; lines: the least to the most. Compare within this sitting only."
-        .to_owned();
+    let note =
+        "Bars: the median of the runs; lines: the least to the most. Compare within one sitting."
+            .to_owned();
     if let Some(n) = main_size(rows) {
         let configs = ranked(rows, "postgres", "drain", n);
         let mut ours = 0;
