@@ -190,7 +190,7 @@ fn charts(rows: &[Row]) -> Vec<(&'static str, Bars)> {
                 series: vec![("jobs/s".into(), draw::OURS[0])],
                 bars,
                 note: note.clone(),
-                empty: "failed".into(),
+                empty: "no figure".into(),
             },
         ));
     }
@@ -538,6 +538,7 @@ Graphile Worker\tdefaults\tpostgres\tenqueue\t200\t1\t600.5\t1.0
         );
         let drain = &charts[0].1;
         assert!(drain.title.contains("1,000 jobs"));
+        assert_eq!(drain.empty, "no figure");
         // dbqueue first, the hand-written SQL last.
         let systems: Vec<&str> = drain.groups.iter().map(|g| g[0].as_str()).collect();
         assert_eq!(systems, ["dbqueue", "Graphile Worker", "hand-written SQL"]);
