@@ -79,6 +79,12 @@ pub fn catalogue() -> Vec<Case> {
         worker::worker_drains_with_retries,
         worker::worker_wakes_on_push,
         worker::worker_counts_a_job_completed_in_the_handlers_transaction,
+        // The worker in a service: job events, middleware.
+        events::events_each_transition_delivers_its_event,
+        events::events_slow_subscriber_does_not_stall_the_worker,
+        middleware::middleware_layers_compose_in_order,
+        middleware::middleware_maps_an_error_to_a_snooze,
+        middleware::middleware_context_reaches_the_handler,
         transactions::tx_push_rolled_back_is_invisible,
         transactions::tx_push_committed_is_visible,
         transactions::tx_complete_exactly_once,

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use super::events::{DEFAULT_EVENT_CAPACITY, MAX_EVENT_CAPACITY};
 use super::handler::{FnHandler, Handler, JobContext, JobError, TypedHandler};
+use super::middleware::Middleware;
 use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, Worker, DEFAULT_MAX_SNOOZES, LOG_TARGET};
 use crate::error::{Error, Result};
@@ -52,6 +54,11 @@ pub struct WorkerBuilder {
     job_timeout: Option<Duration>,
     handler: Option<Arc<dyn Handler>>,
     scheduler: Option<Scheduler>,
+    /// Around every handler run, outermost first.
+    middleware: Vec<Arc<dyn Middleware>>,
+    /// Around the runs of one kind, inside the worker's, outermost first.
+    kind_middleware: Vec<(String, Arc<dyn Middleware>)>,
+    event_capacity: usize,
 }
 
 /// The shortest interval of [`WorkerBuilder::queue_gauges`].
@@ -81,7 +88,34 @@ impl WorkerBuilder {
             job_timeout: None,
             handler: None,
             scheduler: None,
+            middleware: Vec::new(),
+            kind_middleware: Vec::new(),
+            event_capacity: DEFAULT_EVENT_CAPACITY,
         }
+    }
+
+    /// Wraps every handler run of this worker with `middleware` ([`Middleware`]). The first
+    /// added is the outermost; the worker's middleware wrap a kind's
+    /// ([`WorkerBuilder::kind_middleware`]).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Wraps the runs of the handler of `kind` with `middleware`, inside the worker's
+    /// middleware (the first added for the kind is the outermost of the kind's).
+    pub fn kind_middleware(mut self, kind: impl Into<String>, middleware: impl Middleware) -> Self {
+        self.kind_middleware
+            .push((kind.into(), Arc::new(middleware)));
+        self
+    }
+
+    /// How many job events a subscriber ([`Worker::events`]) may leave unread before it loses
+    /// the oldest (default [`DEFAULT_EVENT_CAPACITY`], at most [`MAX_EVENT_CAPACITY`]). The
+    /// worker never waits for a subscriber.
+    pub fn event_capacity(mut self, n: usize) -> Self {
+        self.event_capacity = n;
+        self
     }
 
     /// Runs `scheduler` beside the worker: it starts with [`Worker::start`] and stops first
@@ -306,7 +340,8 @@ impl WorkerBuilder {
     /// [`Error::InvalidInput`] naming the first field that breaks a rule (`queue`,
     /// `concurrency`, `prefetch`, `pop_concurrency`, `lease`, `heartbeat`, `poll_interval`,
     /// `rescue_interval`, `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`,
-    /// `max_snoozes`, `kind` and a kind's options as `kinds[<kind>].<option>`, `handler`).
+    /// `max_snoozes`, `event_capacity`, `kind` and a kind's options as `kinds[<kind>].<option>`,
+    /// `kind_middleware`, `handler`).
     pub fn build(self) -> Result<Worker> {
         let limits = &self.queue.capabilities().limits;
         if self
@@ -442,6 +477,34 @@ impl WorkerBuilder {
             }
         }
         validate::max_snoozes(self.max_snoozes)?;
+        if !(1..=MAX_EVENT_CAPACITY).contains(&self.event_capacity) {
+            return Err(Error::invalid(
+                "event_capacity",
+                format!("must be between 1 and {MAX_EVENT_CAPACITY}"),
+            ));
+        }
+        for (kind, _) in &self.kind_middleware {
+            if !self.kinds.iter().any(|(k, _, _)| k == kind) {
+                return Err(Error::invalid(
+                    "kind_middleware",
+                    format!("{kind:?} has no handler in this worker; register it with job or kind first"),
+                ));
+            }
+        }
+        let chain_of = |kind: Option<&str>| -> Option<Arc<[Arc<dyn Middleware>]>> {
+            let chain: Vec<Arc<dyn Middleware>> = self
+                .middleware
+                .iter()
+                .cloned()
+                .chain(
+                    self.kind_middleware
+                        .iter()
+                        .filter(|(k, _)| Some(k.as_str()) == kind)
+                        .map(|(_, m)| m.clone()),
+                )
+                .collect();
+            (!chain.is_empty()).then(|| chain.into())
+        };
         let mut kinds = std::collections::BTreeMap::new();
         for (kind, options, handler) in self.kinds {
             validate::kind(&kind)?;
@@ -458,6 +521,7 @@ impl WorkerBuilder {
                 timeout: options.timeout,
                 retry_policy: options.retry_policy,
                 max_snoozes: options.max_snoozes.unwrap_or(self.max_snoozes),
+                chain: chain_of(Some(&kind)),
             };
             if kinds.insert(kind.clone(), route).is_some() {
                 return Err(Error::invalid(
@@ -471,6 +535,7 @@ impl WorkerBuilder {
             timeout: None,
             retry_policy: None,
             max_snoozes: self.max_snoozes,
+            chain: chain_of(None),
         });
         if default.is_none() && kinds.is_empty() {
             return Err(Error::invalid(
@@ -482,6 +547,7 @@ impl WorkerBuilder {
             queue: self.queue,
             registry: Arc::new(Registry { kinds, default }),
             scheduler: self.scheduler,
+            events: super::events::EventHub::new(self.event_capacity),
             config: Config {
                 queues,
                 worker_id,

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use serde_json::value::RawValue;
 
+use super::middleware::Extensions;
 use crate::job::{Failure, FailureKind, Job, JobId, Lease};
 use crate::queue::Queue;
 
@@ -72,6 +73,7 @@ pub struct JobContext {
     pub job: Job,
     lease: Arc<LeaseCell>,
     queue: Arc<dyn Queue>,
+    extensions: Extensions,
 }
 
 impl fmt::Debug for JobContext {
@@ -79,13 +81,30 @@ impl fmt::Debug for JobContext {
         f.debug_struct("JobContext")
             .field("job", &self.job)
             .field("lease", &self.lease)
+            .field("extensions", &self.extensions)
             .finish_non_exhaustive()
     }
 }
 
 impl JobContext {
     pub(crate) fn new(job: Job, lease: Arc<LeaseCell>, queue: Arc<dyn Queue>) -> Self {
-        JobContext { job, lease, queue }
+        JobContext {
+            job,
+            lease,
+            queue,
+            extensions: Extensions::default(),
+        }
+    }
+
+    /// The values middleware added to this run ([`super::Middleware`]).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The values of this run, to add to (middleware does, before it runs the rest of its
+    /// chain).
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
     }
 
     /// The job's kind, if it has one.

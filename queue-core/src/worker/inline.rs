@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::counters::{Counters, CountersSnapshot};
 use super::dispatch::Buffered;
+use super::events::EventHub;
 use super::registry::Registry;
 use super::runtime::{flush, run_job, AckQueue, Shared};
 use super::Config;
@@ -117,6 +118,7 @@ pub(super) async fn drain(
     queue: Arc<dyn Queue>,
     registry: Arc<Registry>,
     config: Config,
+    events: EventHub,
     limit: usize,
 ) -> Result<Drained> {
     // Never set: an inline run has no shutdown deadline.
@@ -132,6 +134,7 @@ pub(super) async fn drain(
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
+        events,
     });
     let slot = Arc::new(Semaphore::new(1));
     let mut drained = Drained::default();

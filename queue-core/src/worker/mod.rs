@@ -46,6 +46,13 @@
 //!   keeps every job).
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue, kind and attempt.
+//! - **Job events**: [`Worker::events`] and [`WorkerHandle::events`] subscribe to each job's
+//!   transitions ([`JobEvent`]), sent where the counters, metrics and traces record them; the
+//!   worker never waits for a subscriber ([`EventItem::Lagged`] says what a slow one lost).
+//! - **Middleware**: [`WorkerBuilder::middleware`] and [`WorkerBuilder::kind_middleware`] wrap
+//!   every handler run (or a kind's) with a [`Middleware`], which sees the context before and
+//!   the outcome after the run, may replace the outcome, and adds per-run values
+//!   ([`JobContext::extensions_mut`]); the first added is the outermost.
 //!
 //! For throughput: claims overlap with each other and with running handlers, so short jobs are
 //! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
@@ -96,8 +103,10 @@ use crate::queue::Queue;
 mod builder;
 mod counters;
 mod dispatch;
+mod events;
 mod handler;
 mod inline;
+mod middleware;
 mod registry;
 mod runtime;
 
@@ -105,8 +114,12 @@ pub use builder::{
     WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MAX_POP_CONCURRENCY, MIN_INTERVAL,
 };
 pub use counters::{Counters, CountersSnapshot, ShutdownReport};
+pub use events::{
+    EventItem, Events, JobEvent, Transition, DEFAULT_EVENT_CAPACITY, MAX_EVENT_CAPACITY,
+};
 pub use handler::{Handler, JobContext, JobError};
 pub use inline::{Drained, DrainedJob, RunOutcome};
+pub use middleware::{middleware_fn, Extensions, Middleware, Next};
 pub use runtime::WorkerHandle;
 
 /// The most runs of one [`Worker::drain`].
@@ -168,6 +181,8 @@ pub struct Worker {
     config: Config,
     /// Runs beside the worker, when one was attached.
     scheduler: Option<crate::periodic::Scheduler>,
+    /// Where its job events go.
+    events: events::EventHub,
 }
 
 impl std::fmt::Debug for Worker {
@@ -204,6 +219,16 @@ impl Worker {
         self.registry.kinds().collect()
     }
 
+    /// Subscribes to the events of the jobs this worker runs ([`JobEvent`]: started,
+    /// completed, failed, dead, snoozed, cancelled, lease lost), from the first job on when
+    /// called before [`Worker::start`] (a [`WorkerHandle::events`] subscription sees those
+    /// sent after it). The worker never waits for a subscriber: one that falls more than
+    /// `event_capacity` events behind loses the oldest and is told how many
+    /// ([`EventItem::Lagged`]). Without a subscriber, no event is built.
+    pub fn events(&self) -> Events {
+        self.events.subscribe()
+    }
+
     /// Spawns the worker's tasks on the current Tokio runtime and returns its handle. Dropping
     /// the handle shuts the worker down in the background with the configured
     /// `shutdown_timeout`.
@@ -211,7 +236,7 @@ impl Worker {
     /// # Panics
     /// When called outside a Tokio runtime.
     pub fn start(self) -> WorkerHandle {
-        let mut handle = runtime::start(self.queue, self.registry, self.config);
+        let mut handle = runtime::start(self.queue, self.registry, self.config, self.events);
         handle.scheduler = self.scheduler.map(crate::periodic::Scheduler::start);
         handle
     }
@@ -244,6 +269,7 @@ impl Worker {
             self.queue.clone(),
             self.registry.clone(),
             self.config.clone(),
+            self.events.clone(),
             limit,
         )
         .await

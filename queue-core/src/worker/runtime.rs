@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::counters::{Counters, ShutdownReport};
+use super::events::{EventHub, JobEvent, Transition};
 use super::handler::{JobContext, JobError, LeaseCell};
 use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, LOG_TARGET};
@@ -46,6 +47,8 @@ pub(super) struct Shared {
     pub(super) metrics: crate::metrics::Handles,
     /// The claim sizes its dispatchers use now, together: the acknowledger's batch follows it.
     pub(super) claiming: std::sync::atomic::AtomicUsize,
+    /// The job events' subscribers.
+    pub(super) events: EventHub,
 }
 
 impl Shared {
@@ -55,6 +58,24 @@ impl Shared {
     pub(super) fn lease_lost(&self, queue: Option<&str>, n: u64) {
         self.counters.add_lease_lost(n);
         self.metrics.lease_lost(queue.unwrap_or("")).increment(n);
+    }
+
+    /// One job whose lease is gone (`e` is [`Error::Cancelled`] or [`Error::LeaseLost`]):
+    /// counted and reported as an event.
+    pub(super) fn lost_one(
+        &self,
+        lease: &Lease,
+        kind: Option<&str>,
+        ran: Option<Duration>,
+        e: &Error,
+    ) {
+        self.lease_lost(Some(&lease.queue), 1);
+        let transition = match e {
+            Error::Cancelled { .. } => Transition::Cancelled,
+            _ => Transition::LeaseLost,
+        };
+        self.events
+            .emit(|| JobEvent::new(transition, lease, kind, ran, Some(e.to_string())));
     }
 }
 
@@ -176,6 +197,7 @@ impl AckQueue {
 #[derive(Debug)]
 pub struct WorkerHandle {
     counters: Arc<Counters>,
+    events: EventHub,
     shutdown: Option<oneshot::Sender<Duration>>,
     supervisor: JoinHandle<ShutdownReport>,
     /// The scheduler attached with `WorkerBuilder::scheduler`; stopped first at shutdown.
@@ -186,6 +208,12 @@ impl WorkerHandle {
     /// The worker's live counters.
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
+    }
+
+    /// Subscribes to the events of the jobs the worker runs from now on, as
+    /// [`Worker::events`](super::Worker::events) does before the start.
+    pub fn events(&self) -> super::Events {
+        self.events.subscribe()
     }
 
     /// Whether the worker has stopped (after a shutdown, or because its tasks ended).
@@ -222,6 +250,7 @@ pub(super) fn start(
     queue: Arc<dyn Queue>,
     registry: Arc<Registry>,
     config: Config,
+    events: EventHub,
 ) -> WorkerHandle {
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -248,6 +277,7 @@ pub(super) fn start(
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
+        events: events.clone(),
     });
     for lane in &lanes {
         tracing::info!(
@@ -308,6 +338,7 @@ pub(super) fn start(
     ));
     WorkerHandle {
         counters,
+        events,
         shutdown: Some(shutdown_tx),
         supervisor,
         scheduler: None,
@@ -477,25 +508,36 @@ pub(super) async fn release_all(shared: &Arc<Shared>, jobs: Vec<Leased>) {
     use futures::StreamExt;
     futures::stream::iter(jobs)
         .for_each_concurrent(RELEASE_CONCURRENCY, |leased| async move {
-            release(shared, &leased.lease).await;
+            release(shared, &leased.lease, None).await;
         })
         .await;
 }
 
 /// Releases one job, counting the outcome.
-async fn release(shared: &Shared, lease: &Lease) {
+async fn release(shared: &Shared, lease: &Lease, ran: Option<Ran<'_>>) {
     match retry_transient(|| shared.queue.release(lease)).await {
         Ok(()) => shared.counters.add_released(),
-        Err(e) => count_transition_error(shared, lease, "release", &e),
+        Err(e) => count_transition_error(shared, lease, "release", &e, ran),
     }
 }
 
 /// Counts a failed transition: a lost lease or a cancelled job is someone else's now; any other
 /// error leaves the job running until its lease expires and the rescuer takes it back.
-fn count_transition_error(shared: &Shared, lease: &Lease, op: &'static str, e: &Error) {
+fn count_transition_error(
+    shared: &Shared,
+    lease: &Lease,
+    op: &'static str,
+    e: &Error,
+    ran: Option<Ran<'_>>,
+) {
     match e {
         Error::LeaseLost { .. } | Error::Cancelled { .. } => {
-            shared.lease_lost(Some(&lease.queue), 1);
+            shared.lost_one(
+                lease,
+                ran.and_then(|r| r.kind()),
+                ran.and_then(|r| r.duration),
+                e,
+            );
             tracing::info!(target: LOG_TARGET, job = %lease.job_id, operation = op, error = %e, "lease no longer held");
         }
         _ => {
@@ -586,6 +628,33 @@ enum Outcome {
     Unrouted(String),
 }
 
+/// What recording a run's outcome needs to know of the run: its kind's metric handles (which
+/// also name the kind) and how long its handler ran.
+#[derive(Clone, Copy)]
+struct Ran<'a> {
+    metrics: &'a JobMetrics,
+    duration: Option<Duration>,
+}
+
+impl<'a> Ran<'a> {
+    fn kind(&self) -> Option<&'a str> {
+        self.metrics.kind.as_deref()
+    }
+
+    /// Reports `transition` of the job of `lease`, if anyone listens.
+    fn emit(&self, shared: &Shared, transition: Transition, lease: &Lease, error: Option<&str>) {
+        shared.events.emit(|| {
+            JobEvent::new(
+                transition,
+                lease,
+                self.kind(),
+                self.duration,
+                error.map(str::to_owned),
+            )
+        });
+    }
+}
+
 pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
@@ -616,8 +685,14 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
     );
     #[cfg(feature = "opentelemetry")]
     crate::otel::continue_trace(&span, job.meta.as_deref());
+    let routed = shared.registry.route(job.kind.as_deref());
+    if routed.is_ok() {
+        shared
+            .events
+            .emit(|| JobEvent::new(Transition::Started, &lease, job.kind.as_deref(), None, None));
+    }
     let cell = Arc::new(LeaseCell::new(lease));
-    let (outcome, route) = match shared.registry.route(job.kind.as_deref()) {
+    let (outcome, route, ran) = match routed {
         Ok(route) => {
             // A timeout stored with the job overrides its kind's, which overrides the worker's.
             let timeout = job.timeout.or(route.timeout).or(shared.config.job_timeout);
@@ -626,16 +701,21 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
             let outcome = execute(&shared, route, timeout, ctx, &cell)
                 .instrument(span.clone())
                 .await;
-            metrics.run.record(started.elapsed().as_secs_f64());
-            (outcome, Some(route))
+            let ran = started.elapsed();
+            metrics.run.record(ran.as_secs_f64());
+            (outcome, Some(route), Some(ran))
         }
-        Err(why) => (Outcome::Unrouted(why), None),
+        Err(why) => (Outcome::Unrouted(why), None, None),
     };
     let outcome = match outcome {
         Outcome::Finished(Ok(())) if cell.completed_by_handler() => Outcome::CompletedByHandler,
         other => other,
     };
-    settle(&shared, route, outcome, &cell, &metrics)
+    let ran = Ran {
+        metrics: &metrics,
+        duration: ran,
+    };
+    settle(&shared, route, outcome, &cell, ran)
         .instrument(span)
         .await;
     drop(permit);
@@ -658,7 +738,7 @@ async fn fresh_lease(shared: &Shared, job: Buffered) -> Option<Leased> {
             Some(Leased { job, lease })
         }
         Err(e @ (Error::LeaseLost { .. } | Error::Cancelled { .. })) => {
-            shared.lease_lost(Some(&leased.lease.queue), 1);
+            shared.lost_one(&leased.lease, leased.job.kind.as_deref(), None, &e);
             tracing::info!(target: LOG_TARGET, job = %leased.lease.job_id, waited_ms = waited.as_millis() as u64, error = %e, "a buffered job's lease was lost; not running it");
             None
         }
@@ -683,7 +763,7 @@ async fn execute(
     ctx: JobContext,
     cell: &LeaseCell,
 ) -> Outcome {
-    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.handler.call(ctx))) {
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.call(ctx))) {
         Ok(fut) => fut,
         Err(p) => return Outcome::Panicked(panic_message(&*p)),
     };
@@ -742,8 +822,9 @@ async fn settle(
     route: Option<&Route>,
     outcome: Outcome,
     cell: &LeaseCell,
-    metrics: &JobMetrics,
+    ran: Ran<'_>,
 ) {
+    let metrics = ran.metrics;
     let lease = cell.get();
     let failure = match outcome {
         Outcome::CompletedByHandler => {
@@ -752,6 +833,7 @@ async fn settle(
             }
             shared.counters.add_completed(1);
             metrics.completed.increment(1);
+            ran.emit(shared, Transition::Completed, &lease, None);
             // Completed in the handler's committed transaction: the jobs of its workflow
             // waiting for it are settled now (else the sweep would, later).
             if lease.workflow.is_some() {
@@ -763,17 +845,18 @@ async fn settle(
         }
         Outcome::Finished(Ok(())) => {
             metrics.completed.increment(1);
+            ran.emit(shared, Transition::Completed, &lease, None);
             match cell.take_output() {
                 // Jobs without an output are acknowledged in batches; one with an output is
                 // completed by a statement that stores it.
                 None => shared.acks.push(lease),
-                Some(output) => complete_with_output(shared, &lease, &output).await,
+                Some(output) => complete_with_output(shared, &lease, &output, ran).await,
             }
             return;
         }
         Outcome::Finished(Err(e)) => match e.snoozed() {
             Some(delay) => {
-                snooze(shared, route, &lease, delay, metrics).await;
+                snooze(shared, route, &lease, delay, ran).await;
                 return;
             }
             None => e.into_failure(),
@@ -787,13 +870,13 @@ async fn settle(
         }
         Outcome::Unrouted(why) => Failure::retryable(why),
         Outcome::LeaseGone(e) => {
-            shared.lease_lost(Some(&lease.queue), 1);
+            shared.lost_one(&lease, ran.kind(), ran.duration, &e);
             tracing::warn!(target: LOG_TARGET, error = %e, "lease lost while the handler ran; handler stopped");
             return;
         }
         Outcome::Aborted => {
             shared.aborted.fetch_add(1, Ordering::Relaxed);
-            release(shared, &lease).await;
+            release(shared, &lease, Some(ran)).await;
             return;
         }
     };
@@ -801,7 +884,7 @@ async fn settle(
         kind: kind_backoff(route, &lease, failure.kind),
         ..failure
     };
-    record_failure(shared, &lease, failure, metrics).await;
+    record_failure(shared, &lease, failure, ran).await;
 }
 
 /// Completes a job with the output its handler recorded, retried through an outage like a
@@ -812,6 +895,7 @@ async fn complete_with_output(
     shared: &Shared,
     lease: &Lease,
     output: &serde_json::value::RawValue,
+    ran: Ran<'_>,
 ) {
     let done = match retry_through_outage(shared, || shared.queue.ack_with_output(lease, output))
         .await
@@ -824,7 +908,7 @@ async fn complete_with_output(
     };
     match done {
         Ok(()) => shared.counters.add_completed(1),
-        Err(e) => count_transition_error(shared, lease, "ack", &e),
+        Err(e) => count_transition_error(shared, lease, "ack", &e, Some(ran)),
     }
 }
 
@@ -839,20 +923,33 @@ fn kind_backoff(route: Option<&Route>, lease: &Lease, kind: FailureKind) -> Fail
 }
 
 /// Records a failure, counting what it did to the job.
-async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure, metrics: &JobMetrics) {
+async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure, ran: Ran<'_>) {
     let message = failure.message.clone();
     match retry_transient(|| shared.queue.fail(lease, failure.clone())).await {
-        Ok(outcome) => count_failure(shared, outcome, &message, metrics),
-        Err(e) => count_transition_error(shared, lease, "fail", &e),
+        Ok(outcome) => count_failure(shared, lease, outcome, &message, ran),
+        Err(e) => count_transition_error(shared, lease, "fail", &e, Some(ran)),
     }
 }
 
-fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str, metrics: &JobMetrics) {
+fn count_failure(
+    shared: &Shared,
+    lease: &Lease,
+    outcome: FailOutcome,
+    message: &str,
+    ran: Ran<'_>,
+) {
+    let metrics = ran.metrics;
     metrics.failed.increment(1);
     match outcome {
         FailOutcome::Retrying { after } => {
             shared.counters.add_retried();
             metrics.retried.increment(1);
+            ran.emit(
+                shared,
+                Transition::Failed { retry_in: after },
+                lease,
+                Some(message),
+            );
             tracing::warn!(
                 target: LOG_TARGET,
                 error = %message,
@@ -863,6 +960,7 @@ fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str, metrics: 
         FailOutcome::Dead => {
             shared.counters.add_dead();
             metrics.dead.increment(1);
+            ran.emit(shared, Transition::Dead, lease, Some(message));
             tracing::error!(target: LOG_TARGET, error = %message, "job failed for good; it is dead");
         }
     }
@@ -876,8 +974,9 @@ async fn snooze(
     route: Option<&Route>,
     lease: &Lease,
     delay: Duration,
-    metrics: &JobMetrics,
+    ran: Ran<'_>,
 ) {
+    let metrics = ran.metrics;
     let delay = delay.min(crate::validate::MAX_DELAY);
     let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
     let request = Snooze::new(delay).max_snoozes(max).past_bound(kind_backoff(
@@ -889,28 +988,30 @@ async fn snooze(
         Ok(SnoozeOutcome::Snoozed) => {
             shared.counters.add_snoozed();
             metrics.snoozed.increment(1);
+            ran.emit(shared, Transition::Snoozed { delay }, lease, None);
             tracing::debug!(target: LOG_TARGET, delay_ms = delay.as_millis() as u64, "job snoozed");
         }
         Ok(SnoozeOutcome::Failed(outcome)) => count_failure(
             shared,
+            lease,
             outcome,
             &format!("snoozed {max} times, the most allowed"),
-            metrics,
+            ran,
         ),
         // A hand-written `Queue` without snoozes: run the job again after the delay, as a
         // failure (its attempt is spent).
         Err(Error::Unsupported(_)) => {
             let failure = Failure::retry_after(format!("snoozed for {delay:?}"), delay);
-            record_failure(shared, lease, failure, metrics).await;
+            record_failure(shared, lease, failure, ran).await;
         }
-        Err(e) => count_transition_error(shared, lease, "snooze", &e),
+        Err(e) => count_transition_error(shared, lease, "snooze", &e, Some(ran)),
     }
 }
 
 async fn ack_one(shared: &Shared, lease: &Lease) {
     match retry_transient(|| shared.queue.ack(lease)).await {
         Ok(()) => shared.counters.add_completed(1),
-        Err(e) => count_transition_error(shared, lease, "ack", &e),
+        Err(e) => count_transition_error(shared, lease, "ack", &e, None),
     }
 }
 
