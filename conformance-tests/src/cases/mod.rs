@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod basic;
+pub mod cancel;
 pub mod concurrency;
 pub mod controls;
 pub mod dedup;

@@ -56,6 +56,8 @@ pub struct WorkerBuilder {
     scheduler: Option<Scheduler>,
     /// Around every handler run, outermost first.
     middleware: Vec<Arc<dyn Middleware>>,
+    cancel_grace: Duration,
+    cancel_check: Option<Duration>,
     /// Around the runs of one kind, inside the worker's, outermost first.
     kind_middleware: Vec<(String, Arc<dyn Middleware>)>,
     event_capacity: usize,
@@ -89,6 +91,8 @@ impl WorkerBuilder {
             handler: None,
             scheduler: None,
             middleware: Vec::new(),
+            cancel_grace: Duration::ZERO,
+            cancel_check: None,
             kind_middleware: Vec::new(),
             event_capacity: DEFAULT_EVENT_CAPACITY,
         }
@@ -107,6 +111,25 @@ impl WorkerBuilder {
     pub fn kind_middleware(mut self, kind: impl Into<String>, middleware: impl Middleware) -> Self {
         self.kind_middleware
             .push((kind.into(), Arc::new(middleware)));
+        self
+    }
+
+    /// How long a handler asked to stop because its job was cancelled, its lease lost or its
+    /// timeout passed may run on to wind down ([`JobContext::cancelled`]) before it is stopped
+    /// (default zero: stopped at once). Its result is not recorded either way. (At a shutdown
+    /// the shutdown's deadline is the grace.)
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How soon, at most, a running job learns that an operator cancelled it where the database
+    /// sends no notification of it to other processes (everywhere but PostgreSQL and the
+    /// in-memory backend): its lease is extended at least this often (one fenced update per
+    /// running job and interval), and the extension reports a cancel. Default: only at the
+    /// heartbeat. Must be shorter than the lease.
+    pub fn cancel_check(mut self, every: Duration) -> Self {
+        self.cancel_check = Some(every);
         self
     }
 
@@ -340,7 +363,7 @@ impl WorkerBuilder {
     /// [`Error::InvalidInput`] naming the first field that breaks a rule (`queue`,
     /// `concurrency`, `prefetch`, `pop_concurrency`, `lease`, `heartbeat`, `poll_interval`,
     /// `rescue_interval`, `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`,
-    /// `max_snoozes`, `event_capacity`, `kind` and a kind's options as `kinds[<kind>].<option>`,
+    /// `max_snoozes`, `cancel_grace`, `cancel_check`, `event_capacity`, `kind` and a kind's options as `kinds[<kind>].<option>`,
     /// `kind_middleware`, `handler`).
     pub fn build(self) -> Result<Worker> {
         let limits = &self.queue.capabilities().limits;
@@ -477,6 +500,20 @@ impl WorkerBuilder {
             }
         }
         validate::max_snoozes(self.max_snoozes)?;
+        if self.cancel_grace > MAX_INTERVAL {
+            return Err(Error::invalid("cancel_grace", "must be at most 1 hour"));
+        }
+        if let Some(every) = self.cancel_check {
+            if every < MIN_INTERVAL || every >= self.lease {
+                return Err(Error::invalid(
+                    "cancel_check",
+                    format!(
+                        "must be at least 1 ms and shorter than the lease ({:?})",
+                        self.lease
+                    ),
+                ));
+            }
+        }
         if !(1..=MAX_EVENT_CAPACITY).contains(&self.event_capacity) {
             return Err(Error::invalid(
                 "event_capacity",
@@ -561,6 +598,8 @@ impl WorkerBuilder {
                 ack_batch,
                 shutdown_timeout: self.shutdown_timeout,
                 job_timeout: self.job_timeout,
+                cancel_grace: self.cancel_grace,
+                cancel_check: self.cancel_check,
             },
         })
     }

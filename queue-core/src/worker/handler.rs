@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use serde_json::value::RawValue;
 
+use super::cancel::{CancelReason, CancelSignal};
 use super::middleware::Extensions;
 use crate::job::{Failure, FailureKind, Job, JobId, Lease};
 use crate::queue::Queue;
@@ -36,6 +37,10 @@ pub(crate) struct LeaseCell {
     completed: std::sync::atomic::AtomicBool,
     /// The output the handler recorded, stored with the completion.
     output: Mutex<Option<Box<RawValue>>>,
+    /// Why the worker asks the handler to stop, once it does.
+    pub(crate) cancel: CancelSignal,
+    /// Asks the heartbeat to extend the lease now (a cancel may have been sent).
+    pub(crate) poke: tokio::sync::Notify,
 }
 
 impl LeaseCell {
@@ -44,6 +49,8 @@ impl LeaseCell {
             lease: Mutex::new(lease),
             completed: std::sync::atomic::AtomicBool::new(false),
             output: Mutex::new(None),
+            cancel: CancelSignal::default(),
+            poke: tokio::sync::Notify::new(),
         }
     }
 
@@ -105,6 +112,27 @@ impl JobContext {
     /// chain).
     pub fn extensions_mut(&mut self) -> &mut Extensions {
         &mut self.extensions
+    }
+
+    /// Waits until the worker asks this run to stop, and says why: an operator cancelled the
+    /// job, the lease was lost, the run timed out, or the worker is shutting down. A handler
+    /// that can stop early races its work against it (`tokio::select!`). After a cancel, a
+    /// lost lease or a timeout the handler has the worker's `cancel_grace` to return (what it
+    /// returns is not recorded: the job is not its own any more, or has timed out); then it is
+    /// stopped. After a shutdown, what it returns before the shutdown deadline is recorded as
+    /// usual.
+    pub async fn cancelled(&self) -> CancelReason {
+        self.lease.cancel.wait().await
+    }
+
+    /// Whether the worker has asked this run to stop ([`JobContext::cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.lease.cancel.reason().is_some()
+    }
+
+    /// Why the worker asked this run to stop, if it has.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        self.lease.cancel.reason()
     }
 
     /// The job's kind, if it has one.

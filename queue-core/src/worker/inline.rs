@@ -123,6 +123,7 @@ pub(super) async fn drain(
 ) -> Result<Drained> {
     // Never set: an inline run has no shutdown deadline.
     let (_abort, abort) = watch::channel(false);
+    let (_stop, stopping) = watch::channel(false);
     let counters = Arc::new(Counters::default());
     let shared = Arc::new(Shared {
         queue,
@@ -131,6 +132,8 @@ pub(super) async fn drain(
         counters: counters.clone(),
         acks: AckQueue::default(),
         abort,
+        stopping,
+        running: None,
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),

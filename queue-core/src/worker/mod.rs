@@ -53,6 +53,11 @@
 //!   every handler run (or a kind's) with a [`Middleware`], which sees the context before and
 //!   the outcome after the run, may replace the outcome, and adds per-run values
 //!   ([`JobContext::extensions_mut`]); the first added is the outermost.
+//! - **Cooperative cancellation**: [`JobContext::cancelled`] tells a running handler to stop,
+//!   with its [`CancelReason`]: an operator's cancel (through the wake-up notifications where
+//!   the backend has them, else within `cancel_check`), a lost lease, its timeout (each
+//!   followed by `cancel_grace`, then the handler is stopped and its result not recorded), or
+//!   the shutdown (the handler's outcome before the deadline is recorded).
 //!
 //! For throughput: claims overlap with each other and with running handlers, so short jobs are
 //! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
@@ -101,6 +106,7 @@ use std::time::Duration;
 use crate::queue::Queue;
 
 mod builder;
+mod cancel;
 mod counters;
 mod dispatch;
 mod events;
@@ -113,6 +119,7 @@ mod runtime;
 pub use builder::{
     WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MAX_POP_CONCURRENCY, MIN_INTERVAL,
 };
+pub use cancel::CancelReason;
 pub use counters::{Counters, CountersSnapshot, ShutdownReport};
 pub use events::{
     EventItem, Events, JobEvent, Transition, DEFAULT_EVENT_CAPACITY, MAX_EVENT_CAPACITY,
@@ -159,6 +166,10 @@ pub(crate) struct Config {
     pub(crate) ack_batch: usize,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) job_timeout: Option<Duration>,
+    /// How long a handler asked to stop (cancelled, lease lost, timed out) may run on.
+    pub(crate) cancel_grace: Duration,
+    /// How often, at least, a running job's lease is extended, which reports a cancel.
+    pub(crate) cancel_check: Option<Duration>,
 }
 
 impl Config {

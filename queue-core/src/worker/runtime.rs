@@ -13,15 +13,17 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::cancel::CancelReason;
 use super::counters::{Counters, ShutdownReport};
 use super::events::{EventHub, JobEvent, Transition};
 use super::handler::{JobContext, JobError, LeaseCell};
 use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, LOG_TARGET};
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, FailureKind, Lease, Leased, Snooze, SnoozeOutcome};
+use crate::job::{FailOutcome, Failure, FailureKind, JobId, Lease, Leased, Snooze, SnoozeOutcome};
 use crate::metrics::JobMetrics;
 use crate::queue::Queue;
+use std::collections::HashMap;
 
 use super::dispatch::{dispatch, Buffered};
 
@@ -41,6 +43,11 @@ pub(super) struct Shared {
     pub(super) acks: AckQueue,
     /// Becomes true when running handlers must stop (the shutdown deadline passed).
     pub(super) abort: watch::Receiver<bool>,
+    /// Becomes true when the shutdown begins (running handlers are told).
+    pub(super) stopping: watch::Receiver<bool>,
+    /// The running jobs, where a cancel's notification can reach the worker
+    /// ([`crate::wake::CANCEL_WAKE`]); `None` elsewhere.
+    pub(super) running: Option<std::sync::Mutex<HashMap<JobId, Arc<LeaseCell>>>>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
     /// The metric handles of the queues and kinds this worker ran.
@@ -267,6 +274,7 @@ pub(super) fn start(
             })
         })
         .collect();
+    let notified = queue.capabilities().wakeups == crate::queue::Wakeups::ListenNotify;
     let shared = Arc::new(Shared {
         queue,
         registry,
@@ -274,6 +282,8 @@ pub(super) fn start(
         counters: counters.clone(),
         acks: AckQueue::default(),
         abort: abort_rx,
+        stopping: stop_rx.clone(),
+        running: notified.then(Default::default),
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
@@ -322,6 +332,12 @@ pub(super) fn start(
             sample_gauges(s.clone(), every, holder, stop.clone())
         })
     });
+    let cancels = shared.running.is_some().then(|| {
+        let (s, stop) = (shared.clone(), stop_rx.clone());
+        spawn_restarting(&shared, "cancel watcher", move || {
+            watch_cancels(s.clone(), stop.clone())
+        })
+    });
     let supervisor = tokio::spawn(supervise(
         shared,
         shutdown_rx,
@@ -334,6 +350,7 @@ pub(super) fn start(
             rescuer,
             retainer,
             sampler,
+            cancels,
         },
     ));
     WorkerHandle {
@@ -399,6 +416,7 @@ struct Tasks {
     rescuer: Option<JoinHandle<()>>,
     retainer: Option<JoinHandle<()>>,
     sampler: Option<JoinHandle<()>>,
+    cancels: Option<JoinHandle<()>>,
 }
 
 /// Waits for the shutdown request (or the handle's drop), then stops everything in order.
@@ -432,6 +450,9 @@ async fn supervise(
     }
     if let Some(sampler) = tasks.sampler {
         join_by(sampler, deadline, "gauge sampler").await;
+    }
+    if let Some(cancels) = tasks.cancels {
+        join_by(cancels, deadline, "cancel watcher").await;
     }
     // Every slot of every queue back: no handler runs any more.
     let all_slots = || {
@@ -698,9 +719,16 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
             let timeout = job.timeout.or(route.timeout).or(shared.config.job_timeout);
             let ctx = JobContext::new(job, cell.clone(), shared.queue.clone());
             let started = Instant::now();
+            let id = cell.get().job_id;
+            if let Some(running) = &shared.running {
+                lock(running).insert(id, cell.clone());
+            }
             let outcome = execute(&shared, route, timeout, ctx, &cell)
                 .instrument(span.clone())
                 .await;
+            if let Some(running) = &shared.running {
+                lock(running).remove(&id);
+            }
             let ran = started.elapsed();
             metrics.run.record(ran.as_secs_f64());
             (outcome, Some(route), Some(ran))
@@ -778,28 +806,93 @@ async fn execute(
         return finished(r);
     }
     let mut abort = shared.abort.clone();
+    let mut stopping = shared.stopping.clone();
     let expired = async move {
         match timeout {
             Some(t) => tokio::time::sleep_until(started + t).await,
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        biased;
-        r = &mut fut => finished(r),
-        e = heartbeat(shared, cell) => Outcome::LeaseGone(e),
-        _ = abort.wait_for(|a| *a) => Outcome::Aborted,
-        _ = expired => Outcome::TimedOut(timeout.unwrap_or_default()),
+    tokio::pin!(expired);
+    let beat = heartbeat(shared, cell);
+    tokio::pin!(beat);
+    let mut told_of_shutdown = false;
+    let (reason, outcome) = loop {
+        tokio::select! {
+            biased;
+            r = &mut fut => return finished(r),
+            e = &mut beat => {
+                let reason = match e {
+                    Error::Cancelled { .. } => CancelReason::Cancelled,
+                    _ => CancelReason::LeaseLost,
+                };
+                break (reason, Outcome::LeaseGone(e));
+            }
+            _ = abort.wait_for(|a| *a) => return Outcome::Aborted,
+            _ = &mut expired => {
+                break (CancelReason::Timeout, Outcome::TimedOut(timeout.unwrap_or_default()));
+            }
+            _ = stopping.wait_for(|s| *s), if !told_of_shutdown => {
+                // The handler may finish (or snooze) before the deadline; it is recorded.
+                told_of_shutdown = true;
+                cell.cancel.cancel(CancelReason::Shutdown);
+            }
+        }
+    };
+    // The run ends with `outcome` whatever the handler returns now: its grace is for winding
+    // down (a cancelled job's or lost lease's outcome is not this worker's to record).
+    cell.cancel.cancel(reason);
+    let grace = shared.config.cancel_grace;
+    if !grace.is_zero() {
+        tokio::select! {
+            biased;
+            _ = &mut fut => {}
+            _ = abort.wait_for(|a| *a) => {}
+            _ = tokio::time::sleep(grace) => {}
+        }
+    }
+    outcome
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long the cancel watcher waits for a notification before it waits again.
+const CANCEL_WATCH_WAIT: Duration = Duration::from_secs(600);
+
+/// Where a cancel's notification reaches this process: each one makes every running job's
+/// heartbeat extend its lease at once, which tells a cancelled job's run that it is cancelled.
+async fn watch_cancels(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let Some(running) = &shared.running else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = shared.queue.wait_for_work(crate::wake::CANCEL_WAKE, CANCEL_WATCH_WAIT) => {}
+        }
+        let cells: Vec<Arc<LeaseCell>> = lock(running).values().cloned().collect();
+        for cell in cells {
+            cell.poke.notify_one();
+        }
     }
 }
 
 /// Extends the lease every `heartbeat` for as long as it is polled; returns when the lease is
 /// gone. Other errors are logged and the extension is tried again sooner.
 async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
-    let every = shared.config.heartbeat;
+    let cfg = &shared.config;
+    let every = cfg
+        .cancel_check
+        .map_or(cfg.heartbeat, |c| c.min(cfg.heartbeat));
     let mut next = Instant::now() + every;
     loop {
-        tokio::time::sleep_until(next).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = cell.poke.notified() => {}
+        }
         let current = cell.get();
         match shared.queue.extend(&current, shared.config.lease).await {
             Ok(extended) => {
