@@ -79,7 +79,8 @@ pub fn catalogue() -> Vec<Case> {
         worker::worker_drains_with_retries,
         worker::worker_wakes_on_push,
         worker::worker_counts_a_job_completed_in_the_handlers_transaction,
-        // The worker in a service: job events, middleware, cooperative cancellation.
+        // The worker in a service: job events, middleware, cooperative cancellation, queues at
+        // runtime.
         events::events_each_transition_delivers_its_event,
         events::events_slow_subscriber_does_not_stall_the_worker,
         middleware::middleware_layers_compose_in_order,
@@ -89,6 +90,9 @@ pub fn catalogue() -> Vec<Case> {
         cancel::cancel_signal_reaches_the_holder_by_notification,
         cancel::cancel_signal_lease_lost_and_timeout_give_their_reasons,
         cancel::cancel_signal_shutdown_lets_the_handler_finish,
+        runtime_queue::runtime_queue_added_queue_is_served,
+        runtime_queue::runtime_queue_scaled_down_never_exceeds_new_concurrency,
+        runtime_queue::runtime_queue_removed_queue_loses_nothing,
         transactions::tx_push_rolled_back_is_invisible,
         transactions::tx_push_committed_is_visible,
         transactions::tx_complete_exactly_once,

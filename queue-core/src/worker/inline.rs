@@ -134,6 +134,8 @@ pub(super) async fn drain(
         abort,
         stopping,
         running: None,
+        lanes: std::sync::Mutex::new(Default::default()),
+        slots: std::sync::atomic::AtomicUsize::new(1),
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
@@ -178,6 +180,7 @@ pub(super) async fn drain(
                     claimed_at: Instant::now(),
                 },
                 permit,
+                shared.abort.clone(),
             )
             .await;
             let completed = shared.acks.take(usize::MAX);

@@ -58,6 +58,8 @@
 //!   the backend has them, else within `cancel_check`), a lost lease, its timeout (each
 //!   followed by `cancel_grace`, then the handler is stopped and its result not recorded), or
 //!   the shutdown (the handler's outcome before the deadline is recorded).
+//! - **Queues at runtime**: [`WorkerHandle::add_queue`], [`WorkerHandle::set_concurrency`]
+//!   and [`WorkerHandle::remove_queue`] change the queues a running worker serves.
 //!
 //! For throughput: claims overlap with each other and with running handlers, so short jobs are
 //! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
@@ -113,6 +115,7 @@ mod events;
 mod handler;
 mod inline;
 mod middleware;
+mod queues;
 mod registry;
 mod runtime;
 
@@ -173,11 +176,6 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    /// Handler slots over every queue.
-    pub(crate) fn total_concurrency(&self) -> usize {
-        self.queues.iter().map(|q| q.concurrency).sum()
-    }
-
     /// The queues' names, for logs.
     pub(crate) fn queue_names(&self) -> String {
         let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();

@@ -56,6 +56,10 @@ pub(super) struct Shared {
     pub(super) claiming: std::sync::atomic::AtomicUsize,
     /// The job events' subscribers.
     pub(super) events: EventHub,
+    /// Its queues (changed through the handle at runtime).
+    pub(super) lanes: std::sync::Mutex<Lanes>,
+    /// The slots of every queue, together.
+    pub(super) slots: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -84,6 +88,95 @@ impl Shared {
         self.events
             .emit(|| JobEvent::new(transition, lease, kind, ran, Some(e.to_string())));
     }
+
+    /// Starts serving the queue of `config`: its slots and its dispatcher.
+    pub(super) fn add_lane(self: &Arc<Self>, config: QueueConfig) -> Result<()> {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Err(Error::invalid("queue", "the worker is shutting down"));
+        }
+        if lanes.list.iter().any(|(l, _)| l.config.name == config.name) {
+            return Err(Error::invalid(
+                "queue",
+                format!("{:?} is served by this worker already", config.name),
+            ));
+        }
+        let lane = Arc::new(Lane::new(config));
+        self.slots.fetch_add(lane.concurrency(), Ordering::SeqCst);
+        tracing::info!(
+            target: LOG_TARGET,
+            queue = %lane.config.name,
+            worker = %self.config.worker_id,
+            concurrency = lane.concurrency(),
+            prefetch = lane.config.prefetch,
+            "worker started"
+        );
+        let (s, l, stop) = (self.clone(), lane.clone(), lane.stop.subscribe());
+        let dispatcher = spawn_restarting(self, "dispatcher", move || {
+            dispatch(s.clone(), l.clone(), stop.clone())
+        });
+        lanes.list.push((lane, Some(dispatcher)));
+        Ok(())
+    }
+
+    /// Every queue served now (or being removed).
+    pub(super) fn lanes(&self) -> Vec<Arc<Lane>> {
+        lock(&self.lanes)
+            .list
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect()
+    }
+
+    /// The queue named `name`.
+    pub(super) fn lane(&self, name: &str) -> Result<Arc<Lane>> {
+        lock(&self.lanes)
+            .list
+            .iter()
+            .find(|(l, _)| l.config.name == name && !l.removed.load(Ordering::SeqCst))
+            .map(|(l, _)| l.clone())
+            .ok_or_else(|| not_served(name))
+    }
+
+    /// Marks the queue `name` as being removed, and hands over its dispatcher.
+    pub(super) fn take_lane(&self, name: &str) -> Result<(Arc<Lane>, Option<JoinHandle<()>>)> {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Err(Error::invalid("queue", "the worker is shutting down"));
+        }
+        let served = lanes
+            .list
+            .iter()
+            .filter(|(l, _)| !l.removed.load(Ordering::SeqCst))
+            .count();
+        let Some((lane, dispatcher)) = lanes
+            .list
+            .iter_mut()
+            .find(|(l, _)| l.config.name == name && !l.removed.load(Ordering::SeqCst))
+        else {
+            return Err(not_served(name));
+        };
+        if served == 1 {
+            return Err(Error::invalid(
+                "queue",
+                format!("{name:?} is the worker's last queue; shut the worker down instead"),
+            ));
+        }
+        lane.removed.store(true, Ordering::SeqCst);
+        self.slots.fetch_sub(lane.concurrency(), Ordering::SeqCst);
+        Ok((lane.clone(), dispatcher.take()))
+    }
+
+    /// Forgets a removed queue.
+    pub(super) fn forget_lane(&self, lane: &Arc<Lane>) {
+        lock(&self.lanes)
+            .list
+            .retain(|(l, _)| !Arc::ptr_eq(l, lane));
+    }
+}
+
+fn not_served(name: &str) -> Error {
+    Error::invalid("queue", format!("{name:?} is not served by this worker"))
 }
 
 /// The one queue of `leases`, if they are all of one.
@@ -95,9 +188,64 @@ pub(super) fn one_queue(leases: &[Lease]) -> Option<&str> {
 /// One queue of the worker: its settings, its handler slots, and how long its jobs hold a
 /// slot (which sizes its claims).
 pub(super) struct Lane {
+    /// Its settings (`concurrency`: the one it started with).
     pub(super) config: QueueConfig,
+    /// How many of its jobs may run at once now.
+    slots: std::sync::atomic::AtomicUsize,
     pub(super) permits: Arc<Semaphore>,
     pub(super) pace: Pace,
+    /// Stops its dispatcher: the worker's shutdown, or the queue's removal.
+    pub(super) stop: watch::Sender<bool>,
+    /// Stops its running handlers (their jobs are released).
+    pub(super) abort: watch::Sender<bool>,
+    /// Being removed: no longer found by its name.
+    pub(super) removed: std::sync::atomic::AtomicBool,
+}
+
+impl Lane {
+    fn new(config: QueueConfig) -> Self {
+        Lane {
+            slots: std::sync::atomic::AtomicUsize::new(config.concurrency),
+            permits: Arc::new(Semaphore::new(config.concurrency)),
+            config,
+            pace: Pace::default(),
+            stop: watch::channel(false).0,
+            abort: watch::channel(false).0,
+            removed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// How many of its jobs may run at once now.
+    pub(super) fn concurrency(&self) -> usize {
+        self.slots.load(Ordering::SeqCst)
+    }
+
+    /// Runs at most `n` of its jobs at once from now on. Slots added are free at once; slots
+    /// taken away are taken as running jobs give theirs back, before any other job of the
+    /// queue starts (the semaphore serves waiters in order).
+    pub(super) fn resize(&self, shared: &Shared, n: usize) {
+        let old = self.slots.swap(n, Ordering::SeqCst);
+        if n > old {
+            shared.slots.fetch_add(n - old, Ordering::SeqCst);
+            self.permits.add_permits(n - old);
+        } else if n < old {
+            shared.slots.fetch_sub(old - n, Ordering::SeqCst);
+            let (permits, fewer) = (self.permits.clone(), (old - n) as u32);
+            tokio::spawn(async move {
+                if let Ok(taken) = permits.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
+    }
+}
+
+/// The queues of a worker, and their dispatchers.
+#[derive(Default)]
+pub(super) struct Lanes {
+    /// The shutdown took them: no queue is added or removed any more.
+    closed: bool,
+    list: Vec<(Arc<Lane>, Option<JoinHandle<()>>)>,
 }
 
 /// How long a job of a lane holds its slot, as a mean of the recent runs (weighted towards the
@@ -201,14 +349,23 @@ impl AckQueue {
 ///
 /// Dropping the handle without calling [`WorkerHandle::shutdown`] shuts the worker down in the
 /// background with its configured `shutdown_timeout`.
-#[derive(Debug)]
 pub struct WorkerHandle {
+    pub(super) shared: Arc<Shared>,
     counters: Arc<Counters>,
     events: EventHub,
     shutdown: Option<oneshot::Sender<Duration>>,
     supervisor: JoinHandle<ShutdownReport>,
     /// The scheduler attached with `WorkerBuilder::scheduler`; stopped first at shutdown.
     pub(super) scheduler: Option<crate::periodic::SchedulerHandle>,
+}
+
+impl std::fmt::Debug for WorkerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerHandle")
+            .field("counters", &self.counters)
+            .field("scheduler", &self.scheduler)
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorkerHandle {
@@ -263,17 +420,6 @@ pub(super) fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let (abort_tx, abort_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let lanes: Vec<Arc<Lane>> = config
-        .queues
-        .iter()
-        .map(|q| {
-            Arc::new(Lane {
-                permits: Arc::new(Semaphore::new(q.concurrency)),
-                config: q.clone(),
-                pace: Pace::default(),
-            })
-        })
-        .collect();
     let notified = queue.capabilities().wakeups == crate::queue::Wakeups::ListenNotify;
     let shared = Arc::new(Shared {
         queue,
@@ -288,30 +434,18 @@ pub(super) fn start(
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
         events: events.clone(),
+        lanes: std::sync::Mutex::new(Lanes::default()),
+        slots: std::sync::atomic::AtomicUsize::new(0),
     });
-    for lane in &lanes {
-        tracing::info!(
-            target: LOG_TARGET,
-            queue = %lane.config.name,
-            worker = %shared.config.worker_id,
-            concurrency = lane.config.concurrency,
-            prefetch = lane.config.prefetch,
-            "worker started"
-        );
+    for q in shared.config.queues.clone() {
+        if let Err(e) = shared.add_lane(q) {
+            tracing::error!(target: LOG_TARGET, error = %e, "cannot serve a queue");
+        }
     }
     let acker = {
         let s = shared.clone();
         spawn_restarting(&shared, "acknowledger", move || acker(s.clone()))
     };
-    let dispatchers = lanes
-        .iter()
-        .map(|lane| {
-            let (s, l, stop) = (shared.clone(), lane.clone(), stop_rx.clone());
-            spawn_restarting(&shared, "dispatcher", move || {
-                dispatch(s.clone(), l.clone(), stop.clone())
-            })
-        })
-        .collect();
     let rescuer = shared.config.rescue_interval.map(|every| {
         let (s, stop) = (shared.clone(), stop_rx.clone());
         spawn_restarting(&shared, "rescuer", move || {
@@ -338,14 +472,13 @@ pub(super) fn start(
             watch_cancels(s.clone(), stop.clone())
         })
     });
+    let shared_for_handle = shared.clone();
     let supervisor = tokio::spawn(supervise(
         shared,
         shutdown_rx,
         stop_tx,
         abort_tx,
         Tasks {
-            dispatchers,
-            lanes,
             acker,
             rescuer,
             retainer,
@@ -354,6 +487,7 @@ pub(super) fn start(
         },
     ));
     WorkerHandle {
+        shared: shared_for_handle,
         counters,
         events,
         shutdown: Some(shutdown_tx),
@@ -410,8 +544,6 @@ const RESTART_PAUSE_MIN: Duration = Duration::from_millis(100);
 const RESTART_PAUSE_MAX: Duration = Duration::from_secs(5);
 
 struct Tasks {
-    dispatchers: Vec<JoinHandle<()>>,
-    lanes: Vec<Arc<Lane>>,
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
     retainer: Option<JoinHandle<()>>,
@@ -437,9 +569,23 @@ async fn supervise(
         "worker shutting down"
     );
     let _ = stop.send(true);
+    let (lanes, dispatchers) = {
+        let mut taken = lock(&shared.lanes);
+        taken.closed = true;
+        let lanes: Vec<Arc<Lane>> = taken.list.iter().map(|(l, _)| l.clone()).collect();
+        let dispatchers: Vec<JoinHandle<()>> = taken
+            .list
+            .iter_mut()
+            .filter_map(|(_, d)| d.take())
+            .collect();
+        (lanes, dispatchers)
+    };
+    for lane in &lanes {
+        let _ = lane.stop.send_replace(true);
+    }
     // A dispatcher returns once its pop in progress has completed (its jobs are released); a
     // pop that hangs past the deadline is dropped, and whatever it claimed is rescued later.
-    for dispatcher in tasks.dispatchers {
+    for dispatcher in dispatchers {
         join_by(dispatcher, deadline, "dispatcher").await;
     }
     if let Some(rescuer) = tasks.rescuer {
@@ -456,18 +602,20 @@ async fn supervise(
     }
     // Every slot of every queue back: no handler runs any more.
     let all_slots = || {
-        futures::future::join_all(tasks.lanes.iter().map(|lane| {
+        futures::future::join_all(lanes.iter().map(|lane| {
             lane.permits
                 .clone()
-                .acquire_many_owned(lane.config.concurrency as u32)
+                .acquire_many_owned(lane.concurrency() as u32)
         }))
     };
     let drained = tokio::time::timeout_at(deadline, all_slots()).await;
     if drained.is_err() {
-        let running: usize = tasks
-            .lanes
+        let running: usize = lanes
             .iter()
-            .map(|l| l.config.concurrency - l.permits.available_permits())
+            .map(|l| {
+                l.concurrency()
+                    .saturating_sub(l.permits.available_permits())
+            })
             .sum();
         tracing::warn!(
             target: LOG_TARGET,
@@ -476,6 +624,9 @@ async fn supervise(
             "shutdown deadline passed; stopping running handlers and releasing their jobs"
         );
         let _ = abort.send(true);
+        for lane in &lanes {
+            let _ = lane.abort.send_replace(true);
+        }
         // Each stopped job task releases its job before giving back its slot.
         let _ = all_slots().await;
     }
@@ -501,7 +652,7 @@ async fn supervise(
 }
 
 /// Waits for a task until `deadline`, then aborts it.
-async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str) {
+pub(super) async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str) {
     match tokio::time::timeout_at(deadline, &mut task).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -687,7 +838,12 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs one job from start to its recorded outcome; the slot is freed at the end.
-pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSemaphorePermit) {
+pub(super) async fn run_job(
+    shared: Arc<Shared>,
+    job: Buffered,
+    permit: OwnedSemaphorePermit,
+    abort: watch::Receiver<bool>,
+) {
     let Some(leased) = fresh_lease(&shared, job).await else {
         return;
     };
@@ -723,7 +879,7 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
             if let Some(running) = &shared.running {
                 lock(running).insert(id, cell.clone());
             }
-            let outcome = execute(&shared, route, timeout, ctx, &cell)
+            let outcome = execute(&shared, route, timeout, ctx, &cell, abort)
                 .instrument(span.clone())
                 .await;
             if let Some(running) = &shared.running {
@@ -790,6 +946,7 @@ async fn execute(
     timeout: Option<Duration>,
     ctx: JobContext,
     cell: &LeaseCell,
+    mut abort: watch::Receiver<bool>,
 ) -> Outcome {
     let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.call(ctx))) {
         Ok(fut) => fut,
@@ -805,7 +962,6 @@ async fn execute(
     if let Poll::Ready(r) = futures::poll!(&mut fut) {
         return finished(r);
     }
-    let mut abort = shared.abort.clone();
     let mut stopping = shared.stopping.clone();
     let expired = async move {
         match timeout {
@@ -1126,8 +1282,9 @@ async fn acker(shared: Arc<Shared>) {
     let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
-        let full = cfg
-            .total_concurrency()
+        let full = shared
+            .slots
+            .load(Ordering::Relaxed)
             .max(shared.claiming.load(Ordering::Relaxed))
             .min(max);
         let stopping = shared.acks.is_stopping();
