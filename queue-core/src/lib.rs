@@ -45,8 +45,9 @@ pub use unique::{PushOutcome, Unique, DEFAULT_UNIQUE_STATES};
 pub use validate::Limits;
 pub use wake::WakeHub;
 pub use worker::{
-    Counters, Drained, DrainedJob, Handler, JobContext, JobError, RunOutcome, ShutdownReport,
-    Worker, WorkerBuilder, WorkerHandle,
+    CancelReason, Counters, Drained, DrainedJob, EventItem, Events, Handler, JobContext, JobError,
+    JobEvent, Middleware, Next, RunOutcome, ShutdownReport, Transition, Worker, WorkerBuilder,
+    WorkerHandle,
 };
 pub use workflow::{
     BatchCounts, Dep, DepPolicy, Dependency, PushedWorkflow, Workflow, WorkflowId, WorkflowInfo,

@@ -126,6 +126,8 @@ pub(crate) struct JobMetrics {
     pub(crate) snoozed: Counter,
     pub(crate) run: Histogram,
     pub(crate) wait: Histogram,
+    /// The kind these handles are of (for the worker's events).
+    pub(crate) kind: Option<String>,
 }
 
 /// The handles of one queue's claims.
@@ -145,8 +147,8 @@ pub(crate) struct Handles {
 
 impl Handles {
     /// The handles of `queue` and `kind`.
-    pub(crate) fn job(&self, queue: &str, kind: Option<&str>) -> Arc<JobMetrics> {
-        let kind = kind.unwrap_or(NO_KIND);
+    pub(crate) fn job(&self, queue: &str, kind_name: Option<&str>) -> Arc<JobMetrics> {
+        let kind = kind_name.unwrap_or(NO_KIND);
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = jobs.get(queue).and_then(|kinds| kinds.get(kind).cloned()) {
             return m;
@@ -162,6 +164,7 @@ impl Handles {
             snoozed: ::metrics::counter!(JOBS_SNOOZED, &labels),
             run: ::metrics::histogram!(JOB_RUN_SECONDS, &labels),
             wait: ::metrics::histogram!(JOB_WAIT_SECONDS, &labels),
+            kind: kind_name.map(str::to_owned),
         });
         jobs.entry(queue.to_owned())
             .or_default()

@@ -7,6 +7,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// The wake-up an engine sends after it cancelled a job (not a queue name: `!` is refused in
+/// those). A worker whose backend delivers other processes' notifications waits on it, and
+/// checks at once whether its running jobs are still its own (a heartbeat each).
+pub const CANCEL_WAKE: &str = "!cancelled";
+
 /// One [`Notify`] per queue name. Backends call [`WakeHub::notify`] after a push commits (and,
 /// where the database has notifications, when one arrives); [`WakeHub::wait`] backs
 /// [`crate::Queue::wait_for_work`].
@@ -36,7 +41,8 @@ impl WakeHub {
     /// several wake every waiter.
     pub fn notify(&self, queue: &str, jobs: usize) {
         let n = self.entry(queue);
-        if jobs > 1 {
+        // A cancel concerns every worker waiting on this hub, not one of them.
+        if jobs > 1 || queue == CANCEL_WAKE {
             n.notify_waiters();
         }
         n.notify_one();

@@ -4,14 +4,18 @@
 
 pub mod admin;
 pub mod basic;
+pub mod cancel;
 pub mod concurrency;
 pub mod controls;
 pub mod dedup;
+pub mod events;
 pub mod keys;
 pub mod kinds;
 pub mod leases;
 pub mod lifecycle;
 pub mod maintenance;
+pub mod middleware;
+pub mod runtime_queue;
 pub mod schedules;
 pub mod transactions;
 pub mod unique;

@@ -13,7 +13,7 @@ use super::{all_jobs, expect_state, job};
 use crate::Ctx;
 
 /// Waits (polling `stats`) until `done` holds for `queue`, or fails after `within`.
-async fn wait_for_stats(
+pub(crate) async fn wait_for_stats(
     q: &Arc<dyn Queue>,
     queue: &str,
     within: Duration,

@@ -59,6 +59,8 @@ impl<D: Driver> Engine<D> {
         if job.is_none_or(|j| j.workflow.is_some()) {
             self.settle_after(&[id], true).await;
         }
+        // A worker running it learns of it now, not at its next heartbeat.
+        self.wake(crate::wake::CANCEL_WAKE, 1).await;
         Ok(())
     }
 

@@ -140,6 +140,8 @@ impl<D: Driver> Engine<D> {
                     self.inner.metrics.cancelled(queue).increment(changed);
                     if changed > 0 {
                         self.settle_after(&ids, true).await;
+                        // Workers running any of them learn of it now.
+                        self.wake(crate::wake::CANCEL_WAKE, 1).await;
                     }
                     changed
                 }

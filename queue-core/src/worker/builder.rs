@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use super::events::{DEFAULT_EVENT_CAPACITY, MAX_EVENT_CAPACITY};
 use super::handler::{FnHandler, Handler, JobContext, JobError, TypedHandler};
+use super::middleware::Middleware;
 use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, Worker, DEFAULT_MAX_SNOOZES, LOG_TARGET};
 use crate::error::{Error, Result};
@@ -52,6 +54,13 @@ pub struct WorkerBuilder {
     job_timeout: Option<Duration>,
     handler: Option<Arc<dyn Handler>>,
     scheduler: Option<Scheduler>,
+    /// Around every handler run, outermost first.
+    middleware: Vec<Arc<dyn Middleware>>,
+    cancel_grace: Duration,
+    cancel_check: Option<Duration>,
+    /// Around the runs of one kind, inside the worker's, outermost first.
+    kind_middleware: Vec<(String, Arc<dyn Middleware>)>,
+    event_capacity: usize,
 }
 
 /// The shortest interval of [`WorkerBuilder::queue_gauges`].
@@ -81,7 +90,55 @@ impl WorkerBuilder {
             job_timeout: None,
             handler: None,
             scheduler: None,
+            middleware: Vec::new(),
+            cancel_grace: Duration::ZERO,
+            cancel_check: None,
+            kind_middleware: Vec::new(),
+            event_capacity: DEFAULT_EVENT_CAPACITY,
         }
+    }
+
+    /// Wraps every handler run of this worker with `middleware` ([`Middleware`]). The first
+    /// added is the outermost; the worker's middleware wrap a kind's
+    /// ([`WorkerBuilder::kind_middleware`]).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Wraps the runs of the handler of `kind` with `middleware`, inside the worker's
+    /// middleware (the first added for the kind is the outermost of the kind's).
+    pub fn kind_middleware(mut self, kind: impl Into<String>, middleware: impl Middleware) -> Self {
+        self.kind_middleware
+            .push((kind.into(), Arc::new(middleware)));
+        self
+    }
+
+    /// How long a handler asked to stop because its job was cancelled, its lease lost or its
+    /// timeout passed may run on to wind down ([`JobContext::cancelled`]) before it is stopped
+    /// (default zero: stopped at once). Its result is not recorded either way. (At a shutdown
+    /// the shutdown's deadline is the grace.)
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How soon, at most, a running job learns that an operator cancelled it where the database
+    /// sends no notification of it to other processes (everywhere but PostgreSQL and the
+    /// in-memory backend): its lease is extended at least this often (one fenced update per
+    /// running job and interval), and the extension reports a cancel. Default: only at the
+    /// heartbeat. Must be shorter than the lease.
+    pub fn cancel_check(mut self, every: Duration) -> Self {
+        self.cancel_check = Some(every);
+        self
+    }
+
+    /// How many job events a subscriber ([`Worker::events`]) may leave unread before it loses
+    /// the oldest (default [`DEFAULT_EVENT_CAPACITY`], at most [`MAX_EVENT_CAPACITY`]). The
+    /// worker never waits for a subscriber.
+    pub fn event_capacity(mut self, n: usize) -> Self {
+        self.event_capacity = n;
+        self
     }
 
     /// Runs `scheduler` beside the worker: it starts with [`Worker::start`] and stops first
@@ -306,7 +363,8 @@ impl WorkerBuilder {
     /// [`Error::InvalidInput`] naming the first field that breaks a rule (`queue`,
     /// `concurrency`, `prefetch`, `pop_concurrency`, `lease`, `heartbeat`, `poll_interval`,
     /// `rescue_interval`, `worker`, `ack_batch_size`, `shutdown_timeout`, `job_timeout`,
-    /// `max_snoozes`, `kind` and a kind's options as `kinds[<kind>].<option>`, `handler`).
+    /// `max_snoozes`, `cancel_grace`, `cancel_check`, `event_capacity`, `kind` and a kind's options as `kinds[<kind>].<option>`,
+    /// `kind_middleware`, `handler`).
     pub fn build(self) -> Result<Worker> {
         let limits = &self.queue.capabilities().limits;
         if self
@@ -442,6 +500,48 @@ impl WorkerBuilder {
             }
         }
         validate::max_snoozes(self.max_snoozes)?;
+        if self.cancel_grace > MAX_INTERVAL {
+            return Err(Error::invalid("cancel_grace", "must be at most 1 hour"));
+        }
+        if let Some(every) = self.cancel_check {
+            if every < MIN_INTERVAL || every >= self.lease {
+                return Err(Error::invalid(
+                    "cancel_check",
+                    format!(
+                        "must be at least 1 ms and shorter than the lease ({:?})",
+                        self.lease
+                    ),
+                ));
+            }
+        }
+        if !(1..=MAX_EVENT_CAPACITY).contains(&self.event_capacity) {
+            return Err(Error::invalid(
+                "event_capacity",
+                format!("must be between 1 and {MAX_EVENT_CAPACITY}"),
+            ));
+        }
+        for (kind, _) in &self.kind_middleware {
+            if !self.kinds.iter().any(|(k, _, _)| k == kind) {
+                return Err(Error::invalid(
+                    "kind_middleware",
+                    format!("{kind:?} has no handler in this worker; register it with job or kind first"),
+                ));
+            }
+        }
+        let chain_of = |kind: Option<&str>| -> Option<Arc<[Arc<dyn Middleware>]>> {
+            let chain: Vec<Arc<dyn Middleware>> = self
+                .middleware
+                .iter()
+                .cloned()
+                .chain(
+                    self.kind_middleware
+                        .iter()
+                        .filter(|(k, _)| Some(k.as_str()) == kind)
+                        .map(|(_, m)| m.clone()),
+                )
+                .collect();
+            (!chain.is_empty()).then(|| chain.into())
+        };
         let mut kinds = std::collections::BTreeMap::new();
         for (kind, options, handler) in self.kinds {
             validate::kind(&kind)?;
@@ -458,6 +558,7 @@ impl WorkerBuilder {
                 timeout: options.timeout,
                 retry_policy: options.retry_policy,
                 max_snoozes: options.max_snoozes.unwrap_or(self.max_snoozes),
+                chain: chain_of(Some(&kind)),
             };
             if kinds.insert(kind.clone(), route).is_some() {
                 return Err(Error::invalid(
@@ -471,6 +572,7 @@ impl WorkerBuilder {
             timeout: None,
             retry_policy: None,
             max_snoozes: self.max_snoozes,
+            chain: chain_of(None),
         });
         if default.is_none() && kinds.is_empty() {
             return Err(Error::invalid(
@@ -482,6 +584,7 @@ impl WorkerBuilder {
             queue: self.queue,
             registry: Arc::new(Registry { kinds, default }),
             scheduler: self.scheduler,
+            events: super::events::EventHub::new(self.event_capacity),
             config: Config {
                 queues,
                 worker_id,
@@ -495,6 +598,8 @@ impl WorkerBuilder {
                 ack_batch,
                 shutdown_timeout: self.shutdown_timeout,
                 job_timeout: self.job_timeout,
+                cancel_grace: self.cancel_grace,
+                cancel_check: self.cancel_check,
             },
         })
     }

@@ -102,7 +102,7 @@ pub(super) fn max_claims(lane: &Lane, batch: usize) -> usize {
     let cfg = &lane.config;
     let batch = batch.max(1);
     cfg.pop_concurrency.unwrap_or_else(|| {
-        (2 * (cfg.concurrency + batch))
+        (2 * (lane.concurrency() + batch))
             .div_ceil(batch)
             .clamp(1, AUTO_CLAIMS_MAX)
     })
@@ -114,12 +114,13 @@ pub(super) fn max_claims(lane: &Lane, batch: usize) -> usize {
 pub(super) fn batch_cap(lane: &Lane, lease: Duration) -> usize {
     let cfg = &lane.config;
     let horizon = BUFFER_HORIZON.min(lease / 4);
+    let concurrency = lane.concurrency();
     let by_pace = match lane.pace.mean() {
-        None => cfg.concurrency,
+        None => concurrency,
         Some(mean) => {
             let runs = horizon.as_secs_f64() / mean.as_secs_f64().max(1e-9);
-            let jobs = (cfg.concurrency as f64 * runs).min(usize::MAX as f64) as usize;
-            jobs.max(cfg.concurrency)
+            let jobs = (concurrency as f64 * runs).min(usize::MAX as f64) as usize;
+            jobs.max(concurrency)
         }
     };
     cfg.prefetch.min(by_pace).max(1)
@@ -150,7 +151,7 @@ pub(super) async fn dispatch(
             return;
         }
     };
-    let batch = lane.config.concurrency.min(lane.config.prefetch).max(1);
+    let batch = lane.concurrency().min(lane.config.prefetch).max(1);
     shared.claiming.fetch_add(batch, Ordering::Relaxed);
     let mut d = Dispatcher {
         batch,
@@ -241,7 +242,8 @@ impl Dispatcher {
         let (shared, lane) = (self.shared.clone(), self.lane.clone());
         tokio::spawn(async move {
             let started = Instant::now();
-            run_job(shared, job, permit).await;
+            let abort = lane.abort.subscribe();
+            run_job(shared, job, permit, abort).await;
             lane.pace.record(started.elapsed());
         });
     }
@@ -360,7 +362,7 @@ impl Dispatcher {
                 self.paused_until = Some(Instant::now() + jitter(self.backoff));
                 self.backoff = (self.backoff * 2).min(CLAIM_BACKOFF_MAX.max(cfg.poll_max));
                 self.target = 1;
-                self.resize(self.lane.config.concurrency);
+                self.resize(self.lane.concurrency());
                 return;
             }
         };
@@ -400,7 +402,7 @@ impl Dispatcher {
             // one found nothing at all, the growing idle interval; and is small again.
             self.drained = true;
             self.target = 1;
-            self.resize(self.lane.config.concurrency);
+            self.resize(self.lane.concurrency());
             if got > 0 {
                 self.idle = cfg.poll_min;
             }

@@ -13,6 +13,8 @@ use serde::de::DeserializeOwned;
 
 use serde_json::value::RawValue;
 
+use super::cancel::{CancelReason, CancelSignal};
+use super::middleware::Extensions;
 use crate::job::{Failure, FailureKind, Job, JobId, Lease};
 use crate::queue::Queue;
 
@@ -35,6 +37,10 @@ pub(crate) struct LeaseCell {
     completed: std::sync::atomic::AtomicBool,
     /// The output the handler recorded, stored with the completion.
     output: Mutex<Option<Box<RawValue>>>,
+    /// Why the worker asks the handler to stop, once it does.
+    pub(crate) cancel: CancelSignal,
+    /// Asks the heartbeat to extend the lease now (a cancel may have been sent).
+    pub(crate) poke: tokio::sync::Notify,
 }
 
 impl LeaseCell {
@@ -43,6 +49,8 @@ impl LeaseCell {
             lease: Mutex::new(lease),
             completed: std::sync::atomic::AtomicBool::new(false),
             output: Mutex::new(None),
+            cancel: CancelSignal::default(),
+            poke: tokio::sync::Notify::new(),
         }
     }
 
@@ -72,6 +80,7 @@ pub struct JobContext {
     pub job: Job,
     lease: Arc<LeaseCell>,
     queue: Arc<dyn Queue>,
+    extensions: Extensions,
 }
 
 impl fmt::Debug for JobContext {
@@ -79,13 +88,51 @@ impl fmt::Debug for JobContext {
         f.debug_struct("JobContext")
             .field("job", &self.job)
             .field("lease", &self.lease)
+            .field("extensions", &self.extensions)
             .finish_non_exhaustive()
     }
 }
 
 impl JobContext {
     pub(crate) fn new(job: Job, lease: Arc<LeaseCell>, queue: Arc<dyn Queue>) -> Self {
-        JobContext { job, lease, queue }
+        JobContext {
+            job,
+            lease,
+            queue,
+            extensions: Extensions::default(),
+        }
+    }
+
+    /// The values middleware added to this run ([`super::Middleware`]).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The values of this run, to add to (middleware does, before it runs the rest of its
+    /// chain).
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// Waits until the worker asks this run to stop, and says why: an operator cancelled the
+    /// job, the lease was lost, the run timed out, or the worker is shutting down. A handler
+    /// that can stop early races its work against it (`tokio::select!`). After a cancel, a
+    /// lost lease or a timeout the handler has the worker's `cancel_grace` to return (what it
+    /// returns is not recorded: the job is not its own any more, or has timed out); then it is
+    /// stopped. After a shutdown, what it returns before the shutdown deadline is recorded as
+    /// usual.
+    pub async fn cancelled(&self) -> CancelReason {
+        self.lease.cancel.wait().await
+    }
+
+    /// Whether the worker has asked this run to stop ([`JobContext::cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.lease.cancel.reason().is_some()
+    }
+
+    /// Why the worker asked this run to stop, if it has.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        self.lease.cancel.reason()
     }
 
     /// The job's kind, if it has one.

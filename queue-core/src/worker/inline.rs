@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::counters::{Counters, CountersSnapshot};
 use super::dispatch::Buffered;
+use super::events::EventHub;
 use super::registry::Registry;
 use super::runtime::{flush, run_job, AckQueue, Shared};
 use super::Config;
@@ -117,10 +118,12 @@ pub(super) async fn drain(
     queue: Arc<dyn Queue>,
     registry: Arc<Registry>,
     config: Config,
+    events: EventHub,
     limit: usize,
 ) -> Result<Drained> {
     // Never set: an inline run has no shutdown deadline.
     let (_abort, abort) = watch::channel(false);
+    let (_stop, stopping) = watch::channel(false);
     let counters = Arc::new(Counters::default());
     let shared = Arc::new(Shared {
         queue,
@@ -129,9 +132,14 @@ pub(super) async fn drain(
         counters: counters.clone(),
         acks: AckQueue::default(),
         abort,
+        stopping,
+        running: None,
+        lanes: std::sync::Mutex::new(Default::default()),
+        slots: std::sync::atomic::AtomicUsize::new(1),
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
+        events,
     });
     let slot = Arc::new(Semaphore::new(1));
     let mut drained = Drained::default();
@@ -172,6 +180,7 @@ pub(super) async fn drain(
                     claimed_at: Instant::now(),
                 },
                 permit,
+                shared.abort.clone(),
             )
             .await;
             let completed = shared.acks.take(usize::MAX);

@@ -46,6 +46,20 @@
 //!   keeps every job).
 //! - **Tracing**: each job runs in an `info` span `job` (target `queue::worker`) with its id,
 //!   queue, kind and attempt.
+//! - **Job events**: [`Worker::events`] and [`WorkerHandle::events`] subscribe to each job's
+//!   transitions ([`JobEvent`]), sent where the counters, metrics and traces record them; the
+//!   worker never waits for a subscriber ([`EventItem::Lagged`] says what a slow one lost).
+//! - **Middleware**: [`WorkerBuilder::middleware`] and [`WorkerBuilder::kind_middleware`] wrap
+//!   every handler run (or a kind's) with a [`Middleware`], which sees the context before and
+//!   the outcome after the run, may replace the outcome, and adds per-run values
+//!   ([`JobContext::extensions_mut`]); the first added is the outermost.
+//! - **Cooperative cancellation**: [`JobContext::cancelled`] tells a running handler to stop,
+//!   with its [`CancelReason`]: an operator's cancel (through the wake-up notifications where
+//!   the backend has them, else within `cancel_check`), a lost lease, its timeout (each
+//!   followed by `cancel_grace`, then the handler is stopped and its result not recorded), or
+//!   the shutdown (the handler's outcome before the deadline is recorded).
+//! - **Queues at runtime**: [`WorkerHandle::add_queue`], [`WorkerHandle::set_concurrency`]
+//!   and [`WorkerHandle::remove_queue`] change the queues a running worker serves.
 //!
 //! For throughput: claims overlap with each other and with running handlers, so short jobs are
 //! bound by the database, not by one claim's round trip. `pop_concurrency` caps the claims in
@@ -94,19 +108,28 @@ use std::time::Duration;
 use crate::queue::Queue;
 
 mod builder;
+mod cancel;
 mod counters;
 mod dispatch;
+mod events;
 mod handler;
 mod inline;
+mod middleware;
+mod queues;
 mod registry;
 mod runtime;
 
 pub use builder::{
     WorkerBuilder, MAX_CONCURRENCY, MAX_INTERVAL, MAX_POP_CONCURRENCY, MIN_INTERVAL,
 };
+pub use cancel::CancelReason;
 pub use counters::{Counters, CountersSnapshot, ShutdownReport};
+pub use events::{
+    EventItem, Events, JobEvent, Transition, DEFAULT_EVENT_CAPACITY, MAX_EVENT_CAPACITY,
+};
 pub use handler::{Handler, JobContext, JobError};
 pub use inline::{Drained, DrainedJob, RunOutcome};
+pub use middleware::{middleware_fn, Extensions, Middleware, Next};
 pub use runtime::WorkerHandle;
 
 /// The most runs of one [`Worker::drain`].
@@ -145,14 +168,13 @@ pub(crate) struct Config {
     pub(crate) ack_batch: usize,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) job_timeout: Option<Duration>,
+    /// How long a handler asked to stop (cancelled, lease lost, timed out) may run on.
+    pub(crate) cancel_grace: Duration,
+    /// How often, at least, a running job's lease is extended, which reports a cancel.
+    pub(crate) cancel_check: Option<Duration>,
 }
 
 impl Config {
-    /// Handler slots over every queue.
-    pub(crate) fn total_concurrency(&self) -> usize {
-        self.queues.iter().map(|q| q.concurrency).sum()
-    }
-
     /// The queues' names, for logs.
     pub(crate) fn queue_names(&self) -> String {
         let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
@@ -167,6 +189,8 @@ pub struct Worker {
     config: Config,
     /// Runs beside the worker, when one was attached.
     scheduler: Option<crate::periodic::Scheduler>,
+    /// Where its job events go.
+    events: events::EventHub,
 }
 
 impl std::fmt::Debug for Worker {
@@ -203,6 +227,16 @@ impl Worker {
         self.registry.kinds().collect()
     }
 
+    /// Subscribes to the events of the jobs this worker runs ([`JobEvent`]: started,
+    /// completed, failed, dead, snoozed, cancelled, lease lost), from the first job on when
+    /// called before [`Worker::start`] (a [`WorkerHandle::events`] subscription sees those
+    /// sent after it). The worker never waits for a subscriber: one that falls more than
+    /// `event_capacity` events behind loses the oldest and is told how many
+    /// ([`EventItem::Lagged`]). Without a subscriber, no event is built.
+    pub fn events(&self) -> Events {
+        self.events.subscribe()
+    }
+
     /// Spawns the worker's tasks on the current Tokio runtime and returns its handle. Dropping
     /// the handle shuts the worker down in the background with the configured
     /// `shutdown_timeout`.
@@ -210,7 +244,7 @@ impl Worker {
     /// # Panics
     /// When called outside a Tokio runtime.
     pub fn start(self) -> WorkerHandle {
-        let mut handle = runtime::start(self.queue, self.registry, self.config);
+        let mut handle = runtime::start(self.queue, self.registry, self.config, self.events);
         handle.scheduler = self.scheduler.map(crate::periodic::Scheduler::start);
         handle
     }
@@ -243,6 +277,7 @@ impl Worker {
             self.queue.clone(),
             self.registry.clone(),
             self.config.clone(),
+            self.events.clone(),
             limit,
         )
         .await

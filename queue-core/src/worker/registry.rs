@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::handler::Handler;
+use futures::future::BoxFuture;
+
+use super::handler::{Handler, JobContext, JobError};
+use super::middleware::{Middleware, Next};
 use crate::retry::RetryPolicy;
 
 /// A handler and the options it runs jobs with.
@@ -18,6 +21,19 @@ pub(crate) struct Route {
     pub(crate) retry_policy: Option<RetryPolicy>,
     /// Most snoozes per job.
     pub(crate) max_snoozes: u32,
+    /// The middleware around the handler, outermost first (the worker's, then the kind's);
+    /// `None`: the handler is called directly.
+    pub(crate) chain: Option<Arc<[Arc<dyn Middleware>]>>,
+}
+
+impl Route {
+    /// Starts the run of `ctx`: through the middleware when there is any.
+    pub(crate) fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), JobError>> {
+        match &self.chain {
+            None => self.handler.call(ctx),
+            Some(chain) => Next::new(chain.clone(), self.handler.clone()).run(ctx),
+        }
+    }
 }
 
 /// The handlers of one worker, by kind.
@@ -59,7 +75,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::handler::{FnHandler, JobContext, JobError};
+    use crate::worker::handler::FnHandler;
 
     fn route() -> Route {
         Route {
@@ -69,6 +85,7 @@ mod tests {
             timeout: None,
             retry_policy: None,
             max_snoozes: 1,
+            chain: None,
         }
     }
 

@@ -13,14 +13,17 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::cancel::CancelReason;
 use super::counters::{Counters, ShutdownReport};
+use super::events::{EventHub, JobEvent, Transition};
 use super::handler::{JobContext, JobError, LeaseCell};
 use super::registry::{Registry, Route};
 use super::{Config, QueueConfig, LOG_TARGET};
 use crate::error::{Error, Result};
-use crate::job::{FailOutcome, Failure, FailureKind, Lease, Leased, Snooze, SnoozeOutcome};
+use crate::job::{FailOutcome, Failure, FailureKind, JobId, Lease, Leased, Snooze, SnoozeOutcome};
 use crate::metrics::JobMetrics;
 use crate::queue::Queue;
+use std::collections::HashMap;
 
 use super::dispatch::{dispatch, Buffered};
 
@@ -40,12 +43,23 @@ pub(super) struct Shared {
     pub(super) acks: AckQueue,
     /// Becomes true when running handlers must stop (the shutdown deadline passed).
     pub(super) abort: watch::Receiver<bool>,
+    /// Becomes true when the shutdown begins (running handlers are told).
+    pub(super) stopping: watch::Receiver<bool>,
+    /// The running jobs, where a cancel's notification can reach the worker
+    /// ([`crate::wake::CANCEL_WAKE`]); `None` elsewhere.
+    pub(super) running: Option<std::sync::Mutex<HashMap<JobId, Arc<LeaseCell>>>>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
     /// The metric handles of the queues and kinds this worker ran.
     pub(super) metrics: crate::metrics::Handles,
     /// The claim sizes its dispatchers use now, together: the acknowledger's batch follows it.
     pub(super) claiming: std::sync::atomic::AtomicUsize,
+    /// The job events' subscribers.
+    pub(super) events: EventHub,
+    /// Its queues (changed through the handle at runtime).
+    pub(super) lanes: std::sync::Mutex<Lanes>,
+    /// The slots of every queue, together.
+    pub(super) slots: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -56,6 +70,113 @@ impl Shared {
         self.counters.add_lease_lost(n);
         self.metrics.lease_lost(queue.unwrap_or("")).increment(n);
     }
+
+    /// One job whose lease is gone (`e` is [`Error::Cancelled`] or [`Error::LeaseLost`]):
+    /// counted and reported as an event.
+    pub(super) fn lost_one(
+        &self,
+        lease: &Lease,
+        kind: Option<&str>,
+        ran: Option<Duration>,
+        e: &Error,
+    ) {
+        self.lease_lost(Some(&lease.queue), 1);
+        let transition = match e {
+            Error::Cancelled { .. } => Transition::Cancelled,
+            _ => Transition::LeaseLost,
+        };
+        self.events
+            .emit(|| JobEvent::new(transition, lease, kind, ran, Some(e.to_string())));
+    }
+
+    /// Starts serving the queue of `config`: its slots and its dispatcher.
+    pub(super) fn add_lane(self: &Arc<Self>, config: QueueConfig) -> Result<()> {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Err(Error::invalid("queue", "the worker is shutting down"));
+        }
+        if lanes.list.iter().any(|(l, _)| l.config.name == config.name) {
+            return Err(Error::invalid(
+                "queue",
+                format!("{:?} is served by this worker already", config.name),
+            ));
+        }
+        let lane = Arc::new(Lane::new(config));
+        self.slots.fetch_add(lane.concurrency(), Ordering::SeqCst);
+        tracing::info!(
+            target: LOG_TARGET,
+            queue = %lane.config.name,
+            worker = %self.config.worker_id,
+            concurrency = lane.concurrency(),
+            prefetch = lane.config.prefetch,
+            "worker started"
+        );
+        let (s, l, stop) = (self.clone(), lane.clone(), lane.stop.subscribe());
+        let dispatcher = spawn_restarting(self, "dispatcher", move || {
+            dispatch(s.clone(), l.clone(), stop.clone())
+        });
+        lanes.list.push((lane, Some(dispatcher)));
+        Ok(())
+    }
+
+    /// Every queue served now (or being removed).
+    pub(super) fn lanes(&self) -> Vec<Arc<Lane>> {
+        lock(&self.lanes)
+            .list
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect()
+    }
+
+    /// The queue named `name`.
+    pub(super) fn lane(&self, name: &str) -> Result<Arc<Lane>> {
+        lock(&self.lanes)
+            .list
+            .iter()
+            .find(|(l, _)| l.config.name == name && !l.removed.load(Ordering::SeqCst))
+            .map(|(l, _)| l.clone())
+            .ok_or_else(|| not_served(name))
+    }
+
+    /// Marks the queue `name` as being removed, and hands over its dispatcher.
+    pub(super) fn take_lane(&self, name: &str) -> Result<(Arc<Lane>, Option<JoinHandle<()>>)> {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Err(Error::invalid("queue", "the worker is shutting down"));
+        }
+        let served = lanes
+            .list
+            .iter()
+            .filter(|(l, _)| !l.removed.load(Ordering::SeqCst))
+            .count();
+        let Some((lane, dispatcher)) = lanes
+            .list
+            .iter_mut()
+            .find(|(l, _)| l.config.name == name && !l.removed.load(Ordering::SeqCst))
+        else {
+            return Err(not_served(name));
+        };
+        if served == 1 {
+            return Err(Error::invalid(
+                "queue",
+                format!("{name:?} is the worker's last queue; shut the worker down instead"),
+            ));
+        }
+        lane.removed.store(true, Ordering::SeqCst);
+        self.slots.fetch_sub(lane.concurrency(), Ordering::SeqCst);
+        Ok((lane.clone(), dispatcher.take()))
+    }
+
+    /// Forgets a removed queue.
+    pub(super) fn forget_lane(&self, lane: &Arc<Lane>) {
+        lock(&self.lanes)
+            .list
+            .retain(|(l, _)| !Arc::ptr_eq(l, lane));
+    }
+}
+
+fn not_served(name: &str) -> Error {
+    Error::invalid("queue", format!("{name:?} is not served by this worker"))
 }
 
 /// The one queue of `leases`, if they are all of one.
@@ -67,9 +188,64 @@ pub(super) fn one_queue(leases: &[Lease]) -> Option<&str> {
 /// One queue of the worker: its settings, its handler slots, and how long its jobs hold a
 /// slot (which sizes its claims).
 pub(super) struct Lane {
+    /// Its settings (`concurrency`: the one it started with).
     pub(super) config: QueueConfig,
+    /// How many of its jobs may run at once now.
+    slots: std::sync::atomic::AtomicUsize,
     pub(super) permits: Arc<Semaphore>,
     pub(super) pace: Pace,
+    /// Stops its dispatcher: the worker's shutdown, or the queue's removal.
+    pub(super) stop: watch::Sender<bool>,
+    /// Stops its running handlers (their jobs are released).
+    pub(super) abort: watch::Sender<bool>,
+    /// Being removed: no longer found by its name.
+    pub(super) removed: std::sync::atomic::AtomicBool,
+}
+
+impl Lane {
+    fn new(config: QueueConfig) -> Self {
+        Lane {
+            slots: std::sync::atomic::AtomicUsize::new(config.concurrency),
+            permits: Arc::new(Semaphore::new(config.concurrency)),
+            config,
+            pace: Pace::default(),
+            stop: watch::channel(false).0,
+            abort: watch::channel(false).0,
+            removed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// How many of its jobs may run at once now.
+    pub(super) fn concurrency(&self) -> usize {
+        self.slots.load(Ordering::SeqCst)
+    }
+
+    /// Runs at most `n` of its jobs at once from now on. Slots added are free at once; slots
+    /// taken away are taken as running jobs give theirs back, before any other job of the
+    /// queue starts (the semaphore serves waiters in order).
+    pub(super) fn resize(&self, shared: &Shared, n: usize) {
+        let old = self.slots.swap(n, Ordering::SeqCst);
+        if n > old {
+            shared.slots.fetch_add(n - old, Ordering::SeqCst);
+            self.permits.add_permits(n - old);
+        } else if n < old {
+            shared.slots.fetch_sub(old - n, Ordering::SeqCst);
+            let (permits, fewer) = (self.permits.clone(), (old - n) as u32);
+            tokio::spawn(async move {
+                if let Ok(taken) = permits.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
+    }
+}
+
+/// The queues of a worker, and their dispatchers.
+#[derive(Default)]
+pub(super) struct Lanes {
+    /// The shutdown took them: no queue is added or removed any more.
+    closed: bool,
+    list: Vec<(Arc<Lane>, Option<JoinHandle<()>>)>,
 }
 
 /// How long a job of a lane holds its slot, as a mean of the recent runs (weighted towards the
@@ -173,19 +349,35 @@ impl AckQueue {
 ///
 /// Dropping the handle without calling [`WorkerHandle::shutdown`] shuts the worker down in the
 /// background with its configured `shutdown_timeout`.
-#[derive(Debug)]
 pub struct WorkerHandle {
+    pub(super) shared: Arc<Shared>,
     counters: Arc<Counters>,
+    events: EventHub,
     shutdown: Option<oneshot::Sender<Duration>>,
     supervisor: JoinHandle<ShutdownReport>,
     /// The scheduler attached with `WorkerBuilder::scheduler`; stopped first at shutdown.
     pub(super) scheduler: Option<crate::periodic::SchedulerHandle>,
 }
 
+impl std::fmt::Debug for WorkerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerHandle")
+            .field("counters", &self.counters)
+            .field("scheduler", &self.scheduler)
+            .finish_non_exhaustive()
+    }
+}
+
 impl WorkerHandle {
     /// The worker's live counters.
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
+    }
+
+    /// Subscribes to the events of the jobs the worker runs from now on, as
+    /// [`Worker::events`](super::Worker::events) does before the start.
+    pub fn events(&self) -> super::Events {
+        self.events.subscribe()
     }
 
     /// Whether the worker has stopped (after a shutdown, or because its tasks ended).
@@ -222,22 +414,13 @@ pub(super) fn start(
     queue: Arc<dyn Queue>,
     registry: Arc<Registry>,
     config: Config,
+    events: EventHub,
 ) -> WorkerHandle {
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let (abort_tx, abort_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let lanes: Vec<Arc<Lane>> = config
-        .queues
-        .iter()
-        .map(|q| {
-            Arc::new(Lane {
-                permits: Arc::new(Semaphore::new(q.concurrency)),
-                config: q.clone(),
-                pace: Pace::default(),
-            })
-        })
-        .collect();
+    let notified = queue.capabilities().wakeups == crate::queue::Wakeups::ListenNotify;
     let shared = Arc::new(Shared {
         queue,
         registry,
@@ -245,33 +428,24 @@ pub(super) fn start(
         counters: counters.clone(),
         acks: AckQueue::default(),
         abort: abort_rx,
+        stopping: stop_rx.clone(),
+        running: notified.then(Default::default),
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
+        events: events.clone(),
+        lanes: std::sync::Mutex::new(Lanes::default()),
+        slots: std::sync::atomic::AtomicUsize::new(0),
     });
-    for lane in &lanes {
-        tracing::info!(
-            target: LOG_TARGET,
-            queue = %lane.config.name,
-            worker = %shared.config.worker_id,
-            concurrency = lane.config.concurrency,
-            prefetch = lane.config.prefetch,
-            "worker started"
-        );
+    for q in shared.config.queues.clone() {
+        if let Err(e) = shared.add_lane(q) {
+            tracing::error!(target: LOG_TARGET, error = %e, "cannot serve a queue");
+        }
     }
     let acker = {
         let s = shared.clone();
         spawn_restarting(&shared, "acknowledger", move || acker(s.clone()))
     };
-    let dispatchers = lanes
-        .iter()
-        .map(|lane| {
-            let (s, l, stop) = (shared.clone(), lane.clone(), stop_rx.clone());
-            spawn_restarting(&shared, "dispatcher", move || {
-                dispatch(s.clone(), l.clone(), stop.clone())
-            })
-        })
-        .collect();
     let rescuer = shared.config.rescue_interval.map(|every| {
         let (s, stop) = (shared.clone(), stop_rx.clone());
         spawn_restarting(&shared, "rescuer", move || {
@@ -292,22 +466,30 @@ pub(super) fn start(
             sample_gauges(s.clone(), every, holder, stop.clone())
         })
     });
+    let cancels = shared.running.is_some().then(|| {
+        let (s, stop) = (shared.clone(), stop_rx.clone());
+        spawn_restarting(&shared, "cancel watcher", move || {
+            watch_cancels(s.clone(), stop.clone())
+        })
+    });
+    let shared_for_handle = shared.clone();
     let supervisor = tokio::spawn(supervise(
         shared,
         shutdown_rx,
         stop_tx,
         abort_tx,
         Tasks {
-            dispatchers,
-            lanes,
             acker,
             rescuer,
             retainer,
             sampler,
+            cancels,
         },
     ));
     WorkerHandle {
+        shared: shared_for_handle,
         counters,
+        events,
         shutdown: Some(shutdown_tx),
         supervisor,
         scheduler: None,
@@ -362,12 +544,11 @@ const RESTART_PAUSE_MIN: Duration = Duration::from_millis(100);
 const RESTART_PAUSE_MAX: Duration = Duration::from_secs(5);
 
 struct Tasks {
-    dispatchers: Vec<JoinHandle<()>>,
-    lanes: Vec<Arc<Lane>>,
     acker: JoinHandle<()>,
     rescuer: Option<JoinHandle<()>>,
     retainer: Option<JoinHandle<()>>,
     sampler: Option<JoinHandle<()>>,
+    cancels: Option<JoinHandle<()>>,
 }
 
 /// Waits for the shutdown request (or the handle's drop), then stops everything in order.
@@ -388,9 +569,23 @@ async fn supervise(
         "worker shutting down"
     );
     let _ = stop.send(true);
+    let (lanes, dispatchers) = {
+        let mut taken = lock(&shared.lanes);
+        taken.closed = true;
+        let lanes: Vec<Arc<Lane>> = taken.list.iter().map(|(l, _)| l.clone()).collect();
+        let dispatchers: Vec<JoinHandle<()>> = taken
+            .list
+            .iter_mut()
+            .filter_map(|(_, d)| d.take())
+            .collect();
+        (lanes, dispatchers)
+    };
+    for lane in &lanes {
+        let _ = lane.stop.send_replace(true);
+    }
     // A dispatcher returns once its pop in progress has completed (its jobs are released); a
     // pop that hangs past the deadline is dropped, and whatever it claimed is rescued later.
-    for dispatcher in tasks.dispatchers {
+    for dispatcher in dispatchers {
         join_by(dispatcher, deadline, "dispatcher").await;
     }
     if let Some(rescuer) = tasks.rescuer {
@@ -402,20 +597,25 @@ async fn supervise(
     if let Some(sampler) = tasks.sampler {
         join_by(sampler, deadline, "gauge sampler").await;
     }
+    if let Some(cancels) = tasks.cancels {
+        join_by(cancels, deadline, "cancel watcher").await;
+    }
     // Every slot of every queue back: no handler runs any more.
     let all_slots = || {
-        futures::future::join_all(tasks.lanes.iter().map(|lane| {
+        futures::future::join_all(lanes.iter().map(|lane| {
             lane.permits
                 .clone()
-                .acquire_many_owned(lane.config.concurrency as u32)
+                .acquire_many_owned(lane.concurrency() as u32)
         }))
     };
     let drained = tokio::time::timeout_at(deadline, all_slots()).await;
     if drained.is_err() {
-        let running: usize = tasks
-            .lanes
+        let running: usize = lanes
             .iter()
-            .map(|l| l.config.concurrency - l.permits.available_permits())
+            .map(|l| {
+                l.concurrency()
+                    .saturating_sub(l.permits.available_permits())
+            })
             .sum();
         tracing::warn!(
             target: LOG_TARGET,
@@ -424,6 +624,9 @@ async fn supervise(
             "shutdown deadline passed; stopping running handlers and releasing their jobs"
         );
         let _ = abort.send(true);
+        for lane in &lanes {
+            let _ = lane.abort.send_replace(true);
+        }
         // Each stopped job task releases its job before giving back its slot.
         let _ = all_slots().await;
     }
@@ -449,7 +652,7 @@ async fn supervise(
 }
 
 /// Waits for a task until `deadline`, then aborts it.
-async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str) {
+pub(super) async fn join_by(mut task: JoinHandle<()>, deadline: Instant, name: &'static str) {
     match tokio::time::timeout_at(deadline, &mut task).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -477,25 +680,36 @@ pub(super) async fn release_all(shared: &Arc<Shared>, jobs: Vec<Leased>) {
     use futures::StreamExt;
     futures::stream::iter(jobs)
         .for_each_concurrent(RELEASE_CONCURRENCY, |leased| async move {
-            release(shared, &leased.lease).await;
+            release(shared, &leased.lease, None).await;
         })
         .await;
 }
 
 /// Releases one job, counting the outcome.
-async fn release(shared: &Shared, lease: &Lease) {
+async fn release(shared: &Shared, lease: &Lease, ran: Option<Ran<'_>>) {
     match retry_transient(|| shared.queue.release(lease)).await {
         Ok(()) => shared.counters.add_released(),
-        Err(e) => count_transition_error(shared, lease, "release", &e),
+        Err(e) => count_transition_error(shared, lease, "release", &e, ran),
     }
 }
 
 /// Counts a failed transition: a lost lease or a cancelled job is someone else's now; any other
 /// error leaves the job running until its lease expires and the rescuer takes it back.
-fn count_transition_error(shared: &Shared, lease: &Lease, op: &'static str, e: &Error) {
+fn count_transition_error(
+    shared: &Shared,
+    lease: &Lease,
+    op: &'static str,
+    e: &Error,
+    ran: Option<Ran<'_>>,
+) {
     match e {
         Error::LeaseLost { .. } | Error::Cancelled { .. } => {
-            shared.lease_lost(Some(&lease.queue), 1);
+            shared.lost_one(
+                lease,
+                ran.and_then(|r| r.kind()),
+                ran.and_then(|r| r.duration),
+                e,
+            );
             tracing::info!(target: LOG_TARGET, job = %lease.job_id, operation = op, error = %e, "lease no longer held");
         }
         _ => {
@@ -586,6 +800,33 @@ enum Outcome {
     Unrouted(String),
 }
 
+/// What recording a run's outcome needs to know of the run: its kind's metric handles (which
+/// also name the kind) and how long its handler ran.
+#[derive(Clone, Copy)]
+struct Ran<'a> {
+    metrics: &'a JobMetrics,
+    duration: Option<Duration>,
+}
+
+impl<'a> Ran<'a> {
+    fn kind(&self) -> Option<&'a str> {
+        self.metrics.kind.as_deref()
+    }
+
+    /// Reports `transition` of the job of `lease`, if anyone listens.
+    fn emit(&self, shared: &Shared, transition: Transition, lease: &Lease, error: Option<&str>) {
+        shared.events.emit(|| {
+            JobEvent::new(
+                transition,
+                lease,
+                self.kind(),
+                self.duration,
+                error.map(str::to_owned),
+            )
+        });
+    }
+}
+
 pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
@@ -597,7 +838,12 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs one job from start to its recorded outcome; the slot is freed at the end.
-pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSemaphorePermit) {
+pub(super) async fn run_job(
+    shared: Arc<Shared>,
+    job: Buffered,
+    permit: OwnedSemaphorePermit,
+    abort: watch::Receiver<bool>,
+) {
     let Some(leased) = fresh_lease(&shared, job).await else {
         return;
     };
@@ -616,26 +862,44 @@ pub(super) async fn run_job(shared: Arc<Shared>, job: Buffered, permit: OwnedSem
     );
     #[cfg(feature = "opentelemetry")]
     crate::otel::continue_trace(&span, job.meta.as_deref());
+    let routed = shared.registry.route(job.kind.as_deref());
+    if routed.is_ok() {
+        shared
+            .events
+            .emit(|| JobEvent::new(Transition::Started, &lease, job.kind.as_deref(), None, None));
+    }
     let cell = Arc::new(LeaseCell::new(lease));
-    let (outcome, route) = match shared.registry.route(job.kind.as_deref()) {
+    let (outcome, route, ran) = match routed {
         Ok(route) => {
             // A timeout stored with the job overrides its kind's, which overrides the worker's.
             let timeout = job.timeout.or(route.timeout).or(shared.config.job_timeout);
             let ctx = JobContext::new(job, cell.clone(), shared.queue.clone());
             let started = Instant::now();
-            let outcome = execute(&shared, route, timeout, ctx, &cell)
+            let id = cell.get().job_id;
+            if let Some(running) = &shared.running {
+                lock(running).insert(id, cell.clone());
+            }
+            let outcome = execute(&shared, route, timeout, ctx, &cell, abort)
                 .instrument(span.clone())
                 .await;
-            metrics.run.record(started.elapsed().as_secs_f64());
-            (outcome, Some(route))
+            if let Some(running) = &shared.running {
+                lock(running).remove(&id);
+            }
+            let ran = started.elapsed();
+            metrics.run.record(ran.as_secs_f64());
+            (outcome, Some(route), Some(ran))
         }
-        Err(why) => (Outcome::Unrouted(why), None),
+        Err(why) => (Outcome::Unrouted(why), None, None),
     };
     let outcome = match outcome {
         Outcome::Finished(Ok(())) if cell.completed_by_handler() => Outcome::CompletedByHandler,
         other => other,
     };
-    settle(&shared, route, outcome, &cell, &metrics)
+    let ran = Ran {
+        metrics: &metrics,
+        duration: ran,
+    };
+    settle(&shared, route, outcome, &cell, ran)
         .instrument(span)
         .await;
     drop(permit);
@@ -658,7 +922,7 @@ async fn fresh_lease(shared: &Shared, job: Buffered) -> Option<Leased> {
             Some(Leased { job, lease })
         }
         Err(e @ (Error::LeaseLost { .. } | Error::Cancelled { .. })) => {
-            shared.lease_lost(Some(&leased.lease.queue), 1);
+            shared.lost_one(&leased.lease, leased.job.kind.as_deref(), None, &e);
             tracing::info!(target: LOG_TARGET, job = %leased.lease.job_id, waited_ms = waited.as_millis() as u64, error = %e, "a buffered job's lease was lost; not running it");
             None
         }
@@ -682,8 +946,9 @@ async fn execute(
     timeout: Option<Duration>,
     ctx: JobContext,
     cell: &LeaseCell,
+    mut abort: watch::Receiver<bool>,
 ) -> Outcome {
-    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.handler.call(ctx))) {
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| route.call(ctx))) {
         Ok(fut) => fut,
         Err(p) => return Outcome::Panicked(panic_message(&*p)),
     };
@@ -697,29 +962,93 @@ async fn execute(
     if let Poll::Ready(r) = futures::poll!(&mut fut) {
         return finished(r);
     }
-    let mut abort = shared.abort.clone();
+    let mut stopping = shared.stopping.clone();
     let expired = async move {
         match timeout {
             Some(t) => tokio::time::sleep_until(started + t).await,
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        biased;
-        r = &mut fut => finished(r),
-        e = heartbeat(shared, cell) => Outcome::LeaseGone(e),
-        _ = abort.wait_for(|a| *a) => Outcome::Aborted,
-        _ = expired => Outcome::TimedOut(timeout.unwrap_or_default()),
+    tokio::pin!(expired);
+    let beat = heartbeat(shared, cell);
+    tokio::pin!(beat);
+    let mut told_of_shutdown = false;
+    let (reason, outcome) = loop {
+        tokio::select! {
+            biased;
+            r = &mut fut => return finished(r),
+            e = &mut beat => {
+                let reason = match e {
+                    Error::Cancelled { .. } => CancelReason::Cancelled,
+                    _ => CancelReason::LeaseLost,
+                };
+                break (reason, Outcome::LeaseGone(e));
+            }
+            _ = abort.wait_for(|a| *a) => return Outcome::Aborted,
+            _ = &mut expired => {
+                break (CancelReason::Timeout, Outcome::TimedOut(timeout.unwrap_or_default()));
+            }
+            _ = stopping.wait_for(|s| *s), if !told_of_shutdown => {
+                // The handler may finish (or snooze) before the deadline; it is recorded.
+                told_of_shutdown = true;
+                cell.cancel.cancel(CancelReason::Shutdown);
+            }
+        }
+    };
+    // The run ends with `outcome` whatever the handler returns now: its grace is for winding
+    // down (a cancelled job's or lost lease's outcome is not this worker's to record).
+    cell.cancel.cancel(reason);
+    let grace = shared.config.cancel_grace;
+    if !grace.is_zero() {
+        tokio::select! {
+            biased;
+            _ = &mut fut => {}
+            _ = abort.wait_for(|a| *a) => {}
+            _ = tokio::time::sleep(grace) => {}
+        }
+    }
+    outcome
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long the cancel watcher waits for a notification before it waits again.
+const CANCEL_WATCH_WAIT: Duration = Duration::from_secs(600);
+
+/// Where a cancel's notification reaches this process: each one makes every running job's
+/// heartbeat extend its lease at once, which tells a cancelled job's run that it is cancelled.
+async fn watch_cancels(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let Some(running) = &shared.running else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => break,
+            _ = shared.queue.wait_for_work(crate::wake::CANCEL_WAKE, CANCEL_WATCH_WAIT) => {}
+        }
+        let cells: Vec<Arc<LeaseCell>> = lock(running).values().cloned().collect();
+        for cell in cells {
+            cell.poke.notify_one();
+        }
     }
 }
 
 /// Extends the lease every `heartbeat` for as long as it is polled; returns when the lease is
 /// gone. Other errors are logged and the extension is tried again sooner.
 async fn heartbeat(shared: &Shared, cell: &LeaseCell) -> Error {
-    let every = shared.config.heartbeat;
+    let cfg = &shared.config;
+    let every = cfg
+        .cancel_check
+        .map_or(cfg.heartbeat, |c| c.min(cfg.heartbeat));
     let mut next = Instant::now() + every;
     loop {
-        tokio::time::sleep_until(next).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = cell.poke.notified() => {}
+        }
         let current = cell.get();
         match shared.queue.extend(&current, shared.config.lease).await {
             Ok(extended) => {
@@ -742,8 +1071,9 @@ async fn settle(
     route: Option<&Route>,
     outcome: Outcome,
     cell: &LeaseCell,
-    metrics: &JobMetrics,
+    ran: Ran<'_>,
 ) {
+    let metrics = ran.metrics;
     let lease = cell.get();
     let failure = match outcome {
         Outcome::CompletedByHandler => {
@@ -752,6 +1082,7 @@ async fn settle(
             }
             shared.counters.add_completed(1);
             metrics.completed.increment(1);
+            ran.emit(shared, Transition::Completed, &lease, None);
             // Completed in the handler's committed transaction: the jobs of its workflow
             // waiting for it are settled now (else the sweep would, later).
             if lease.workflow.is_some() {
@@ -763,17 +1094,18 @@ async fn settle(
         }
         Outcome::Finished(Ok(())) => {
             metrics.completed.increment(1);
+            ran.emit(shared, Transition::Completed, &lease, None);
             match cell.take_output() {
                 // Jobs without an output are acknowledged in batches; one with an output is
                 // completed by a statement that stores it.
                 None => shared.acks.push(lease),
-                Some(output) => complete_with_output(shared, &lease, &output).await,
+                Some(output) => complete_with_output(shared, &lease, &output, ran).await,
             }
             return;
         }
         Outcome::Finished(Err(e)) => match e.snoozed() {
             Some(delay) => {
-                snooze(shared, route, &lease, delay, metrics).await;
+                snooze(shared, route, &lease, delay, ran).await;
                 return;
             }
             None => e.into_failure(),
@@ -787,13 +1119,13 @@ async fn settle(
         }
         Outcome::Unrouted(why) => Failure::retryable(why),
         Outcome::LeaseGone(e) => {
-            shared.lease_lost(Some(&lease.queue), 1);
+            shared.lost_one(&lease, ran.kind(), ran.duration, &e);
             tracing::warn!(target: LOG_TARGET, error = %e, "lease lost while the handler ran; handler stopped");
             return;
         }
         Outcome::Aborted => {
             shared.aborted.fetch_add(1, Ordering::Relaxed);
-            release(shared, &lease).await;
+            release(shared, &lease, Some(ran)).await;
             return;
         }
     };
@@ -801,7 +1133,7 @@ async fn settle(
         kind: kind_backoff(route, &lease, failure.kind),
         ..failure
     };
-    record_failure(shared, &lease, failure, metrics).await;
+    record_failure(shared, &lease, failure, ran).await;
 }
 
 /// Completes a job with the output its handler recorded, retried through an outage like a
@@ -812,6 +1144,7 @@ async fn complete_with_output(
     shared: &Shared,
     lease: &Lease,
     output: &serde_json::value::RawValue,
+    ran: Ran<'_>,
 ) {
     let done = match retry_through_outage(shared, || shared.queue.ack_with_output(lease, output))
         .await
@@ -824,7 +1157,7 @@ async fn complete_with_output(
     };
     match done {
         Ok(()) => shared.counters.add_completed(1),
-        Err(e) => count_transition_error(shared, lease, "ack", &e),
+        Err(e) => count_transition_error(shared, lease, "ack", &e, Some(ran)),
     }
 }
 
@@ -839,20 +1172,33 @@ fn kind_backoff(route: Option<&Route>, lease: &Lease, kind: FailureKind) -> Fail
 }
 
 /// Records a failure, counting what it did to the job.
-async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure, metrics: &JobMetrics) {
+async fn record_failure(shared: &Shared, lease: &Lease, failure: Failure, ran: Ran<'_>) {
     let message = failure.message.clone();
     match retry_transient(|| shared.queue.fail(lease, failure.clone())).await {
-        Ok(outcome) => count_failure(shared, outcome, &message, metrics),
-        Err(e) => count_transition_error(shared, lease, "fail", &e),
+        Ok(outcome) => count_failure(shared, lease, outcome, &message, ran),
+        Err(e) => count_transition_error(shared, lease, "fail", &e, Some(ran)),
     }
 }
 
-fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str, metrics: &JobMetrics) {
+fn count_failure(
+    shared: &Shared,
+    lease: &Lease,
+    outcome: FailOutcome,
+    message: &str,
+    ran: Ran<'_>,
+) {
+    let metrics = ran.metrics;
     metrics.failed.increment(1);
     match outcome {
         FailOutcome::Retrying { after } => {
             shared.counters.add_retried();
             metrics.retried.increment(1);
+            ran.emit(
+                shared,
+                Transition::Failed { retry_in: after },
+                lease,
+                Some(message),
+            );
             tracing::warn!(
                 target: LOG_TARGET,
                 error = %message,
@@ -863,6 +1209,7 @@ fn count_failure(shared: &Shared, outcome: FailOutcome, message: &str, metrics: 
         FailOutcome::Dead => {
             shared.counters.add_dead();
             metrics.dead.increment(1);
+            ran.emit(shared, Transition::Dead, lease, Some(message));
             tracing::error!(target: LOG_TARGET, error = %message, "job failed for good; it is dead");
         }
     }
@@ -876,8 +1223,9 @@ async fn snooze(
     route: Option<&Route>,
     lease: &Lease,
     delay: Duration,
-    metrics: &JobMetrics,
+    ran: Ran<'_>,
 ) {
+    let metrics = ran.metrics;
     let delay = delay.min(crate::validate::MAX_DELAY);
     let max = route.map_or(super::DEFAULT_MAX_SNOOZES, |r| r.max_snoozes);
     let request = Snooze::new(delay).max_snoozes(max).past_bound(kind_backoff(
@@ -889,28 +1237,30 @@ async fn snooze(
         Ok(SnoozeOutcome::Snoozed) => {
             shared.counters.add_snoozed();
             metrics.snoozed.increment(1);
+            ran.emit(shared, Transition::Snoozed { delay }, lease, None);
             tracing::debug!(target: LOG_TARGET, delay_ms = delay.as_millis() as u64, "job snoozed");
         }
         Ok(SnoozeOutcome::Failed(outcome)) => count_failure(
             shared,
+            lease,
             outcome,
             &format!("snoozed {max} times, the most allowed"),
-            metrics,
+            ran,
         ),
         // A hand-written `Queue` without snoozes: run the job again after the delay, as a
         // failure (its attempt is spent).
         Err(Error::Unsupported(_)) => {
             let failure = Failure::retry_after(format!("snoozed for {delay:?}"), delay);
-            record_failure(shared, lease, failure, metrics).await;
+            record_failure(shared, lease, failure, ran).await;
         }
-        Err(e) => count_transition_error(shared, lease, "snooze", &e),
+        Err(e) => count_transition_error(shared, lease, "snooze", &e, Some(ran)),
     }
 }
 
 async fn ack_one(shared: &Shared, lease: &Lease) {
     match retry_transient(|| shared.queue.ack(lease)).await {
         Ok(()) => shared.counters.add_completed(1),
-        Err(e) => count_transition_error(shared, lease, "ack", &e),
+        Err(e) => count_transition_error(shared, lease, "ack", &e, None),
     }
 }
 
@@ -932,8 +1282,9 @@ async fn acker(shared: Arc<Shared>) {
     let flushes = Arc::new(Semaphore::new(ACK_FLUSHES));
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
-        let full = cfg
-            .total_concurrency()
+        let full = shared
+            .slots
+            .load(Ordering::Relaxed)
             .max(shared.claiming.load(Ordering::Relaxed))
             .min(max);
         let stopping = shared.acks.is_stopping();
