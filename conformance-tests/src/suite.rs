@@ -93,6 +93,8 @@ pub fn catalogue() -> Vec<Case> {
         runtime_queue::runtime_queue_added_queue_is_served,
         runtime_queue::runtime_queue_scaled_down_never_exceeds_new_concurrency,
         runtime_queue::runtime_queue_removed_queue_loses_nothing,
+        wait::wait_returns_the_finished_job,
+        wait::wait_timeout_unknown_and_bad_input,
         transactions::tx_push_rolled_back_is_invisible,
         transactions::tx_push_committed_is_visible,
         transactions::tx_complete_exactly_once,

@@ -90,6 +90,10 @@ pub(crate) struct PushArgs {
     timeout: Option<String>,
     #[command(flatten)]
     unique: UniqueArgs,
+    /// Then wait up to this many seconds for the job to finish, and print how it ended and its
+    /// output; exits with status 1 when it ended dead or cancelled, or did not finish in time.
+    #[arg(long, value_name = "SECS")]
+    wait: Option<f64>,
 }
 
 /// The uniqueness rule of `push`: any of these options makes the job unique. Its key is the
@@ -232,6 +236,10 @@ pub(crate) struct GetArgs {
     /// Print JSON (every field) instead of text.
     #[arg(long)]
     json: bool,
+    /// Wait up to this many seconds for the job to finish first; exits with status 1 when it
+    /// ended dead or cancelled, or did not finish in time.
+    #[arg(long, value_name = "SECS")]
+    wait: Option<f64>,
 }
 
 /// `reschedule`.
@@ -606,10 +614,16 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
         job = job.unique(rule.clone());
     }
     job.validate(&limits)?;
+    let wait = args.wait.map(wait_secs).transpose()?;
     let queue = args.target.connect().await?;
     if unique.is_none() {
         let id = queue.push(job).await?;
         println!("{id}");
+        if let Some(timeout) = wait {
+            let job = queue.wait(id, timeout).await?;
+            print!("{}", job_text(&job));
+            return ended(&job);
+        }
         return Ok(());
     }
     // The id goes to standard output whatever happened, so `id=$(queue push ...)` names the
@@ -621,6 +635,11 @@ pub(crate) async fn push(args: PushArgs) -> Result<(), CliError> {
         PushOutcome::Inserted(_) | PushOutcome::Replaced(_) => None,
     };
     eprintln!("{}", outcome_words(&outcome, state));
+    if let Some(timeout) = wait {
+        let job = queue.wait(outcome.id(), timeout).await?;
+        print!("{}", job_text(&job));
+        return ended(&job);
+    }
     Ok(())
 }
 
@@ -1079,16 +1098,40 @@ fn job_text(job: &Job) -> String {
 
 pub(crate) async fn get(args: GetArgs) -> Result<(), CliError> {
     let id: JobId = args.id.trim().parse()?;
+    let wait = args.wait.map(wait_secs).transpose()?;
     let queue = args.target.connect().await?;
-    let Some(job) = queue.get(id).await? else {
-        return Err(Error::NotFound { job: id }.into());
+    let job = match wait {
+        Some(timeout) => queue.wait(id, timeout).await?,
+        None => match queue.get(id).await? {
+            Some(job) => job,
+            None => return Err(Error::NotFound { job: id }.into()),
+        },
     };
     if args.json {
         println!("{}", job_json(&job, true));
     } else {
         print!("{}", job_text(&job));
     }
+    if wait.is_some() {
+        return ended(&job);
+    }
     Ok(())
+}
+
+/// `--wait SECS` as a timeout.
+fn wait_secs(secs: f64) -> Result<std::time::Duration, CliError> {
+    std::time::Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| CliError::usage("invalid wait: must be a number of seconds above zero"))
+}
+
+/// How a waited-for job ended, as an exit status: 0 when it completed.
+fn ended(job: &Job) -> Result<(), CliError> {
+    match job.state {
+        JobState::Completed => Ok(()),
+        state => Err(CliError::other(format!("job {} ended {state}", job.id))),
+    }
 }
 
 pub(crate) async fn reschedule(args: RescheduleArgs) -> Result<(), CliError> {

@@ -2,7 +2,7 @@
 //! `push` with payloads from a file and from standard input, with a kind, metadata and a
 //! timeout, and unique pushes, `list` paging and its kind filter, `get`, `reschedule`,
 //! `schedules`, the queue controls (`pause`, `resume`, `limit`) with `stats`, `work` and `demo`,
-//! `bulk`, `retention`, and counts at the stats cap.
+//! `bulk`, `retention`, counts at the stats cap, and `get --wait` / `push --wait`.
 
 mod support;
 
@@ -1795,4 +1795,98 @@ async fn work_runs_retention_unless_told_not_to() {
         }
         worker.stop();
     }
+}
+
+/// Whether `get`'s text shows the job in `state`.
+fn shows_state(text: &str, state: &str) -> bool {
+    text.lines()
+        .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["state", state])
+}
+
+/// `get --wait` and `push --wait` wait for the job to finish and say how it ended: a job
+/// completed by a worker elsewhere meanwhile prints its state and output and exits 0; a job
+/// that went dead exits non-zero; a job nobody runs ends the wait with an error once the
+/// seconds pass, and a wait of 0 seconds is refused as bad input. The database holds what
+/// they printed.
+#[tokio::test]
+async fn get_and_push_wait_for_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = migrated_db(dir.path());
+    let queue = dbqueue::connect(&url).await.unwrap();
+
+    let idle = ok(&queue_cmd(
+        &["push", "--url", &url, "--queue", "w.idle"],
+        None,
+    ));
+    let out = queue_cmd(&["get", "--url", &url, idle.trim(), "--wait", "0.3"], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("did not finish"), "{said}");
+    let out = queue_cmd(&["get", "--url", &url, idle.trim(), "--wait", "0"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let idle: JobId = idle.trim().parse().unwrap();
+    assert_eq!(state_of(&url, idle).await, Some(JobState::Pending));
+
+    // `get --wait` while another process completes the job with an output.
+    let id = ok(&queue_cmd(
+        &["push", "--url", &url, "--queue", "w.ok"],
+        None,
+    ));
+    let waiting = Command::new(env!("CARGO_BIN_EXE_queue"))
+        .args(["get", "--url", &url, id.trim(), "--wait", "20"])
+        .env_remove("QUEUE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("queue get starts");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let claimed = queue.pop(PopRequest::new("w.ok")).await.unwrap();
+    let output = serde_json::value::to_raw_value(&serde_json::json!({ "rows": 1234 })).unwrap();
+    queue
+        .ack_with_output(&claimed[0].lease, &output)
+        .await
+        .unwrap();
+    let printed = ok(&waiting.wait_with_output().unwrap());
+    assert!(shows_state(&printed, "completed"), "{printed}");
+    assert!(printed.contains("\"rows\": 1234"), "{printed}");
+    let id: JobId = id.trim().parse().unwrap();
+    assert_eq!(state_of(&url, id).await, Some(JobState::Completed));
+
+    // `push --wait` of a job that fails for good.
+    let pushing = Command::new(env!("CARGO_BIN_EXE_queue"))
+        .args(["push", "--url", &url, "--queue", "w.dead", "--wait", "20"])
+        .env_remove("QUEUE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("queue push starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let claimed = loop {
+        let got = queue.pop(PopRequest::new("w.dead")).await.unwrap();
+        if !got.is_empty() {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pushed job was never there to claim"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    queue
+        .fail(
+            &claimed[0].lease,
+            dbqueue::Failure::permanent("no such customer"),
+        )
+        .await
+        .unwrap();
+    let out = pushing.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(shows_state(&printed, "dead"), "{printed}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("ended dead"), "{said}");
+    assert_eq!(
+        state_of(&url, claimed[0].lease.job_id).await,
+        Some(JobState::Dead)
+    );
 }

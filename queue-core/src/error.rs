@@ -138,6 +138,16 @@ pub enum Error {
         name: String,
     },
 
+    /// A wait for a job ([`crate::Queue::wait`]) ended before the job finished; nothing was
+    /// changed.
+    #[error("job {job} did not finish within {waited:?}")]
+    WaitTimedOut {
+        /// The job waited for.
+        job: JobId,
+        /// How long the wait lasted.
+        waited: std::time::Duration,
+    },
+
     /// The backend cannot do this (e.g. LISTEN/NOTIFY on SQLite).
     #[error("not supported by this backend: {0}")]
     Unsupported(&'static str),

@@ -20,6 +20,7 @@ pub mod retry;
 pub mod testing;
 pub mod unique;
 pub mod validate;
+pub mod wait;
 pub mod wake;
 pub mod worker;
 pub mod workflow;

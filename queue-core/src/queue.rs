@@ -823,6 +823,20 @@ pub trait Queue: Send + Sync + 'static {
     /// [`Error::Unavailable`] or [`Error::Database`].
     async fn get(&self, id: JobId) -> Result<Option<Job>>;
 
+    /// Waits until job `id` has finished (completed, dead or cancelled) and returns it as
+    /// stored, its output and errors included: a bounded poll of its row (a read by primary
+    /// key after 10 ms, then at growing pauses up to [`crate::wait::WAIT_POLL_MAX`]). See also
+    /// `wait_output` and `push_and_wait` on `dyn Queue`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `timeout` when it is zero or longer than
+    /// [`crate::wait::MAX_WAIT`]; [`Error::NotFound`] when no job has this id (or it was
+    /// deleted meanwhile); [`Error::WaitTimedOut`] when it has not finished within `timeout`
+    /// (nothing is changed); as [`Queue::get`].
+    async fn wait(&self, id: JobId, timeout: Duration) -> Result<Job> {
+        crate::wait::until_finished(self, id, timeout).await
+    }
+
     /// Lists jobs, newest first.
     ///
     /// # Errors

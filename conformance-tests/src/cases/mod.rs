@@ -20,6 +20,7 @@ pub mod schedules;
 pub mod transactions;
 pub mod unique;
 pub mod validation;
+pub mod wait;
 pub mod wakeups;
 pub mod worker;
 pub mod workflow_ops;

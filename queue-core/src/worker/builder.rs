@@ -27,6 +27,24 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// Shortest poll interval and rescue interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 
+/// Checks the concurrency of the queue `queue` (at the build, and when a running worker's
+/// handle changes its queues).
+pub(super) fn check_concurrency(concurrency: usize, queue: &str) -> Result<()> {
+    if concurrency == 0 {
+        return Err(Error::invalid(
+            "concurrency",
+            format!("must be at least 1 (queue {queue:?})"),
+        ));
+    }
+    if concurrency > MAX_CONCURRENCY {
+        return Err(Error::invalid(
+            "concurrency",
+            format!("must be at most {MAX_CONCURRENCY} (queue {queue:?})"),
+        ));
+    }
+    Ok(())
+}
+
 /// Configures a [`Worker`]; see [`Worker::builder`]. Nothing is checked until
 /// [`WorkerBuilder::build`], which names the first field that breaks a rule.
 #[must_use = "a builder does nothing until build() and start()"]
@@ -387,18 +405,7 @@ impl WorkerBuilder {
                     format!("{name:?} is named twice; each queue has one concurrency"),
                 ));
             }
-            if concurrency == 0 {
-                return Err(Error::invalid(
-                    "concurrency",
-                    format!("must be at least 1 (queue {name:?})"),
-                ));
-            }
-            if concurrency > MAX_CONCURRENCY {
-                return Err(Error::invalid(
-                    "concurrency",
-                    format!("must be at most {MAX_CONCURRENCY} (queue {name:?})"),
-                ));
-            }
+            check_concurrency(concurrency, &name)?;
             let prefetch = match self.prefetch {
                 Some(0) => return Err(Error::invalid("prefetch", "must be at least 1")),
                 Some(n) if n > limits.max_pop => {

@@ -7,27 +7,11 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::builder::MAX_CONCURRENCY;
+use super::builder::check_concurrency;
 use super::runtime::{join_by, Lane, WorkerHandle};
 use super::QueueConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::validate;
-
-fn check_concurrency(concurrency: usize, queue: &str) -> Result<()> {
-    if concurrency == 0 {
-        return Err(Error::invalid(
-            "concurrency",
-            format!("must be at least 1 (queue {queue:?})"),
-        ));
-    }
-    if concurrency > MAX_CONCURRENCY {
-        return Err(Error::invalid(
-            "concurrency",
-            format!("must be at most {MAX_CONCURRENCY} (queue {queue:?})"),
-        ));
-    }
-    Ok(())
-}
 
 impl WorkerHandle {
     /// Starts claiming from the queue `name` too, running at most `concurrency` of its jobs at
@@ -35,8 +19,8 @@ impl WorkerHandle {
     /// [`WorkerBuilder::queue`](super::WorkerBuilder::queue) does before the start.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming `queue` (an invalid name, a queue the worker already
-    /// serves, a worker shutting down) or `concurrency` (0, or above [`MAX_CONCURRENCY`]).
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `queue` (an invalid name, a queue the worker already
+    /// serves, a worker shutting down) or `concurrency` (0, or above [`MAX_CONCURRENCY`](super::MAX_CONCURRENCY)).
     pub fn add_queue(&self, name: impl Into<String>, concurrency: usize) -> Result<()> {
         let name = name.into();
         validate::queue_name(&name)?;
@@ -55,7 +39,7 @@ impl WorkerHandle {
     /// until fewer than `concurrency` run.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming `queue` (not served by this worker) or `concurrency`.
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `queue` (not served by this worker) or `concurrency`.
     pub fn set_concurrency(&self, name: &str, concurrency: usize) -> Result<()> {
         check_concurrency(concurrency, name)?;
         let lane = self.shared.lane(name)?;
@@ -69,7 +53,7 @@ impl WorkerHandle {
     /// once none of its jobs runs any more.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming `queue`: not served by this worker, or its last queue
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `queue`: not served by this worker, or its last queue
     /// (shut the worker down instead).
     pub async fn remove_queue(&self, name: &str) -> Result<()> {
         let (lane, dispatcher) = self.shared.take_lane(name)?;
