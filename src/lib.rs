@@ -33,6 +33,8 @@ pub mod guide {
     pub mod backends {}
     #[doc = include_str!("../docs/guide/upgrading.md")]
     pub mod upgrading {}
+    #[doc = include_str!("../docs/guide/worker.md")]
+    pub mod worker {}
 }
 
 pub use connect::{connect, connect_and_migrate, connect_with, Backend, Options};
