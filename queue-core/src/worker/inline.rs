@@ -134,6 +134,7 @@ pub(super) async fn drain(
         abort,
         stopping,
         running: None,
+        cancel_watch: watch::Sender::new(true),
         lanes: std::sync::Mutex::new(Default::default()),
         slots: std::sync::atomic::AtomicUsize::new(1),
         aborted: AtomicU64::new(0),

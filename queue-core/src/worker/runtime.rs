@@ -48,6 +48,9 @@ pub(super) struct Shared {
     /// The running jobs, where a cancel's notification can reach the worker
     /// ([`crate::wake::CANCEL_WAKE`]); `None` elsewhere.
     pub(super) running: Option<std::sync::Mutex<HashMap<JobId, Arc<LeaseCell>>>>,
+    /// True once the cancel watcher listens: a handler starts only then, so an operator's
+    /// cancel sent right after it started cannot find nobody listening (with `running`).
+    pub(super) cancel_watch: watch::Sender<bool>,
     /// Handlers stopped at the deadline.
     pub(super) aborted: AtomicU64,
     /// The metric handles of the queues and kinds this worker ran.
@@ -430,6 +433,7 @@ pub(super) fn start(
         abort: abort_rx,
         stopping: stop_rx.clone(),
         running: notified.then(Default::default),
+        cancel_watch: watch::Sender::new(false),
         aborted: AtomicU64::new(0),
         metrics: crate::metrics::Handles::default(),
         claiming: std::sync::atomic::AtomicUsize::new(0),
@@ -877,6 +881,9 @@ pub(super) async fn run_job(
             let started = Instant::now();
             let id = cell.get().job_id;
             if let Some(running) = &shared.running {
+                if !*shared.cancel_watch.borrow() {
+                    let _ = shared.cancel_watch.subscribe().wait_for(|w| *w).await;
+                }
                 lock(running).insert(id, cell.clone());
             }
             let outcome = execute(&shared, route, timeout, ctx, &cell, abort)
@@ -1023,6 +1030,13 @@ async fn watch_cancels(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let Some(running) = &shared.running else {
         return;
     };
+    // Listen first (a wait of no time registers the wake-up with the backend), then let
+    // handlers start.
+    shared
+        .queue
+        .wait_for_work(crate::wake::CANCEL_WAKE, Duration::ZERO)
+        .await;
+    shared.cancel_watch.send_replace(true);
     loop {
         tokio::select! {
             biased;
