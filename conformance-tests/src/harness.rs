@@ -303,11 +303,30 @@ pub fn required(backend: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// How long the teardown of one fixture may take.
+const TEARDOWN_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long one case or dialect test may run before it fails as hung: `QUEUE_TEST_CASE_TIMEOUT`
+/// seconds, 300 by default. A hung case then fails with its name instead of holding the whole
+/// test binary (and a CI run) until an outer limit kills it without saying which case it was.
+///
+/// # Panics
+/// When the variable is set but is not a positive number of seconds.
+pub fn case_limit() -> Duration {
+    match std::env::var("QUEUE_TEST_CASE_TIMEOUT") {
+        Err(_) => Duration::from_secs(300),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Duration::from_secs(n),
+            _ => panic!("QUEUE_TEST_CASE_TIMEOUT: {v:?} is not a positive number of seconds"),
+        },
+    }
+}
+
 /// Runs the case `name` once against `server` and tears down every fixture it made; returns
 /// the case's outcome (a panic inside the case is turned into an error).
 ///
 /// # Errors
-/// Whatever the case reported.
+/// Whatever the case reported; a case that runs longer than [`case_limit`] fails as hung.
 pub async fn run_on<F, Fut>(
     harness: Arc<dyn Harness>,
     server: &Server,
@@ -324,16 +343,37 @@ where
         server: server.clone(),
         fixtures: Arc::default(),
     };
-    let outcome = tokio::spawn(case(ctx.clone())).await;
+    let mut task = tokio::spawn(case(ctx.clone()));
+    let limit = case_limit();
+    let outcome = match tokio::time::timeout(limit, &mut task).await {
+        Ok(joined) => Some(joined),
+        Err(_) => {
+            task.abort();
+            let _ = task.await;
+            None
+        }
+    };
     let fixtures = std::mem::take(&mut *ctx.fixtures.lock().unwrap_or_else(|e| e.into_inner()));
     for fx in fixtures {
-        if let Err(e) = fx.teardown().await {
-            eprintln!(
+        match tokio::time::timeout(TEARDOWN_LIMIT, fx.teardown()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!(
                 "{backend} ({}): teardown after {name} failed: {e:#}",
                 server.label
-            );
+            ),
+            Err(_) => eprintln!(
+                "{backend} ({}): teardown after {name} did not finish within {} s",
+                server.label,
+                TEARDOWN_LIMIT.as_secs()
+            ),
         }
     }
+    let Some(outcome) = outcome else {
+        return Err(anyhow::anyhow!(
+            "{name} did not finish within {} s (QUEUE_TEST_CASE_TIMEOUT sets the limit)",
+            limit.as_secs()
+        ));
+    };
     match outcome {
         Ok(result) => result,
         Err(join) if join.is_panic() => {

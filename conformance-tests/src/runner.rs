@@ -11,7 +11,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::backend::{SqlBackend, SqlHarness};
-use crate::harness::{required, run_on, Discovery, Harness, Server, Skipped};
+use crate::harness::{case_limit, required, run_on, Discovery, Harness, Server, Skipped};
 use crate::suite::{catalogue, Case};
 
 /// A boxed future of a test.
@@ -222,12 +222,25 @@ fn case_trial(
     case: Case,
 ) -> Trial {
     let name = format!("{backend}::{}::{}", harness.claim().as_str(), case.name);
-    Trial::ignorable_test(name, move || {
+    Trial::ignorable_test(name.clone(), move || {
         let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
-        on_each(&servers, |server| {
+        let started = std::time::Instant::now();
+        let done = on_each(&servers, |server| {
             rt.block_on(run_on(harness.clone(), server, case.name, &case.run))
-        })
+        });
+        report_slow(&name, started.elapsed());
+        done
     })
+}
+
+/// A case slower than this is named on stderr with its time, so that a test run that grows
+/// slower shows where.
+const SLOW: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn report_slow(name: &str, took: std::time::Duration) {
+    if took >= SLOW {
+        eprintln!("slow: {name} took {:.1} s", took.as_secs_f64());
+    }
 }
 
 fn local_trial(backend: &'static str, test: LocalTest) -> Trial {
@@ -241,9 +254,21 @@ fn dialect_trial(backend: &'static str, servers: Arc<Vec<Server>>, test: Dialect
         let rt = runtime().map_err(|e| Failed::from(e.to_string()))?;
         on_each(&servers, |server| {
             rt.block_on(async {
-                tokio::spawn((test.run)(server.clone()))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{} did not finish: {e}", test.name))?
+                let limit = case_limit();
+                let mut task = tokio::spawn((test.run)(server.clone()));
+                match tokio::time::timeout(limit, &mut task).await {
+                    Ok(joined) => {
+                        joined.map_err(|e| anyhow::anyhow!("{} did not finish: {e}", test.name))?
+                    }
+                    Err(_) => {
+                        task.abort();
+                        Err(anyhow::anyhow!(
+                            "{} did not finish within {} s (QUEUE_TEST_CASE_TIMEOUT sets the limit)",
+                            test.name,
+                            limit.as_secs()
+                        ))
+                    }
+                }
             })
         })
     })
