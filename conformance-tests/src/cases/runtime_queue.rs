@@ -95,9 +95,9 @@ pub async fn runtime_queue_added_queue_is_served(ctx: Ctx) -> anyhow::Result<()>
 }
 
 /// A queue scaled down from 8 to 2 while busy: once the jobs beyond the new concurrency have
-/// finished, no more than 2 handlers run at once, and the database's running jobs stay far
-/// below the 8 of before (the 2, the one claimed for the next free slot, completions being
-/// acknowledged); every job completes once.
+/// finished, no more than 2 handlers run at once, and once the database has settled its running
+/// jobs stay below the 8 of before (the 2, the one claimed for the next free slot, completions
+/// being acknowledged); every job completes once.
 pub async fn runtime_queue_scaled_down_never_exceeds_new_concurrency(
     ctx: Ctx,
 ) -> anyhow::Result<()> {
@@ -138,6 +138,22 @@ pub async fn runtime_queue_scaled_down_never_exceeds_new_concurrency(
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     most.store(running.load(Ordering::SeqCst), Ordering::SeqCst);
+    // The database first settles: the jobs that finished beyond 2 are acknowledged (in
+    // batches, so a loaded machine can show them running a little longer); from then on it is
+    // sampled.
+    let settle = Instant::now();
+    loop {
+        let s = wait_for_stats(&q, "rq.s", Duration::ZERO, |_| true).await?;
+        if s.running <= 4 || s.completed == N as u64 {
+            break;
+        }
+        ensure!(
+            settle.elapsed() < Duration::from_secs(10),
+            "the database still showed {} running jobs 10 s after the scale-down to 2",
+            s.running
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut db_most = 0;
     let mut samples = 0;
     loop {
@@ -161,9 +177,10 @@ pub async fn runtime_queue_scaled_down_never_exceeds_new_concurrency(
     );
     // In the database, a job is running from its claim to its acknowledgement: beside the 2
     // that run, the one claimed for the next free slot (prefetch 1) and completions whose
-    // batched acknowledgement has not committed yet (loosely: 2); 8 before the scale-down.
+    // batched acknowledgement has not committed yet (loosely, on a loaded machine: 3); never
+    // the 8 of before the scale-down.
     ensure!(
-        db_most <= 5,
+        db_most <= 6,
         "the database showed {db_most} running jobs after the scale-down to 2 (prefetch 1)"
     );
     for id in ids {
