@@ -48,8 +48,8 @@ const _: () = {
     assert!(MAX_ROWS_PER_STATEMENT < 5_000);
 };
 
-macro_rules! statements {
-    ($($name:ident),* $(,)?) => {
+macro_rules! queries {
+    ($dir:literal; $($name:ident),* $(,)?) => {
         /// Every statement of the dialect, as sent (comments dropped, schema spliced in).
         #[derive(Debug)]
         pub(crate) struct Statements {
@@ -61,7 +61,7 @@ macro_rules! statements {
             pub(crate) fn new(splices: &[(&str, &str)]) -> Self {
                 Statements {
                     $($name: Arc::from(load(
-                        include_str!(concat!("../queries/", stringify!($name), ".sql")),
+                        include_str!(concat!($dir, "/", stringify!($name), ".sql")),
                         splices,
                     )),)*
                 }
@@ -76,98 +76,8 @@ macro_rules! statements {
     };
 }
 
-statements!(
-    server_version,
-    now,
-    migration_lock,
-    migration_table,
-    migration_applied,
-    migration_record,
-    job_insert,
-    job_dedup_live,
-    job_insert_unique,
-    job_unique_replace,
-    job_unique_holder,
-    job_claim,
-    job_candidates,
-    job_claim_candidates,
-    job_complete,
-    job_complete_delete,
-    job_complete_many,
-    job_complete_many_delete,
-    job_fail_retry,
-    job_fail_dead,
-    job_snooze,
-    job_meta_get,
-    job_meta_set,
-    job_release,
-    job_extend,
-    job_state,
-    job_expired,
-    job_rescue,
-    job_cancel,
-    job_retry,
-    job_reschedule,
-    job_get,
-    job_list,
-    job_stats,
-    job_prune,
-    job_ids,
-    job_count,
-    job_cancel_many,
-    job_retry_many,
-    job_delete_many,
-    job_workflows,
-    job_dependents_count,
-    job_live_leases,
-    job_key_leases,
-    job_key_next,
-    job_claim_key,
-    job_claim_unkeyed,
-    job_key_waiting,
-    maintenance_claim,
-    maintenance_release,
-    queue_control_get,
-    queue_control_lock,
-    queue_control_list,
-    queue_set_paused,
-    queue_set_limit,
-    queue_set_rate,
-    queue_rate_state,
-    queue_rate_record,
-    queue_set_key_limit,
-    queue_set_fair,
-    queue_key_cursor,
-    queue_set_key_rate,
-    queue_key_rate_get,
-    queue_key_rate_put,
-    queue_key_rate_prune,
-    schedule_get,
-    schedule_list,
-    schedule_insert,
-    schedule_update,
-    schedule_touch,
-    schedule_advance,
-    schedule_delete,
-    workflow_insert,
-    workflow_steps_insert,
-    workflow_deps_insert,
-    workflow_lock,
-    workflow_seal,
-    workflow_dependents,
-    workflow_block,
-    workflow_promote,
-    workflow_reopen,
-    workflow_blocked,
-    workflow_waiting,
-    workflow_get,
-    workflow_jobs,
-    workflow_edges,
-    workflow_list,
-    workflow_prune_lock,
-    workflow_prune,
-    job_deps,
-);
+// The statements are the files of `queries/`, listed by `build.rs`: `queries!(dir; names)`.
+include!(concat!(env!("OUT_DIR"), "/queries.rs"));
 
 /// `count` tuples made from `template`, whose `{}` become consecutive placeholders from
 /// `@P{first}`: `tuples("({}, {})", 3, 2)` is `(@P3, @P4), (@P5, @P6)`.

@@ -2,10 +2,15 @@
 //! lists of statements over several rows.
 //!
 //! Each dialect keeps its SQL in `queries/<name>.sql`, one statement per file, headed
-//! `-- name: <name>`. The names are the same in every dialect and are the names of the
-//! [`Driver`](super::Driver) methods that run them, so a reader who knows one dialect knows
-//! where everything is in the others. A dialect that lacks a statement says why in its README;
-//! a dialect that needs a second step for one method names the file `<method>_<step>.sql`.
+//! `-- name: <name>`. The names are the same in every dialect and are the names of the driver
+//! methods that run them (the capability traits of [`driver`](super::driver)), so a reader who
+//! knows one dialect knows where everything is in the others. A dialect that lacks a statement
+//! says why in its README; a dialect that needs a second step for one method names the file
+//! `<method>_<step>.sql`.
+//!
+//! [`CATALOGUE`] is the one list of names. A dialect keeps none: its build script lists its
+//! `queries/` files and hands them to [`statements!`](crate::statements), and its unit tests
+//! check the files against the catalogue with [`check_directory`].
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -197,8 +202,12 @@ pub fn placeholders(style: Placeholder, item: &str, count: usize, sep: &str) -> 
 /// `AssertSqlSafe` of a dialect's statements is here: their text is the file's, with nothing
 /// spliced in but validated identifiers.
 ///
+/// `dir` is a path `include_str!` can read from the invoking file; a dialect passes the
+/// absolute path of its `queries/` directory and every file in it, as its build script lists
+/// them.
+///
 /// ```text
-/// queue_core::statements!(sqlx = ::sqlx, dir = "../queries"; now, job_get, job_list);
+/// queue_core::statements!(sqlx = ::sqlx, dir = "/src/queue-x/queries"; now, job_get, job_list);
 /// let sql = Statements::new(&[("{schema}", "queue")]);
 /// ```
 #[macro_export]
