@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
-use queue_core::engine::{Driver, JobFailDead, JobFailRetry, JobRescue};
+use queue_core::engine::{JobFailDead, JobFailRetry, JobRescue, Maintenance, Running};
 use queue_core::{Backend, JobState, Lease, NewJob, PopRequest, Queue};
 
 /// Claims the one pending job of `queue` with `lease`.

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use conformance_tests::{
     dialect_tests, run_suite, Discovery, Fixture, Harness, HeldLock, Server, TestConfig,
 };
-use queue_core::engine::Driver as _;
+use queue_core::engine::Lifecycle as _;
 use queue_core::{Backend as _, ClaimStrategy, JobId, Queue};
 use queue_memory::{MemoryQueue, MemoryTx, Statement, Times};
 

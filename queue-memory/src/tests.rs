@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use queue_core::engine::{Driver, JobClaim, JobInsert, ScheduleAdvance, StoredSchedule, Target};
+use queue_core::engine::{
+    Claim, Controls, JobClaim, JobInsert, Lifecycle, Push, ScheduleAdvance, Schedules,
+    StoredSchedule, Target,
+};
 use queue_core::{
     Backend, BulkAction, Error, Failure, JobFilter, JobId, Lease, ManualClock, NewJob, PopRequest,
     PruneRequest, Queue, Reschedule, Snooze, Unique,

@@ -5,7 +5,7 @@
 use queue_core::engine::micros;
 use queue_core::NewJob;
 
-use crate::driver::signed;
+use crate::driver::rows::signed;
 
 /// The rows of `jobs` in PostgreSQL's binary COPY format, for the columns of `job_insert_copy`:
 /// id uuid, queue text, payload json (its binary form is the text), priority int4,

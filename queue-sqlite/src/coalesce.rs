@@ -134,7 +134,7 @@ impl Coalescer {
             &mut conn,
             jobs,
             delays,
-            crate::driver::now_micros(),
+            crate::driver::rows::now_micros(),
         )
         .await
     }

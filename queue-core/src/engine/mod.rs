@@ -55,11 +55,12 @@ use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
-    first_contact, micros, rate_limit_of, Driver, DriverFault, Expired, JobClaim, JobComplete,
-    JobFailDead, JobFailRetry, JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune,
-    JobReschedule, JobRescue, JobSnooze, JobUniqueReplace, Migration, RateState, ScheduleAdvance,
-    StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert, WorkflowEdge,
-    WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned,
+    first_contact, micros, rate_limit_of, Claim, Completion, Controls, Driver, DriverFault,
+    Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry, JobInsert, JobInsertUnique,
+    JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, JobUniqueReplace,
+    Lifecycle, Maintenance, Migration, Operators, Push, RateState, Running, ScheduleAdvance,
+    Schedules, StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert,
+    WorkflowEdge, WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned, Workflows,
 };
 pub use options::{CommonOptions, MAX_LOCK_RETRIES, SLOW_STATEMENT};
 pub use retire::Retirement;
@@ -192,9 +193,14 @@ impl<D: Driver> Engine<D> {
         }
     }
 
-    /// Whether completed jobs stay in the table (see [`JobComplete::keep`]).
+    /// Whether completed jobs stay in the table (see [`Completion`]).
     pub fn keeps_completed(&self) -> bool {
         self.inner.keep_completed
+    }
+
+    /// What the completions of a batch (no outputs) do with their rows.
+    pub(crate) fn batch_completion(&self) -> Completion {
+        Completion::of(self.keeps_completed(), None)
     }
 
     /// The driver.

@@ -181,8 +181,8 @@ impl<D: Driver> Engine<D> {
         Ok(())
     }
 
-    /// [`Driver::job_insert`] of `p`, all of it or none: a batch the driver writes with more
-    /// than one statement ([`Driver::job_insert_statements`]) runs inside a transaction of the
+    /// [`Push::job_insert`] of `p`, all of it or none: a batch the driver writes with more
+    /// than one statement ([`Push::job_insert_statements`]) runs inside a transaction of the
     /// driver's on the pool, and inside a savepoint of the transaction `target` names, so that
     /// a failure leaves none of its jobs there and undoes nothing else of that transaction.
     pub(super) async fn insert_all_or_none(

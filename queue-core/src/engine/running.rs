@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{
-    count_by, sort_claimed, Driver, Engine, Expired, JobClaim, JobComplete, JobFailDead,
-    JobFailRetry, JobMetaSet, JobRescue, JobSnooze, Target, LEASE_EXPIRED, LOG_TARGET,
+    count_by, sort_claimed, Completion, Driver, Engine, Expired, JobClaim, JobComplete,
+    JobFailDead, JobFailRetry, JobMetaSet, JobRescue, JobSnooze, Target, LEASE_EXPIRED, LOG_TARGET,
     RESCUE_CHUNK,
 };
 
@@ -67,7 +67,7 @@ impl<D: Driver> Engine<D> {
         let p = JobComplete {
             lease,
             output,
-            keep: self.keeps_completed(),
+            completion: Completion::of(self.keeps_completed(), output),
         };
         let changed = self
             .retried("ack", || self.driver().job_complete(Target::Pool, p))
@@ -104,7 +104,7 @@ impl<D: Driver> Engine<D> {
         let p = JobComplete {
             lease,
             output: output.map(RawValue::get),
-            keep: self.keeps_completed(),
+            completion: Completion::of(self.keeps_completed(), output.map(RawValue::get)),
         };
         let changed = self
             .driver()
@@ -130,7 +130,7 @@ impl<D: Driver> Engine<D> {
         let done = self
             .retried("ack_batch", || {
                 self.driver()
-                    .job_complete_many(leases, self.keeps_completed())
+                    .job_complete_many(leases, self.batch_completion())
             })
             .await
             .map_err(|e| self.error(e))?;
@@ -165,7 +165,7 @@ impl<D: Driver> Engine<D> {
             let combined = self
                 .retried("ack_batch_and_pop", || {
                     self.driver()
-                        .job_complete_and_claim(leases, self.keeps_completed(), p)
+                        .job_complete_and_claim(leases, self.batch_completion(), p)
                 })
                 .await
                 .map_err(|e| self.error(e))?;
