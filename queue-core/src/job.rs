@@ -751,6 +751,27 @@ pub struct Lease {
     pub workflow: Option<crate::workflow::WorkflowId>,
 }
 
+impl Lease {
+    /// A new lease token. Every token made outside a statement is made here (statements that
+    /// make theirs use the database's random UUID function): a UUID v4, 122 random bits, so a
+    /// holder whose lease was lost cannot guess the one that replaced it.
+    pub fn new_token() -> Uuid {
+        Uuid::new_v4()
+    }
+
+    /// `n` new tokens, one per job of a claim ([`Lease::new_token`]).
+    pub fn new_tokens(n: usize) -> Vec<Uuid> {
+        (0..n).map(|_| Self::new_token()).collect()
+    }
+
+    /// When a lease of `duration` granted at `granted` (the database's clock) runs out, to the
+    /// microsecond every dialect stores; `None` past the last time there is.
+    pub fn expiry(granted: DateTime<Utc>, duration: Duration) -> Option<DateTime<Utc>> {
+        let micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+        granted.checked_add_signed(chrono::Duration::microseconds(micros))
+    }
+}
+
 /// A claimed job and its lease.
 #[derive(Clone, Debug)]
 pub struct Leased {

@@ -283,7 +283,8 @@ fn claim_rows(
     p: JobClaim<'_>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Leased>> {
-    let expires = after(now, p.lease, "the lease's expiry")?;
+    let expires =
+        Lease::expiry(now, p.lease).ok_or(MemoryError::TimeOutOfRange("the lease's expiry"))?;
     let mut claimed = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(mut row) = in_state(w, id, &[JobState::Pending])? else {
@@ -291,7 +292,7 @@ fn claim_rows(
         };
         row.state = JobState::Running;
         row.attempts = row.attempts.saturating_add(1);
-        row.lease_token = Some(Uuid::new_v4());
+        row.lease_token = Some(Lease::new_token());
         row.lease_expires_at = Some(expires);
         row.worker = Some(p.worker.to_owned());
         touch(&mut row, now);

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use queue_core::engine::{Claim, JobClaim};
-use queue_core::Leased;
+use queue_core::{Lease, Leased};
 use sqlx::mysql::MySqlConnection;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::rows::chrono_micros;
+use super::rows::lease_expiry;
 use super::{Candidate, MySqlDriver};
 
 #[async_trait]
@@ -54,8 +54,8 @@ impl Claim for MySqlDriver {
             return Ok(Vec::new());
         };
         let now = first.db_now;
-        let expires_at = now + chrono_micros(p.lease);
-        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let expires_at = lease_expiry(now, p.lease)?;
+        let tokens = Lease::new_tokens(candidates.len());
         let changed = if candidates.len() == 1 {
             sqlx::query(self.sql.job_claim_candidates.clone())
                 .bind(tokens[0])

@@ -13,7 +13,7 @@ use crate::server::ServerInfo;
 use crate::sql::Statements;
 
 use rows::{
-    check_locked, chrono_micros, decode, json_column, opt_text, opt_uuid, payload, sorted_ids,
+    check_locked, decode, lease_expiry, json_column, opt_text, opt_uuid, payload, sorted_ids,
     text, timeout,
 };
 
@@ -240,8 +240,8 @@ impl MySqlDriver {
             .map(|c| c.db_now)
             .max()
             .unwrap_or(candidates[0].db_now);
-        let expires_at = now + chrono_micros(p.lease);
-        let tokens: Vec<Uuid> = candidates.iter().map(|_| Uuid::new_v4()).collect();
+        let expires_at = lease_expiry(now, p.lease)?;
+        let tokens = Lease::new_tokens(candidates.len());
         let mut q = sqlx::query(self.sql.job_claim_update(candidates.len()));
         for (c, token) in candidates.iter().zip(&tokens) {
             q = q.bind(c.job.id.0).bind(*token);

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use queue_core::engine::{micros, rate_limit_of, JobMatch, StoredSchedule, StoredWorkflow};
 use queue_core::workflow::WorkflowId;
-use queue_core::{Job, JobId, JobState, QueueControl};
+use queue_core::{Job, JobId, JobState, Lease, QueueControl};
 use serde_json::value::RawValue;
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, Row};
@@ -14,8 +15,12 @@ pub(super) fn decode(msg: String) -> sqlx::Error {
     sqlx::Error::Decode(msg.into())
 }
 
-pub(super) fn chrono_micros(d: Duration) -> chrono::Duration {
-    chrono::Duration::microseconds(micros(d))
+/// [`Lease::expiry`] of a lease granted at `now`; past the last time there is, an error (a
+/// claim refuses rather than hand out a lease that never ends).
+pub(super) fn lease_expiry(now: DateTime<Utc>, d: Duration) -> Result<DateTime<Utc>, sqlx::Error> {
+    Lease::expiry(now, d).ok_or_else(|| {
+        sqlx::Error::Protocol(format!("a lease of {d:?} from {now} ends past the last time there is"))
+    })
 }
 
 /// Binds the filter of `job_ids` / `job_count`: queue, states, kind, age.

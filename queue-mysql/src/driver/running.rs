@@ -13,7 +13,7 @@ use queue_core::{JobId, JobState, Lease, Leased};
 use sqlx::mysql::MySqlConnection;
 use sqlx::Row;
 
-use super::rows::{chrono_micros, opt_text, parse_state, text};
+use super::rows::{lease_expiry, opt_text, parse_state, text};
 use super::MySqlDriver;
 
 #[async_trait]
@@ -149,7 +149,7 @@ impl Running for MySqlDriver {
             tx.rollback().await?;
             return Ok(None);
         };
-        let expires_at = now + chrono_micros(by);
+        let expires_at = lease_expiry(now, by)?;
         let done = sqlx::query(self.sql.job_extend.clone())
             .bind(expires_at)
             .bind(now)

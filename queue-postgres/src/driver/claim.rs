@@ -3,14 +3,14 @@
 
 use async_trait::async_trait;
 use queue_core::engine::{micros, Claim, JobClaim};
-use queue_core::Leased;
+use queue_core::{Lease, Leased};
 use sqlx::postgres::PgConnection;
 use sqlx::Row;
 use uuid::Uuid;
 
 use crate::pinned::on_pool;
 
-use super::rows::{decode, leased, limit, tokens};
+use super::rows::{decode, leased, limit};
 use super::PgDriver;
 
 #[async_trait]
@@ -37,7 +37,7 @@ impl Claim for PgDriver {
                 .bind(micros(p.lease))
                 .bind(p.worker)
                 .bind(p.controls_checked)
-                .bind(tokens(p.limit))
+                .bind(Lease::new_tokens(p.limit))
                 .fetch_all(conn)
                 .await?
         };
@@ -68,7 +68,7 @@ impl Claim for PgDriver {
             .bind(micros(p.lease))
             .bind(p.worker)
             .bind(p.queue)
-            .bind(tokens(ids.len()))
+            .bind(Lease::new_tokens(ids.len()))
             .fetch_all(e))?;
         leased(&rows)
     }

@@ -31,12 +31,6 @@ pub(super) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// `n` lease tokens made here (random, 122 bits), for the claims that do not make them in the
-/// statement.
-pub(super) fn tokens(n: usize) -> Vec<Uuid> {
-    (0..n).map(|_| Uuid::new_v4()).collect()
-}
-
 pub(super) fn parse_state(s: &str) -> Result<JobState, sqlx::Error> {
     s.parse()
         .map_err(|_| decode(format!("unknown job state {s:?} in the jobs table")))

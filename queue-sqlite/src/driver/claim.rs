@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use queue_core::engine::{micros, Claim, JobClaim};
-use queue_core::Leased;
+use queue_core::{Lease, Leased};
 use sqlx::sqlite::SqliteConnection;
 use uuid::Uuid;
 
@@ -54,7 +54,7 @@ impl Claim for SqliteDriver {
             let row = sqlx::query(self.sql.job_claim_candidates.clone())
                 .bind(id)
                 .bind(version)
-                .bind(Uuid::new_v4())
+                .bind(Lease::new_token())
                 .bind(now)
                 .bind(micros(p.lease))
                 .bind(p.worker)
