@@ -18,8 +18,6 @@ use super::MsSqlDriver;
 
 #[async_trait]
 impl Controls for MsSqlDriver {
-    // Queue controls.
-
     async fn queue_control_get(&self, queue: &str) -> Result<Option<QueueControl>, MsSqlError> {
         let rows = self
             .fetch(&self.sql.queue_control_get, params![queue])

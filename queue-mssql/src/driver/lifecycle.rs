@@ -108,8 +108,6 @@ impl Lifecycle for MsSqlDriver {
             .ok_or_else(|| decode("SYSUTCDATETIME() returned no row"))
     }
 
-    // Periodic jobs (schedules).
-
     type Tx = MsSqlTransaction;
 
     /// A transaction on a pooled session at READ COMMITTED (what the pool resets sessions to).

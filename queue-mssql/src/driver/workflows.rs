@@ -23,8 +23,6 @@ use super::{fetch_ids, MsSqlDriver};
 
 #[async_trait]
 impl Workflows for MsSqlDriver {
-    // Workflows.
-
     /// A duplicate id fails on the workflows table's primary key, its only unique index: it is
     /// reported as [`UniqueIndex::WorkflowId`]. XACT_ABORT is off, so the error leaves the
     /// transaction open for the engine to roll back.

@@ -135,8 +135,6 @@ impl Lifecycle for MySqlDriver {
             .await
     }
 
-    // Periodic jobs (schedules).
-
     type Tx = Transaction<'static, MySql>;
 
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {

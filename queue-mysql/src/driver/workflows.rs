@@ -20,8 +20,6 @@ use super::{MySqlDriver, ID_CHUNK};
 
 #[async_trait]
 impl Workflows for MySqlDriver {
-    // Workflows.
-
     async fn workflow_insert(
         &self,
         conn: &mut MySqlConnection,

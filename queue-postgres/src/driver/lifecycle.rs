@@ -134,8 +134,6 @@ impl Lifecycle for PgDriver {
         }
     }
 
-    // Periodic jobs (schedules).
-
     type Tx = Transaction<'static, Postgres>;
 
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {

@@ -22,8 +22,6 @@ use super::{PgDriver, INSERT_CHUNK};
 
 #[async_trait]
 impl Workflows for PgDriver {
-    // Workflows.
-
     async fn workflow_insert(
         &self,
         conn: &mut PgConnection,

@@ -71,8 +71,6 @@ impl Lifecycle for SqliteDriver {
         to_time(now_micros())
     }
 
-    // Periodic jobs (schedules).
-
     type Tx = Transaction<'static, Sqlite>;
 
     async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {

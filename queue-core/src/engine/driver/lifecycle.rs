@@ -99,7 +99,7 @@ pub trait Lifecycle: Send + Sync + 'static {
     /// Rolls `tx` back.
     async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), Self::Error>;
 
-    /// A savepoint in a transaction on [`Driver::Conn`] (the caller's, or one of the driver's
+    /// A savepoint in a transaction on [`Lifecycle::Conn`] (the caller's, or one of the driver's
     /// own). The engine sets one around a call of several statements inside such a transaction
     /// (see [`Push::job_insert_statements`]) and runs them on the connection it derefs to,
     /// then ends it with [`Lifecycle::savepoint_release`] or [`Lifecycle::savepoint_rollback`]. What
