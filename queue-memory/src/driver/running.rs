@@ -186,8 +186,8 @@ impl Running for MemoryDriver {
             let Some(mut row) = fenced(w, lease)? else {
                 return Ok(None);
             };
-            let expires = Lease::expiry(now, by)
-                .ok_or(MemoryError::TimeOutOfRange("the lease's expiry"))?;
+            let expires =
+                Lease::expiry(now, by).ok_or(MemoryError::TimeOutOfRange("the lease's expiry"))?;
             row.lease_expires_at = Some(expires);
             touch(&mut row, now);
             w.update_job(row)?;

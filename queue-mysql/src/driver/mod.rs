@@ -13,8 +13,8 @@ use crate::server::ServerInfo;
 use crate::sql::Statements;
 
 use rows::{
-    check_locked, decode, lease_expiry, json_column, opt_text, opt_uuid, payload, sorted_ids,
-    text, timeout,
+    check_locked, decode, json_column, lease_expiry, opt_text, opt_uuid, payload, sorted_ids, text,
+    timeout,
 };
 
 mod claim;

@@ -19,7 +19,9 @@ pub(super) fn decode(msg: String) -> sqlx::Error {
 /// claim refuses rather than hand out a lease that never ends).
 pub(super) fn lease_expiry(now: DateTime<Utc>, d: Duration) -> Result<DateTime<Utc>, sqlx::Error> {
     Lease::expiry(now, d).ok_or_else(|| {
-        sqlx::Error::Protocol(format!("a lease of {d:?} from {now} ends past the last time there is"))
+        sqlx::Error::Protocol(format!(
+            "a lease of {d:?} from {now} ends past the last time there is"
+        ))
     })
 }
 
