@@ -90,7 +90,7 @@ pub trait Lifecycle: Send + Sync + 'static {
     /// has levels; SQLite's `BEGIN IMMEDIATE`).
     async fn tx_begin(&self) -> Result<Self::Tx, Self::Error>;
 
-    /// The connection `tx` runs on, for statements taking a [`Target::Tx`].
+    /// The connection `tx` runs on, for statements taking a [`Target::Tx`](super::Target::Tx).
     fn tx_conn(tx: &mut Self::Tx) -> &mut Self::Conn;
 
     /// Commits `tx`.
@@ -101,7 +101,7 @@ pub trait Lifecycle: Send + Sync + 'static {
 
     /// A savepoint in a transaction on [`Lifecycle::Conn`] (the caller's, or one of the driver's
     /// own). The engine sets one around a call of several statements inside such a transaction
-    /// (see [`Push::job_insert_statements`]) and runs them on the connection it derefs to,
+    /// (see [`Push::job_insert_statements`](super::Push::job_insert_statements)) and runs them on the connection it derefs to,
     /// then ends it with [`Lifecycle::savepoint_release`] or [`Lifecycle::savepoint_rollback`]. What
     /// one dropped without either does (a call cancelled halfway) is the dialect's: sqlx's
     /// transactions roll back to it at the connection's next use.

@@ -32,7 +32,7 @@ pub struct JobRescue<'a> {
     pub jobs: &'a [(JobId, Uuid)],
     /// Dead instead of pending.
     pub dead: bool,
-    /// The error text to store (and to append to each job's history, as in [`JobFailRetry`]).
+    /// The error text to store (and to append to each job's history, as in [`JobFailRetry`](super::JobFailRetry)).
     pub error: &'a str,
     /// How many entries the error history keeps.
     pub errors_kept: u32,

@@ -36,7 +36,7 @@ pub enum Completion {
 
 impl Completion {
     /// The completion of a queue that keeps completed jobs or not
-    /// ([`CommonOptions::keep_completed`](super::CommonOptions::keep_completed)), storing
+    /// ([`CommonOptions::keep_completed`](crate::engine::CommonOptions::keep_completed)), storing
     /// `output`: a completion with an output keeps its row whatever the option (the output is
     /// there to be read).
     pub fn of(keep_completed: bool, output: Option<&str>) -> Self {
@@ -136,7 +136,7 @@ pub trait Running: Lifecycle {
     ) -> Result<u64, Self::Error>;
 
     /// `job_complete_and_claim`: [`Running::job_complete_many`] of `leases`, then
-    /// [`Claim::job_claim`] of `p`, in one round trip or one transaction, all or nothing; the
+    /// [`Claim::job_claim`](super::Claim::job_claim) of `p`, in one round trip or one transaction, all or nothing; the
     /// rows completed and the jobs claimed. `Ok(None)` (the default) means the dialect cannot
     /// do better than the two calls, which the engine then makes itself.
     async fn job_complete_and_claim(

@@ -15,7 +15,7 @@ use super::{Lifecycle, Target};
 #[derive(Clone, Copy, Debug)]
 pub struct WorkflowInsert<'a> {
     /// Its id (the primary key: a second push of it is a unique violation,
-    /// [`UniqueIndex::WorkflowId`]).
+    /// [`UniqueIndex::WorkflowId`](super::UniqueIndex::WorkflowId)).
     pub id: WorkflowId,
     /// Its name.
     pub name: Option<&'a str>,
