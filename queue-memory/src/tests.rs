@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use queue_core::engine::{
-    Claim, Controls, JobClaim, JobInsert, Lifecycle, Push, ScheduleAdvance, Schedules,
-    StoredSchedule, Target,
+    Claim, Controls, JobClaim, JobInsert, KeyRateRecord, Lifecycle, Push, RateRecord,
+    ScheduleAdvance, Schedules, StoredSchedule, Target,
 };
 use queue_core::{
     Backend, BulkAction, Error, Failure, JobFilter, JobId, Lease, ManualClock, NewJob, PopRequest,
@@ -232,8 +232,27 @@ async fn a_rollback_restores_exactly_what_was_there() {
         controls_checked: true,
     };
     assert_eq!(d.job_claim_in(&mut tx, claim).await.unwrap().len(), 4);
-    d.queue_rate_record(&mut tx, "r", 7, 3).await.unwrap();
-    d.queue_key_rate_put(&mut tx, "r", "k", 7, 1).await.unwrap();
+    d.queue_rate_record(
+        &mut tx,
+        RateRecord {
+            queue: "r",
+            window: 7,
+            count: 3,
+        },
+    )
+    .await
+    .unwrap();
+    d.queue_key_rate_put(
+        &mut tx,
+        KeyRateRecord {
+            queue: "r",
+            key: "k",
+            window: 7,
+            count: 1,
+        },
+    )
+    .await
+    .unwrap();
     d.queue_key_cursor(&mut tx, "r", Some("k")).await.unwrap();
     let advance = ScheduleAdvance {
         name: "nightly",

@@ -17,7 +17,10 @@
 
 use std::time::Duration;
 
-use super::{sort_claimed, Driver, Engine, JobClaim, RateState, Target, LOG_TARGET};
+use super::{
+    sort_claimed, Driver, Engine, JobClaim, KeyPage, KeyRateRecord, RateRecord, RateState, Target,
+    LOG_TARGET,
+};
 use crate::error::{Error, Result};
 use crate::job::Leased;
 use crate::queue::{HotKey, QueueControl, QueueStats, RateLimit, HOT_KEYS, MAX_CONCURRENCY_LIMIT};
@@ -160,7 +163,16 @@ async fn claim_by_keys<D: Driver>(
             };
             // As many as the room left (most keys take one job or more), at most KEY_BATCH.
             let n = (p.limit - jobs.len() - group.room).clamp(1, KEY_BATCH);
-            let keys = d.job_key_next(conn, p.queue, after, n).await?;
+            let keys = d
+                .job_key_next(
+                    conn,
+                    KeyPage {
+                        queue: p.queue,
+                        after,
+                        limit: n,
+                    },
+                )
+                .await?;
             let last = keys.len() < n;
             ahead.extend(keys.into_iter().map(Turn::Key));
             if last {
@@ -221,8 +233,16 @@ async fn claim_by_keys<D: Driver>(
                             if !got.is_empty() {
                                 let (window, count) =
                                     rate_after_claim(r, window, used, &got, p.lease);
-                                d.queue_key_rate_put(conn, p.queue, k, window, count)
-                                    .await?;
+                                d.queue_key_rate_put(
+                                    conn,
+                                    KeyRateRecord {
+                                        queue: p.queue,
+                                        key: k,
+                                        window,
+                                        count,
+                                    },
+                                )
+                                .await?;
                                 served = Some(at.clone());
                                 jobs.extend(got);
                             }
@@ -440,7 +460,15 @@ impl<D: Driver> Engine<D> {
             };
             if let (Some((r, window, used)), false) = (rate, jobs.is_empty()) {
                 let (window, count) = rate_after_claim(r, window, used, &jobs, p.lease);
-                d.queue_rate_record(conn, p.queue, window, count).await?;
+                d.queue_rate_record(
+                    conn,
+                    RateRecord {
+                        queue: p.queue,
+                        window,
+                        count,
+                    },
+                )
+                .await?;
             }
             Ok((control, jobs))
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::{
-    count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, WorkflowPrune, WorkflowPruneLock,
-    WorkflowPruned, LOG_TARGET, PRUNE_CHUNK,
+    count_by, Driver, DriverFault, Engine, JobMatch, JobPrune, KeyRatePrune, MaintenanceRound,
+    WorkflowPrune, WorkflowPruneLock, WorkflowPruned, LOG_TARGET, PRUNE_CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -211,7 +211,13 @@ impl<D: Driver> Engine<D> {
     pub async fn gauge_lease(&self, holder: Uuid, lease: Duration) -> Result<bool> {
         let d = self.driver();
         self.retried("gauge lease", || {
-            d.maintenance_claim(GAUGES_TASK, holder, lease)
+            d.maintenance_claim(
+                MaintenanceRound {
+                    task: GAUGES_TASK,
+                    token: holder,
+                },
+                lease,
+            )
         })
         .await
         .map_err(|e| self.error(e))
@@ -223,7 +229,13 @@ impl<D: Driver> Engine<D> {
     /// As [`crate::Queue::gauge_release`].
     pub async fn gauge_release(&self, holder: Uuid) -> Result<()> {
         self.driver()
-            .maintenance_release(GAUGES_TASK, holder, Duration::ZERO)
+            .maintenance_release(
+                MaintenanceRound {
+                    task: GAUGES_TASK,
+                    token: holder,
+                },
+                Duration::ZERO,
+            )
             .await
             .map_err(|e| self.error(e))
     }
@@ -239,7 +251,13 @@ impl<D: Driver> Engine<D> {
         let token = Uuid::new_v4();
         let taken = self
             .retried("retention lease", || {
-                d.maintenance_claim(RETENTION_TASK, token, RETENTION_ROUND)
+                d.maintenance_claim(
+                    MaintenanceRound {
+                        task: RETENTION_TASK,
+                        token,
+                    },
+                    RETENTION_ROUND,
+                )
             })
             .await
             .map_err(|e| self.error(e))?;
@@ -252,7 +270,13 @@ impl<D: Driver> Engine<D> {
         // The next round is due an interval after this one ended, even after an error (the
         // lease would otherwise keep others out for the whole round's length).
         let released = d
-            .maintenance_release(RETENTION_TASK, token, rules.every())
+            .maintenance_release(
+                MaintenanceRound {
+                    task: RETENTION_TASK,
+                    token,
+                },
+                rules.every(),
+            )
             .await
             .map_err(|e| self.error(e));
         if report.total() > 0
@@ -424,7 +448,11 @@ impl<D: Driver> Engine<D> {
                 }
                 let n = self
                     .retried("retention", || {
-                        d.queue_key_rate_prune(&queue, before, PRUNE_CHUNK)
+                        d.queue_key_rate_prune(KeyRatePrune {
+                            queue: &queue,
+                            before,
+                            limit: PRUNE_CHUNK,
+                        })
                     })
                     .await
                     .map_err(|e| self.error(e))?;

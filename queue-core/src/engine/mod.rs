@@ -56,9 +56,10 @@ use crate::wake::WakeHub;
 use coalesce::Coalescer;
 pub use driver::{
     first_contact, micros, rate_limit_of, Claim, Completion, Controls, Driver, DriverFault,
-    Expired, JobClaim, JobComplete, JobFailDead, JobFailRetry, JobInsert, JobInsertUnique,
-    JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze, JobUniqueReplace,
-    Lifecycle, Maintenance, Migration, Operators, Push, RateState, Running, ScheduleAdvance,
+    Expired, JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobInsert,
+    JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze,
+    JobUniqueReplace, KeyPage, KeyRatePrune, KeyRateRecord, Lifecycle, Maintenance,
+    MaintenanceRound, Migration, Operators, Push, RateRecord, RateState, Running, ScheduleAdvance,
     Schedules, StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert,
     WorkflowEdge, WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned, Workflows,
 };

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::{
     count_by, sort_claimed, Completion, Driver, Engine, Expired, JobClaim, JobComplete,
-    JobFailDead, JobFailRetry, JobMetaSet, JobRescue, JobSnooze, Target, LEASE_EXPIRED, LOG_TARGET,
-    RESCUE_CHUNK,
+    JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet, JobRescue, JobSnooze, Target,
+    LEASE_EXPIRED, LOG_TARGET, RESCUE_CHUNK,
 };
 
 use serde_json::value::RawValue;
@@ -129,8 +129,10 @@ impl<D: Driver> Engine<D> {
         }
         let done = self
             .retried("ack_batch", || {
-                self.driver()
-                    .job_complete_many(leases, self.batch_completion())
+                self.driver().job_complete_many(JobCompleteMany {
+                    leases,
+                    completion: self.batch_completion(),
+                })
             })
             .await
             .map_err(|e| self.error(e))?;
@@ -164,8 +166,13 @@ impl<D: Driver> Engine<D> {
             let started = std::time::Instant::now();
             let combined = self
                 .retried("ack_batch_and_pop", || {
-                    self.driver()
-                        .job_complete_and_claim(leases, self.batch_completion(), p)
+                    self.driver().job_complete_and_claim(
+                        JobCompleteMany {
+                            leases,
+                            completion: self.batch_completion(),
+                        },
+                        p,
+                    )
                 })
                 .await
                 .map_err(|e| self.error(e))?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use async_trait::async_trait;
-use queue_core::engine::{Controls, RateState, Target};
+use queue_core::engine::{Controls, KeyPage, KeyRateRecord, RateRecord, RateState, Target};
 use queue_core::QueueControl;
 
 use crate::faults::Statement;
@@ -94,13 +94,12 @@ impl Controls for MemoryDriver {
     }
 
     /// Records that `count` jobs of `queue` started in `window`.
-    async fn queue_rate_record(
-        &self,
-        conn: &mut MemoryTx,
-        queue: &str,
-        window: i64,
-        count: u32,
-    ) -> Result<()> {
+    async fn queue_rate_record(&self, conn: &mut MemoryTx, c: RateRecord<'_>) -> Result<()> {
+        let RateRecord {
+            queue,
+            window,
+            count,
+        } = c;
         let _call = self.enter(Statement::QueueRateRecord).await?;
         self.on(Target::Tx(conn), |w, _| {
             update_control(w, queue, |row| {
@@ -157,14 +156,13 @@ impl Controls for MemoryDriver {
     }
 
     /// Records that `count` jobs of `key` in `queue` started in `window`.
-    async fn queue_key_rate_put(
-        &self,
-        conn: &mut MemoryTx,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
-    ) -> Result<()> {
+    async fn queue_key_rate_put(&self, conn: &mut MemoryTx, c: KeyRateRecord<'_>) -> Result<()> {
+        let KeyRateRecord {
+            queue,
+            key,
+            window,
+            count,
+        } = c;
         let _call = self.enter(Statement::QueueKeyRatePut).await?;
         self.on(Target::Tx(conn), |w, _| {
             w.put_key_rate(queue, key, Some(RateCount { window, count }))
@@ -223,13 +221,12 @@ impl Controls for MemoryDriver {
 
     /// The `n` smallest concurrency keys above `after` (byte order) that pending jobs of
     /// `queue` have, due or not: the next keys of the queue's index of keyed pending jobs.
-    async fn job_key_next(
-        &self,
-        conn: &mut MemoryTx,
-        queue: &str,
-        after: &str,
-        n: usize,
-    ) -> Result<Vec<String>> {
+    async fn job_key_next(&self, conn: &mut MemoryTx, p: KeyPage<'_>) -> Result<Vec<String>> {
+        let KeyPage {
+            queue,
+            after,
+            limit: n,
+        } = p;
         let _call = self.enter(Statement::JobKeyNext).await?;
         self.read_on(Target::Tx(conn), |t, _| {
             let Some(q) = t.schema()?.jobs.queue(queue) else {

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use queue_core::engine::{Expired, JobPrune, JobRescue, Maintenance};
+use queue_core::engine::{
+    Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound,
+};
 use queue_core::{JobId, JobState};
-use uuid::Uuid;
 
 use crate::faults::Statement;
 use crate::tables::MaintenanceRow;
@@ -104,7 +105,12 @@ impl Maintenance for MemoryDriver {
     /// Takes the lease row of `task` when its next run is due (`next_at <= now`), or renews it
     /// when `token` holds it already: it is held under `token` until `now` plus `lease`.
     /// Whether it was taken.
-    async fn maintenance_claim(&self, task: &str, token: Uuid, lease: Duration) -> Result<bool> {
+    async fn maintenance_claim(
+        &self,
+        round: MaintenanceRound<'_>,
+        lease: Duration,
+    ) -> Result<bool> {
+        let MaintenanceRound { task, token } = round;
         let _call = self.enter(Statement::MaintenanceClaim).await?;
         self.pool(|w, now| {
             let due = w
@@ -130,7 +136,12 @@ impl Maintenance for MemoryDriver {
 
     /// The round of `task` under `token` is over: the next is due `next_in` after `now`. A
     /// round whose lease was taken over changes nothing.
-    async fn maintenance_release(&self, task: &str, token: Uuid, next_in: Duration) -> Result<()> {
+    async fn maintenance_release(
+        &self,
+        round: MaintenanceRound<'_>,
+        next_in: Duration,
+    ) -> Result<()> {
+        let MaintenanceRound { task, token } = round;
         let _call = self.enter(Statement::MaintenanceRelease).await?;
         self.pool(|w, now| {
             let held = w
@@ -155,7 +166,12 @@ impl Maintenance for MemoryDriver {
 
     /// Deletes up to `limit` of `queue`'s key rate counts whose window is before `before`;
     /// how many.
-    async fn queue_key_rate_prune(&self, queue: &str, before: i64, limit: usize) -> Result<u64> {
+    async fn queue_key_rate_prune(&self, p: KeyRatePrune<'_>) -> Result<u64> {
+        let KeyRatePrune {
+            queue,
+            before,
+            limit,
+        } = p;
         let _call = self.enter(Statement::QueueKeyRatePrune).await?;
         self.pool(|w, _| {
             let ended: Vec<String> = w

@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    Completion, JobClaim, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze, Running,
-    StoredMeta, Target,
+    JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze,
+    Running, StoredMeta, Target,
 };
 use queue_core::{JobId, JobState, Lease, Leased};
 
@@ -42,7 +42,8 @@ impl Running for MemoryDriver {
 
     /// Completes every listed job whose lease is current (as `job_complete`, its output left
     /// as it is); rows changed.
-    async fn job_complete_many(&self, leases: &[Lease], completion: Completion) -> Result<u64> {
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64> {
+        let JobCompleteMany { leases, completion } = c;
         let _call = self.enter(Statement::JobCompleteMany).await?;
         self.pool(|w, now| complete_many(w, leases, completion, now))
             .await
@@ -52,10 +53,10 @@ impl Running for MemoryDriver {
     /// neither.
     async fn job_complete_and_claim(
         &self,
-        leases: &[Lease],
-        completion: Completion,
+        c: JobCompleteMany<'_>,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>> {
+        let JobCompleteMany { leases, completion } = c;
         let _call = self.enter(Statement::JobCompleteAndClaim).await?;
         self.pool(|w, now| {
             let done = complete_many(w, leases, completion, now)?;

@@ -2,7 +2,7 @@
 //! concurrency keys and fair shares.
 
 use async_trait::async_trait;
-use queue_core::engine::{Controls, RateState, Target};
+use queue_core::engine::{Controls, KeyPage, KeyRateRecord, RateRecord, RateState, Target};
 use queue_core::QueueControl;
 
 use crate::bind::{params, Params};
@@ -83,10 +83,13 @@ impl Controls for MsSqlDriver {
     async fn queue_rate_record(
         &self,
         tx: &mut MsSqlTransaction,
-        queue: &str,
-        window: i64,
-        count: u32,
+        c: RateRecord<'_>,
     ) -> Result<(), MsSqlError> {
+        let RateRecord {
+            queue,
+            window,
+            count,
+        } = c;
         tx.connection()
             .execute(
                 &self.sql.queue_rate_record,
@@ -137,11 +140,14 @@ impl Controls for MsSqlDriver {
     async fn queue_key_rate_put(
         &self,
         tx: &mut MsSqlTransaction,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
+        c: KeyRateRecord<'_>,
     ) -> Result<(), MsSqlError> {
+        let KeyRateRecord {
+            queue,
+            key,
+            window,
+            count,
+        } = c;
         tx.connection()
             .execute(
                 &self.sql.queue_key_rate_put,
@@ -182,10 +188,13 @@ impl Controls for MsSqlDriver {
     async fn job_key_next(
         &self,
         tx: &mut MsSqlTransaction,
-        queue: &str,
-        after: &str,
-        n: usize,
+        p: KeyPage<'_>,
     ) -> Result<Vec<String>, MsSqlError> {
+        let KeyPage {
+            queue,
+            after,
+            limit: n,
+        } = p;
         let rows = tx
             .connection()
             .fetch(&self.sql.job_key_next, key_next_values(queue, after, n))

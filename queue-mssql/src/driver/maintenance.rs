@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use queue_core::engine::{Expired, JobPrune, JobRescue, Maintenance};
+use queue_core::engine::{
+    Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound,
+};
 use queue_core::JobId;
 use uuid::Uuid;
 
@@ -71,10 +73,10 @@ impl Maintenance for MsSqlDriver {
 
     async fn maintenance_claim(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         lease: Duration,
     ) -> Result<bool, MsSqlError> {
+        let MaintenanceRound { task, token } = round;
         let (secs, us) = dateadd_parts(lease);
         let changed = self
             .conn()
@@ -86,10 +88,10 @@ impl Maintenance for MsSqlDriver {
 
     async fn maintenance_release(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         next_in: Duration,
     ) -> Result<(), MsSqlError> {
+        let MaintenanceRound { task, token } = round;
         let (secs, us) = dateadd_parts(next_in);
         self.conn()
             .await?
@@ -102,12 +104,12 @@ impl Maintenance for MsSqlDriver {
     }
 
     /// In statements of at most 1,000 rows (`MAX_ROWS_PER_STATEMENT`), as `job_prune`.
-    async fn queue_key_rate_prune(
-        &self,
-        queue: &str,
-        before: i64,
-        n: usize,
-    ) -> Result<u64, MsSqlError> {
+    async fn queue_key_rate_prune(&self, p: KeyRatePrune<'_>) -> Result<u64, MsSqlError> {
+        let KeyRatePrune {
+            queue,
+            before,
+            limit: n,
+        } = p;
         let mut conn = self.conn().await?;
         let mut total = 0u64;
         let want = u64::try_from(n).unwrap_or(u64::MAX);

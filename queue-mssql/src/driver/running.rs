@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    Completion, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze, Running, StoredMeta,
-    Target,
+    JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze, Running,
+    StoredMeta, Target,
 };
 use queue_core::{JobId, JobState, Lease};
 
@@ -57,11 +57,8 @@ impl Running for MsSqlDriver {
         }
     }
 
-    async fn job_complete_many(
-        &self,
-        leases: &[Lease],
-        completion: Completion,
-    ) -> Result<u64, MsSqlError> {
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64, MsSqlError> {
+        let JobCompleteMany { leases, completion } = c;
         let keep = !completion.deletes();
         let mut conn = self.conn().await?;
         if !keep {

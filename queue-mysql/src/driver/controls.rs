@@ -2,7 +2,7 @@
 //! limits, concurrency keys and fair shares.
 
 use async_trait::async_trait;
-use queue_core::engine::{Controls, RateState, Target};
+use queue_core::engine::{Controls, KeyPage, KeyRateRecord, RateRecord, RateState, Target};
 use queue_core::QueueControl;
 use sqlx::mysql::MySqlConnection;
 use sqlx::Row;
@@ -92,10 +92,13 @@ impl Controls for MySqlDriver {
     async fn queue_rate_record(
         &self,
         conn: &mut MySqlConnection,
-        queue: &str,
-        window: i64,
-        count: u32,
+        c: RateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let RateRecord {
+            queue,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_rate_record.clone())
             .bind(window)
             .bind(count)
@@ -154,11 +157,14 @@ impl Controls for MySqlDriver {
     async fn queue_key_rate_put(
         &self,
         conn: &mut MySqlConnection,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
+        c: KeyRateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let KeyRateRecord {
+            queue,
+            key,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_key_rate_put.clone())
             .bind(queue)
             .bind(key.as_bytes())
@@ -210,10 +216,13 @@ impl Controls for MySqlDriver {
     async fn job_key_next(
         &self,
         conn: &mut MySqlConnection,
-        queue: &str,
-        after: &str,
-        n: usize,
+        p: KeyPage<'_>,
     ) -> Result<Vec<String>, sqlx::Error> {
+        let KeyPage {
+            queue,
+            after,
+            limit: n,
+        } = p;
         let mut keys = Vec::with_capacity(n);
         let mut after = after.as_bytes().to_vec();
         while keys.len() < n {

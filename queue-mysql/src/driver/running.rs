@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Completion, JobClaim, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze,
-    Running, StoredMeta, Target,
+    micros, JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet,
+    JobSnooze, Running, StoredMeta, Target,
 };
 use queue_core::{JobId, JobState, Lease, Leased};
 use sqlx::mysql::MySqlConnection;
@@ -21,10 +21,10 @@ impl Running for MySqlDriver {
     /// Completes and claims in one transaction: one commit (one log flush) instead of two.
     async fn job_complete_and_claim(
         &self,
-        leases: &[Lease],
-        completion: Completion,
+        c: JobCompleteMany<'_>,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
+        let JobCompleteMany { leases, completion } = c;
         let mut tx = self.pool.begin().await?;
         let completed = self.complete_on(&mut tx, leases, completion).await?;
         let claimed = self.claim_on(&mut tx, p).await?;
@@ -68,11 +68,8 @@ impl Running for MySqlDriver {
         }
     }
 
-    async fn job_complete_many(
-        &self,
-        leases: &[Lease],
-        completion: Completion,
-    ) -> Result<u64, sqlx::Error> {
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64, sqlx::Error> {
+        let JobCompleteMany { leases, completion } = c;
         if !completion.deletes() {
             let mut conn = self.pool.acquire().await?;
             return self.complete_on(&mut conn, leases, completion).await;

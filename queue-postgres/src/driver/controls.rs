@@ -2,7 +2,7 @@
 //! concurrency keys and fair shares.
 
 use async_trait::async_trait;
-use queue_core::engine::{Controls, RateState, Target};
+use queue_core::engine::{Controls, KeyPage, KeyRateRecord, RateRecord, RateState, Target};
 use queue_core::QueueControl;
 use sqlx::postgres::PgConnection;
 use sqlx::Row;
@@ -95,10 +95,13 @@ impl Controls for PgDriver {
     async fn queue_rate_record(
         &self,
         conn: &mut PgConnection,
-        queue: &str,
-        window: i64,
-        count: u32,
+        c: RateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let RateRecord {
+            queue,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_rate_record.clone())
             .persistent(self.named())
             .bind(queue)
@@ -154,11 +157,14 @@ impl Controls for PgDriver {
     async fn queue_key_rate_put(
         &self,
         conn: &mut PgConnection,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
+        c: KeyRateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let KeyRateRecord {
+            queue,
+            key,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_key_rate_put.clone())
             .persistent(self.named())
             .bind(queue)
@@ -212,10 +218,13 @@ impl Controls for PgDriver {
     async fn job_key_next(
         &self,
         conn: &mut PgConnection,
-        queue: &str,
-        after: &str,
-        n: usize,
+        p: KeyPage<'_>,
     ) -> Result<Vec<String>, sqlx::Error> {
+        let KeyPage {
+            queue,
+            after,
+            limit: n,
+        } = p;
         sqlx::query_scalar(self.sql.job_key_next.clone())
             .persistent(self.named())
             .bind(queue)

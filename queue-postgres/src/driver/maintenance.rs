@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use queue_core::engine::{micros, Expired, JobPrune, JobRescue, Maintenance};
+use queue_core::engine::{
+    micros, Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound,
+};
 use queue_core::JobId;
 use uuid::Uuid;
 
@@ -63,10 +65,10 @@ impl Maintenance for PgDriver {
 
     async fn maintenance_claim(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         lease: Duration,
     ) -> Result<bool, sqlx::Error> {
+        let MaintenanceRound { task, token } = round;
         let done = on_pool!(self, |e| sqlx::query(self.sql.maintenance_claim.clone())
             .persistent(self.named())
             .bind(task)
@@ -78,10 +80,10 @@ impl Maintenance for PgDriver {
 
     async fn maintenance_release(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         next_in: Duration,
     ) -> Result<(), sqlx::Error> {
+        let MaintenanceRound { task, token } = round;
         on_pool!(self, |e| sqlx::query(self.sql.maintenance_release.clone())
             .persistent(self.named())
             .bind(task)
@@ -91,12 +93,12 @@ impl Maintenance for PgDriver {
         Ok(())
     }
 
-    async fn queue_key_rate_prune(
-        &self,
-        queue: &str,
-        before: i64,
-        n: usize,
-    ) -> Result<u64, sqlx::Error> {
+    async fn queue_key_rate_prune(&self, p: KeyRatePrune<'_>) -> Result<u64, sqlx::Error> {
+        let KeyRatePrune {
+            queue,
+            before,
+            limit: n,
+        } = p;
         let done = on_pool!(self, |e| sqlx::query(self.sql.queue_key_rate_prune.clone())
             .persistent(self.named())
             .bind(queue)

@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Completion, JobClaim, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze,
-    Running, StoredMeta, Target,
+    micros, JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet,
+    JobSnooze, Running, StoredMeta, Target,
 };
 use queue_core::{JobId, JobState, Lease, Leased};
 use sqlx::postgres::PgConnection;
@@ -41,11 +41,8 @@ impl Running for PgDriver {
         }
     }
 
-    async fn job_complete_many(
-        &self,
-        leases: &[Lease],
-        completion: Completion,
-    ) -> Result<u64, sqlx::Error> {
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64, sqlx::Error> {
+        let JobCompleteMany { leases, completion } = c;
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_complete_many.clone())
@@ -59,10 +56,10 @@ impl Running for PgDriver {
 
     async fn job_complete_and_claim(
         &self,
-        leases: &[Lease],
-        completion: Completion,
+        c: JobCompleteMany<'_>,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, sqlx::Error> {
+        let JobCompleteMany { leases, completion } = c;
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
         let rows = on_pool!(self, |e| sqlx::query(

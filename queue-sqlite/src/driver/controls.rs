@@ -2,7 +2,7 @@
 //! concurrency keys and fair shares.
 
 use async_trait::async_trait;
-use queue_core::engine::{Controls, RateState, Target};
+use queue_core::engine::{Controls, KeyPage, KeyRateRecord, RateRecord, RateState, Target};
 use queue_core::QueueControl;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::Row;
@@ -96,10 +96,13 @@ impl Controls for SqliteDriver {
     async fn queue_rate_record(
         &self,
         conn: &mut SqliteConnection,
-        queue: &str,
-        window: i64,
-        count: u32,
+        c: RateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let RateRecord {
+            queue,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_rate_record.clone())
             .bind(queue)
             .bind(window)
@@ -160,11 +163,14 @@ impl Controls for SqliteDriver {
     async fn queue_key_rate_put(
         &self,
         conn: &mut SqliteConnection,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
+        c: KeyRateRecord<'_>,
     ) -> Result<(), sqlx::Error> {
+        let KeyRateRecord {
+            queue,
+            key,
+            window,
+            count,
+        } = c;
         sqlx::query(self.sql.queue_key_rate_put.clone())
             .bind(queue)
             .bind(key)
@@ -218,10 +224,13 @@ impl Controls for SqliteDriver {
     async fn job_key_next(
         &self,
         conn: &mut SqliteConnection,
-        queue: &str,
-        after: &str,
-        n: usize,
+        p: KeyPage<'_>,
     ) -> Result<Vec<String>, sqlx::Error> {
+        let KeyPage {
+            queue,
+            after,
+            limit: n,
+        } = p;
         sqlx::query_scalar(self.sql.job_key_next.clone())
             .bind(queue)
             .bind(after)

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use queue_core::engine::{micros, Expired, JobPrune, JobRescue, Maintenance};
+use queue_core::engine::{
+    micros, Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound,
+};
 use queue_core::JobId;
 use uuid::Uuid;
 
@@ -62,10 +64,10 @@ impl Maintenance for SqliteDriver {
 
     async fn maintenance_claim(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         lease: Duration,
     ) -> Result<bool, sqlx::Error> {
+        let MaintenanceRound { task, token } = round;
         let now = now_micros();
         let done = sqlx::query(self.sql.maintenance_claim.clone())
             .bind(task)
@@ -79,10 +81,10 @@ impl Maintenance for SqliteDriver {
 
     async fn maintenance_release(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         next_in: Duration,
     ) -> Result<(), sqlx::Error> {
+        let MaintenanceRound { task, token } = round;
         sqlx::query(self.sql.maintenance_release.clone())
             .bind(task)
             .bind(token)
@@ -92,12 +94,12 @@ impl Maintenance for SqliteDriver {
         Ok(())
     }
 
-    async fn queue_key_rate_prune(
-        &self,
-        queue: &str,
-        before: i64,
-        limit: usize,
-    ) -> Result<u64, sqlx::Error> {
+    async fn queue_key_rate_prune(&self, p: KeyRatePrune<'_>) -> Result<u64, sqlx::Error> {
+        let KeyRatePrune {
+            queue,
+            before,
+            limit,
+        } = p;
         let done = sqlx::query(self.sql.queue_key_rate_prune.clone())
             .bind(queue)
             .bind(before)

@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::{
-    micros, Completion, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze, Running,
-    StoredMeta, Target,
+    micros, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze,
+    Running, StoredMeta, Target,
 };
 use queue_core::{JobId, JobState, Lease};
 use sqlx::sqlite::SqliteConnection;
@@ -55,11 +55,8 @@ impl Running for SqliteDriver {
         }
     }
 
-    async fn job_complete_many(
-        &self,
-        leases: &[Lease],
-        completion: Completion,
-    ) -> Result<u64, sqlx::Error> {
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64, sqlx::Error> {
+        let JobCompleteMany { leases, completion } = c;
         let pairs = leases.iter().map(|l| (l.job_id.0, l.token));
         if !completion.deletes() {
             return self

@@ -30,6 +30,41 @@ pub struct RateState {
     pub now_us: i64,
 }
 
+/// `queue_rate_record`: a queue's rate window and its count of starts in it.
+#[derive(Clone, Copy, Debug)]
+pub struct RateRecord<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// The window, as its start in microseconds since the epoch by the database's clock.
+    pub window: i64,
+    /// Starts counted in the window.
+    pub count: u32,
+}
+
+/// `queue_key_rate_put`: one concurrency key's rate window and its count of starts in it.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyRateRecord<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// The concurrency key.
+    pub key: &'a str,
+    /// The window, as its start in microseconds since the epoch by the database's clock.
+    pub window: i64,
+    /// Starts counted in the window.
+    pub count: u32,
+}
+
+/// `job_key_next`: a page of a queue's concurrency keys, in byte order.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyPage<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// The page starts after this key (the empty key: from the first).
+    pub after: &'a str,
+    /// Most keys.
+    pub limit: usize,
+}
+
 /// Queue controls: one row per queue in the `queues` table (pause, limit, rates, fair share),
 /// read by every claim statement (which gives out nothing of a paused or limited queue) and
 /// locked by the engine's controlled claim, which counts live leases and claims inside one
@@ -79,9 +114,7 @@ pub trait Controls: Lifecycle {
     async fn queue_rate_record(
         &self,
         conn: &mut Self::Conn,
-        queue: &str,
-        window: i64,
-        count: u32,
+        c: RateRecord<'_>,
     ) -> Result<(), Self::Error>;
 
     /// `queue_set_key_limit`: creates the row of `queue` when missing and sets its key limit.
@@ -106,14 +139,12 @@ pub trait Controls: Lifecycle {
         key: &str,
     ) -> Result<Option<(i64, u32)>, Self::Error>;
 
-    /// `queue_key_rate_put`: records `count` starts of `key` in `window` (creating its row).
+    /// `queue_key_rate_put`: records `c.count` starts of `c.key` in `c.window` (creating its
+    /// row).
     async fn queue_key_rate_put(
         &self,
         conn: &mut Self::Conn,
-        queue: &str,
-        key: &str,
-        window: i64,
-        count: u32,
+        c: KeyRateRecord<'_>,
     ) -> Result<(), Self::Error>;
 
     /// `queue_set_fair`: creates the row of `queue` when missing and turns fair shares on or off.
@@ -139,14 +170,12 @@ pub trait Controls: Lifecycle {
         queue: &str,
     ) -> Result<Vec<(String, u64)>, Self::Error>;
 
-    /// `job_key_next`: the `n` smallest concurrency keys above `after` (byte order) that
-    /// pending jobs of `queue` have, due or not, in order; fewer past the last.
+    /// `job_key_next`: the `p.limit` smallest concurrency keys above `p.after` (byte order)
+    /// that pending jobs of `p.queue` have, due or not, in order; fewer past the last.
     async fn job_key_next(
         &self,
         conn: &mut Self::Conn,
-        queue: &str,
-        after: &str,
-        n: usize,
+        p: KeyPage<'_>,
     ) -> Result<Vec<String>, Self::Error>;
 
     /// `job_key_waiting`: how many pending jobs of `queue` with concurrency key `key` are due.

@@ -51,6 +51,26 @@ pub struct JobPrune<'a> {
     pub limit: usize,
 }
 
+/// `maintenance_claim` / `maintenance_release`: one round of a maintenance task.
+#[derive(Clone, Copy, Debug)]
+pub struct MaintenanceRound<'a> {
+    /// The task (`retention`, `gauges`): the name of its lease row.
+    pub task: &'a str,
+    /// The holder's token.
+    pub token: Uuid,
+}
+
+/// `queue_key_rate_prune`: a chunk of a queue's stale key rate counts.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyRatePrune<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// Counts of windows that started before this (microseconds since the epoch) go.
+    pub before: i64,
+    /// Most rows.
+    pub limit: usize,
+}
+
 /// A queue's background work: rescuing expired leases, retention, and the lease that keeps one
 /// process doing a kind of work at a time.
 #[async_trait]
@@ -66,33 +86,26 @@ pub trait Maintenance: Lifecycle {
     /// jobs go together, by `workflow_prune`); rows deleted.
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, Self::Error>;
 
-    /// `maintenance_claim`: takes the lease row of maintenance task `task` for `lease` under
-    /// `token` when its next run is due (the row's `next_at` has passed, so no lease runs), or
-    /// renews it when `token` holds it already; whether it was taken. Retention takes a new
+    /// `maintenance_claim`: takes the lease row of maintenance task `round.task` for `lease`
+    /// under `round.token` when its next run is due (the row's `next_at` has passed, so no lease runs), or
+    /// renews it when `round.token` holds it already; whether it was taken. Retention takes a new
     /// token each round; the gauge sampler keeps one. The migrations create the rows
     /// (`retention`, `gauges`).
     async fn maintenance_claim(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         lease: Duration,
     ) -> Result<bool, Self::Error>;
 
-    /// `maintenance_release`: the task's round under `token` is over; its next run is due
+    /// `maintenance_release`: the task's round under `round.token` is over; its next run is due
     /// `next_in` from now.
     async fn maintenance_release(
         &self,
-        task: &str,
-        token: Uuid,
+        round: MaintenanceRound<'_>,
         next_in: Duration,
     ) -> Result<(), Self::Error>;
 
-    /// `queue_key_rate_prune`: deletes up to `limit` of `queue`'s key rate counts whose window
-    /// is before `before` (for retention), and says how many.
-    async fn queue_key_rate_prune(
-        &self,
-        queue: &str,
-        before: i64,
-        limit: usize,
-    ) -> Result<u64, Self::Error>;
+    /// `queue_key_rate_prune`: deletes up to `p.limit` of `p.queue`'s key rate counts whose
+    /// window is before `p.before` (for retention), and says how many.
+    async fn queue_key_rate_prune(&self, p: KeyRatePrune<'_>) -> Result<u64, Self::Error>;
 }

@@ -23,13 +23,14 @@ mod schedules;
 mod workflows;
 
 pub use claim::{Claim, JobClaim};
-pub use controls::{rate_limit_of, Controls, RateState};
+pub use controls::{rate_limit_of, Controls, KeyPage, KeyRateRecord, RateRecord, RateState};
 pub use lifecycle::{Lifecycle, Migration};
-pub use maintenance::{Expired, JobPrune, JobRescue, Maintenance};
+pub use maintenance::{Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound};
 pub use operators::{JobMatch, JobReschedule, Operators};
 pub use push::{JobInsert, JobInsertUnique, JobUniqueReplace, Push, UniqueInsert};
 pub use running::{
-    Completion, JobComplete, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze, Running, StoredMeta,
+    Completion, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobMetaSet, JobSnooze,
+    Running, StoredMeta,
 };
 pub use schedules::{ScheduleAdvance, Schedules, StoredSchedule};
 pub use workflows::{

@@ -21,6 +21,15 @@ pub struct JobComplete<'a> {
     pub completion: Completion,
 }
 
+/// `job_complete_many`: fenced completions of several jobs, none with an output.
+#[derive(Clone, Copy, Debug)]
+pub struct JobCompleteMany<'a> {
+    /// The leases the completions are reported under.
+    pub leases: &'a [Lease],
+    /// What becomes of the rows ([`Completion::of`] without an output).
+    pub completion: Completion,
+}
+
 /// What a completion does with the job's row. The engine decides it, once, from the queue's
 /// options and the completion itself; the statements only apply it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,23 +138,18 @@ pub trait Running: Lifecycle {
 
     /// `job_complete_many`: completes every job whose lease is current (with
     /// [`Completion::Delete`], deleting the rows it allows); rows changed or deleted.
-    async fn job_complete_many(
-        &self,
-        leases: &[Lease],
-        completion: Completion,
-    ) -> Result<u64, Self::Error>;
+    async fn job_complete_many(&self, c: JobCompleteMany<'_>) -> Result<u64, Self::Error>;
 
-    /// `job_complete_and_claim`: [`Running::job_complete_many`] of `leases`, then
-    /// [`Claim::job_claim`](super::Claim::job_claim) of `p`, in one round trip or one transaction, all or nothing; the
-    /// rows completed and the jobs claimed. `Ok(None)` (the default) means the dialect cannot
+    /// `job_complete_and_claim`: [`Running::job_complete_many`] of `c`, then
+    /// [`Claim::job_claim`](super::Claim::job_claim) of `p`, in one round trip or one
+    /// transaction, all or nothing; the rows completed and the jobs claimed. `Ok(None)` (the default) means the dialect cannot
     /// do better than the two calls, which the engine then makes itself.
     async fn job_complete_and_claim(
         &self,
-        leases: &[Lease],
-        completion: Completion,
+        c: JobCompleteMany<'_>,
         p: JobClaim<'_>,
     ) -> Result<Option<(u64, Vec<Leased>)>, Self::Error> {
-        let _ = (leases, completion, p);
+        let _ = (c, p);
         Ok(None)
     }
 
