@@ -55,5 +55,9 @@ pub use workflow::{
     WorkflowJob, WorkflowListRequest, WorkflowSummary,
 };
 
+// For the macros that write trait impls for the dialects (`sqlx_lifecycle!`).
+#[doc(hidden)]
+pub use async_trait::async_trait as __async_trait;
+
 /// The target of every log line the core writes, for filtering.
 pub const LOG_TARGET: &str = "queue";

@@ -1,11 +1,10 @@
 //! MySQL/MariaDB's [`Lifecycle`](queue_core::engine::Lifecycle) statements: migrations,
 //! transactions, savepoints, the clock and notifications.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use queue_core::engine::{DriverFault, Lifecycle, Migration};
+use queue_core::engine::{DriverFault, Migration};
 use sqlx::mysql::MySqlConnection;
-use sqlx::{Acquire, Executor, MySql, Transaction};
+use sqlx::{Executor, MySql};
 
 use crate::migrate::{
     lock_timeout, statements, LockRow, Migrator, MIGRATIONS, MIGRATION_LOCK_TIMEOUT,
@@ -13,10 +12,10 @@ use crate::migrate::{
 
 use super::MySqlDriver;
 
-#[async_trait]
-impl Lifecycle for MySqlDriver {
-    type Conn = MySqlConnection;
-    type Error = sqlx::Error;
+queue_core::sqlx_lifecycle! {
+    sqlx = sqlx, driver = MySqlDriver, db = MySql, conn = MySqlConnection,
+    begin = |d| d.pool.begin();
+
     type Migrator = Migrator;
 
     /// A read-only server (`--read-only`, a replica, a primary switched to read-only in place)
@@ -133,46 +132,5 @@ impl Lifecycle for MySqlDriver {
         sqlx::query_scalar(self.sql.now.clone())
             .fetch_one(&self.pool)
             .await
-    }
-
-    type Tx = Transaction<'static, MySql>;
-
-    async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
-        self.pool.begin().await
-    }
-
-    fn tx_conn(tx: &mut Self::Tx) -> &mut MySqlConnection {
-        tx
-    }
-
-    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.commit().await
-    }
-
-    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.rollback().await
-    }
-
-    type Savepoint<'c> = Transaction<'c, MySql>;
-
-    async fn savepoint<'c>(
-        &self,
-        conn: &'c mut MySqlConnection,
-    ) -> Result<Transaction<'c, MySql>, sqlx::Error> {
-        conn.begin().await
-    }
-
-    async fn savepoint_release(
-        &self,
-        savepoint: Transaction<'_, MySql>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.commit().await
-    }
-
-    async fn savepoint_rollback(
-        &self,
-        savepoint: Transaction<'_, MySql>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.rollback().await
     }
 }

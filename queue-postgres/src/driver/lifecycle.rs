@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::engine::statements::load;
-use queue_core::engine::{DriverFault, Lifecycle, Migration};
+use queue_core::engine::{DriverFault, Migration};
 use queue_core::WakeHub;
 use sqlx::postgres::PgConnection;
-use sqlx::{Acquire, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 
 use crate::listen::Probe;
 use crate::migrate::MIGRATIONS;
@@ -17,10 +16,10 @@ use crate::pinned::on_pool;
 
 use super::PgDriver;
 
-#[async_trait]
-impl Lifecycle for PgDriver {
-    type Conn = PgConnection;
-    type Error = sqlx::Error;
+queue_core::sqlx_lifecycle! {
+    sqlx = sqlx, driver = PgDriver, db = Postgres, conn = PgConnection,
+    begin = |d| d.pool.begin();
+
     type Migrator = Transaction<'static, Postgres>;
 
     /// Also where an outage is noticed: a read-only or departing server retires every pooled
@@ -132,46 +131,5 @@ impl Lifecycle for PgDriver {
                 },
             );
         }
-    }
-
-    type Tx = Transaction<'static, Postgres>;
-
-    async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
-        self.pool.begin().await
-    }
-
-    fn tx_conn(tx: &mut Self::Tx) -> &mut PgConnection {
-        tx
-    }
-
-    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.commit().await
-    }
-
-    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.rollback().await
-    }
-
-    type Savepoint<'c> = Transaction<'c, Postgres>;
-
-    async fn savepoint<'c>(
-        &self,
-        conn: &'c mut PgConnection,
-    ) -> Result<Transaction<'c, Postgres>, sqlx::Error> {
-        conn.begin().await
-    }
-
-    async fn savepoint_release(
-        &self,
-        savepoint: Transaction<'_, Postgres>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.commit().await
-    }
-
-    async fn savepoint_rollback(
-        &self,
-        savepoint: Transaction<'_, Postgres>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.rollback().await
     }
 }

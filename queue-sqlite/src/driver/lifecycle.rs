@@ -1,21 +1,20 @@
 //! SQLite's [`Lifecycle`](queue_core::engine::Lifecycle) statements: migrations, transactions,
 //! savepoints, the clock and notifications.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use queue_core::engine::{DriverFault, Lifecycle, Migration};
+use queue_core::engine::{DriverFault, Migration};
 use sqlx::sqlite::SqliteConnection;
-use sqlx::{Acquire, Sqlite, Transaction};
+use sqlx::{Sqlite, Transaction};
 
 use crate::migrate::MIGRATIONS;
 
 use super::rows::{now_micros, to_time};
 use super::SqliteDriver;
 
-#[async_trait]
-impl Lifecycle for SqliteDriver {
-    type Conn = SqliteConnection;
-    type Error = sqlx::Error;
+queue_core::sqlx_lifecycle! {
+    sqlx = sqlx, driver = SqliteDriver, db = Sqlite, conn = SqliteConnection,
+    begin = |d| d.begin();
+
     type Migrator = Transaction<'static, Sqlite>;
 
     fn classify(&self, error: &sqlx::Error) -> DriverFault {
@@ -69,46 +68,5 @@ impl Lifecycle for SqliteDriver {
 
     async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {
         to_time(now_micros())
-    }
-
-    type Tx = Transaction<'static, Sqlite>;
-
-    async fn tx_begin(&self) -> Result<Self::Tx, sqlx::Error> {
-        self.begin().await
-    }
-
-    fn tx_conn(tx: &mut Self::Tx) -> &mut SqliteConnection {
-        tx
-    }
-
-    async fn tx_commit(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.commit().await
-    }
-
-    async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), sqlx::Error> {
-        tx.rollback().await
-    }
-
-    type Savepoint<'c> = Transaction<'c, Sqlite>;
-
-    async fn savepoint<'c>(
-        &self,
-        conn: &'c mut SqliteConnection,
-    ) -> Result<Transaction<'c, Sqlite>, sqlx::Error> {
-        conn.begin().await
-    }
-
-    async fn savepoint_release(
-        &self,
-        savepoint: Transaction<'_, Sqlite>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.commit().await
-    }
-
-    async fn savepoint_rollback(
-        &self,
-        savepoint: Transaction<'_, Sqlite>,
-    ) -> Result<(), sqlx::Error> {
-        savepoint.rollback().await
     }
 }

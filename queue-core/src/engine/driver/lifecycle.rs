@@ -101,10 +101,11 @@ pub trait Lifecycle: Send + Sync + 'static {
 
     /// A savepoint in a transaction on [`Lifecycle::Conn`] (the caller's, or one of the driver's
     /// own). The engine sets one around a call of several statements inside such a transaction
-    /// (see [`Push::job_insert_statements`](super::Push::job_insert_statements)) and runs them on the connection it derefs to,
-    /// then ends it with [`Lifecycle::savepoint_release`] or [`Lifecycle::savepoint_rollback`]. What
-    /// one dropped without either does (a call cancelled halfway) is the dialect's: sqlx's
-    /// transactions roll back to it at the connection's next use.
+    /// (see [`Push::job_insert_statements`](super::Push::job_insert_statements)) and runs them
+    /// on the connection it derefs to, then ends it with [`Lifecycle::savepoint_release`] or
+    /// [`Lifecycle::savepoint_rollback`]. What one dropped without either does (a call
+    /// cancelled halfway) is the dialect's: sqlx's transactions roll back to it at the
+    /// connection's next use.
     type Savepoint<'c>: DerefMut<Target = Self::Conn> + Send
     where
         Self: 'c;
@@ -121,4 +122,80 @@ pub trait Lifecycle: Send + Sync + 'static {
     /// Undoes what ran since `savepoint` was set, keeping its transaction open with what ran
     /// in it before.
     async fn savepoint_rollback(&self, savepoint: Self::Savepoint<'_>) -> Result<(), Self::Error>;
+}
+
+/// `impl Lifecycle for <driver>` for a driver on sqlx, with what every sqlx dialect writes the
+/// same way written here once: `Conn` is the dialect's connection and `Error` sqlx's; `Tx` and
+/// `Savepoint` are sqlx's `Transaction` of the dialect's database (a savepoint is a transaction
+/// begun on the connection of another, which sqlx makes a `SAVEPOINT`), committed or rolled back
+/// by sqlx. The driver gives how it begins its own transactions (`begin = |d| d.pool.begin()`:
+/// which pool is its choice) and writes the rest of the items (`classify`, the migrations, the
+/// clock, notifications) after the `;`. `sqlx` is the path of the dialect's sqlx crate (the core
+/// depends on no driver).
+///
+/// ```text
+/// queue_core::sqlx_lifecycle! {
+///     sqlx = sqlx, driver = PgDriver, db = Postgres, conn = PgConnection,
+///     begin = |d| d.pool.begin();
+///
+///     type Migrator = Transaction<'static, Postgres>;
+///     fn classify(&self, error: &sqlx::Error) -> DriverFault { ... }
+///     ...
+/// }
+/// ```
+#[macro_export]
+macro_rules! sqlx_lifecycle {
+    (
+        sqlx = $sqlx:ident, driver = $driver:ty, db = $db:ty, conn = $conn:ty,
+        begin = |$d:ident| $begin:expr;
+        $($items:tt)*
+    ) => {
+        #[$crate::__async_trait]
+        impl $crate::engine::Lifecycle for $driver {
+            type Conn = $conn;
+            type Error = $sqlx::Error;
+            type Tx = $sqlx::Transaction<'static, $db>;
+            type Savepoint<'c> = $sqlx::Transaction<'c, $db>;
+
+            async fn tx_begin(&self) -> Result<Self::Tx, $sqlx::Error> {
+                let $d = self;
+                $begin.await
+            }
+
+            fn tx_conn(tx: &mut Self::Tx) -> &mut $conn {
+                tx
+            }
+
+            async fn tx_commit(&self, tx: Self::Tx) -> Result<(), $sqlx::Error> {
+                tx.commit().await
+            }
+
+            async fn tx_rollback(&self, tx: Self::Tx) -> Result<(), $sqlx::Error> {
+                tx.rollback().await
+            }
+
+            async fn savepoint<'c>(
+                &self,
+                conn: &'c mut $conn,
+            ) -> Result<$sqlx::Transaction<'c, $db>, $sqlx::Error> {
+                $sqlx::Acquire::begin(conn).await
+            }
+
+            async fn savepoint_release(
+                &self,
+                savepoint: $sqlx::Transaction<'_, $db>,
+            ) -> Result<(), $sqlx::Error> {
+                savepoint.commit().await
+            }
+
+            async fn savepoint_rollback(
+                &self,
+                savepoint: $sqlx::Transaction<'_, $db>,
+            ) -> Result<(), $sqlx::Error> {
+                savepoint.rollback().await
+            }
+
+            $($items)*
+        }
+    };
 }
