@@ -1460,7 +1460,7 @@ async fn statements_are_planned_once_per_connection(server: Server) -> anyhow::R
     }
     let expected = [
         statement!("job_claim"),
-        statement!("job_complete_and_claim"),
+        statement!("job_complete_and_claim_after"),
         statement!("job_complete_many"),
         statement!("job_complete"),
         statement!("job_extend"),
@@ -1780,6 +1780,105 @@ async fn keyed_claims_walk_the_key_index_without_statistics(server: Server) -> a
     drop_schema(&q).await
 }
 
+/// Claims through a backlog while another session holds a `REPEATABLE READ` snapshot: every
+/// claimed job leaves its entry in `jobs_claim_idx`, which vacuum may not remove while the
+/// snapshot stands, so a claim from the head of the queue walks all of them; the queue's claims
+/// continue from their position instead (`job_claim_after`, prepared by the very claims), and
+/// that statement reads a few pages where the claim from the head reads hundreds, counted by
+/// `EXPLAIN (ANALYZE, BUFFERS)` in a transaction rolled back.
+async fn claims_under_a_held_snapshot_continue_from_their_position(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b.max_connections(1)).await?;
+    for chunk in 0..5 {
+        q.push_batch((0..1000).map(|i| job("held", chunk * 1000 + i)).collect())
+            .await?;
+    }
+    let mut holder = <sqlx::PgConnection as sqlx::Connection>::connect(&server.url).await?;
+    sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut holder)
+        .await?;
+    sqlx::query(in_schema("SELECT count(*) FROM {schema}.jobs", q.schema()))
+        .execute(&mut holder)
+        .await?;
+    let mut last = None;
+    for _ in 0..8 {
+        let got = q
+            .pop(
+                queue_core::PopRequest::new("held")
+                    .limit(500)
+                    .lease(Duration::from_secs(60)),
+            )
+            .await?;
+        ensure!(got.len() == 500, "a claim of 500 got {}", got.len());
+        last = got.last().map(|l| l.job.clone());
+    }
+    let last = last.context("no claim")?;
+    let after = queue_core::engine::statements::load(
+        include_str!("../../queue-postgres/queries/job_claim_after.sql"),
+        &[("{schema}", q.schema())],
+    );
+    let prepared: Vec<String> = sqlx::query_scalar("SELECT statement FROM pg_prepared_statements")
+        .fetch_all(q.pool())
+        .await?;
+    ensure!(
+        prepared.contains(&after),
+        "the claims did not continue from a position (job_claim_after was never prepared)"
+    );
+    let head = queue_core::engine::statements::load(
+        include_str!("../../queue-postgres/queries/job_claim.sql"),
+        &[("{schema}", q.schema())],
+    );
+    let mut pages = Vec::new();
+    for (name, text, position) in [
+        ("job_claim", &head, false),
+        ("job_claim_after", &after, true),
+    ] {
+        let mut tx = q.pool().begin().await?;
+        let mut query =
+            sqlx::query_scalar(AssertSqlSafe(format!("EXPLAIN (ANALYZE, BUFFERS) {text}")))
+                .bind("held")
+                .bind(10_i64)
+                .bind(60_000_000_i64)
+                .bind("explain")
+                .bind(false);
+        if position {
+            query = query.bind(last.priority).bind(last.run_at).bind(last.id.0);
+        }
+        let plan: Vec<String> = query.fetch_all(&mut *tx).await?;
+        tx.rollback().await?;
+        let plan = plan.join("\n");
+        // What the choice of the rows read (CTE c, the locking read of the claim index), not
+        // the update of the rows it chose, which is the same for both.
+        let hits: u64 = plan
+            .split_once("CTE c")
+            .map(|(_, chosen)| chosen)
+            .into_iter()
+            .flat_map(str::lines)
+            .find_map(|l| l.trim().strip_prefix("Buffers: shared hit="))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        ensure!(plan.contains("jobs_claim_idx"), "{name}\n{plan}");
+        pages.push((name, hits, plan));
+    }
+    sqlx::raw_sql("ROLLBACK").execute(&mut holder).await?;
+    let (_, from_head, head_plan) = &pages[0];
+    let (_, from_position, position_plan) = &pages[1];
+    // Past 4,000 claimed jobs the claim from the head visits the pages of their rows (100 and
+    // more); the claim from the position a few index pages and the pages of the rows it takes
+    // (17 here).
+    ensure!(
+        *from_head > 100,
+        "the claim from the head read only {from_head} pages past 4,000 claimed jobs\n{head_plan}"
+    );
+    ensure!(
+        *from_position * 4 < *from_head,
+        "the claim from the position read {from_position} pages, from the head \
+         {from_head}\n{position_plan}"
+    );
+    drop_schema(&q).await
+}
+
 /// Whether the suite's URL goes through a pooler in transaction mode (`pooler=transaction`).
 /// The catalogue then runs through it; the dialect tests, which look at PostgreSQL's own
 /// sessions (backend pids, LISTEN, roles), need a direct connection and show as ignored.
@@ -1807,6 +1906,7 @@ fn main() -> std::process::ExitCode {
         statements_are_planned_once_per_connection,
         a_prune_spares_a_job_retried_while_it_waited,
         keyed_claims_walk_the_key_index_without_statistics,
+        claims_under_a_held_snapshot_continue_from_their_position,
         a_block_locks_only_failed_dependencies,
     ];
     if behind_transaction_pooler() {

@@ -230,6 +230,7 @@ async fn a_rollback_restores_exactly_what_was_there() {
         lease: Duration::from_secs(30),
         worker: "w",
         controls_checked: true,
+        after: None,
     };
     assert_eq!(d.job_claim_in(&mut tx, claim).await.unwrap().len(), 4);
     d.queue_rate_record(

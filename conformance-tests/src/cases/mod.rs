@@ -15,6 +15,7 @@ pub mod leases;
 pub mod lifecycle;
 pub mod maintenance;
 pub mod middleware;
+pub mod positions;
 pub mod runtime_queue;
 pub mod schedules;
 pub mod transactions;

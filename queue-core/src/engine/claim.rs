@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::cursor::ClaimStart;
 use super::{
     sort_claimed, Driver, Engine, JobClaim, CONTENTION_MEMORY, LOG_TARGET, OPTIMISTIC_ROUNDS,
 };
@@ -68,22 +69,72 @@ impl<D: Driver> Engine<D> {
             lease: req.lease,
             worker: &req.worker,
             controls_checked: false,
+            after: None,
         };
         if self.known_controlled(p.queue) {
             return self.claim_controlled(p).await;
         }
         let mut jobs = match self.inner.caps.claim {
             ClaimStrategy::Optimistic => self.claim_optimistic(p).await?,
-            _ => self
-                .retried("claim", || self.driver().job_claim(p))
-                .await
-                .map_err(|e| self.error(e))?,
+            _ => {
+                let start = self.claim_start(p.queue);
+                let p = JobClaim {
+                    after: start.after,
+                    ..p
+                };
+                let jobs = self
+                    .retried("claim", || self.driver().job_claim(p))
+                    .await
+                    .map_err(|e| self.error(e))?;
+                self.claimed_from(p, start, jobs).await?
+            }
         };
         if jobs.is_empty() {
             return self.claim_if_controlled(p).await;
         }
         sort_claimed(&mut jobs);
         tracing::trace!(target: LOG_TARGET, queue = %req.queue, claimed = jobs.len(), "pop");
+        Ok(jobs)
+    }
+
+    /// Where a claim of `queue` starts: from the queue's position where the driver claims
+    /// from one (`cursor`).
+    pub(super) fn claim_start(&self, queue: &str) -> ClaimStart {
+        if self.driver().claims_after() {
+            self.inner.cursors.start(queue)
+        } else {
+            ClaimStart::HEAD
+        }
+    }
+
+    /// Records what a claim `p` that began at `start` got; a claim from a position that came
+    /// back short claims the rest from the head of the queue (`cursor`).
+    pub(super) async fn claimed_from(
+        &self,
+        p: JobClaim<'_>,
+        start: ClaimStart,
+        mut jobs: Vec<Leased>,
+    ) -> Result<Vec<Leased>> {
+        if !self.driver().claims_after() {
+            return Ok(jobs);
+        }
+        let cursors = &self.inner.cursors;
+        cursors.record(p.queue, start, p.limit, &jobs);
+        if start.after.is_none() || jobs.len() >= p.limit {
+            return Ok(jobs);
+        }
+        let rest = JobClaim {
+            limit: p.limit - jobs.len(),
+            after: None,
+            ..p
+        };
+        let head = cursors.start(p.queue);
+        let more = self
+            .retried("claim", || self.driver().job_claim(rest))
+            .await
+            .map_err(|e| self.error(e))?;
+        cursors.record(p.queue, head, rest.limit, &more);
+        jobs.extend(more);
         Ok(jobs)
     }
 

@@ -376,6 +376,9 @@ impl<D: Driver> Engine<D> {
 
     /// The controlled claim (see the module's docs), tried again after lock conflicts.
     pub(super) async fn claim_controlled(&self, p: JobClaim<'_>) -> Result<Vec<Leased>> {
+        // The controlled claims read from the head of the queue (a position is the plain
+        // claim's).
+        let p = JobClaim { after: None, ..p };
         let (control, mut jobs) = self
             .retried("controlled claim", || self.claim_controlled_once(p))
             .await

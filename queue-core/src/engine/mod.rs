@@ -16,6 +16,7 @@
 mod claim;
 mod coalesce;
 mod controls;
+mod cursor;
 pub mod driver;
 pub mod hosts;
 mod jobs;
@@ -55,10 +56,10 @@ use crate::wake::WakeHub;
 
 use coalesce::Coalescer;
 pub use driver::{
-    first_contact, micros, rate_limit_of, Claim, Completion, Controls, Driver, DriverFault,
-    Expired, JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry, JobInsert,
-    JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue, JobSnooze,
-    JobUniqueReplace, KeyPage, KeyRatePrune, KeyRateRecord, Lifecycle, Maintenance,
+    first_contact, micros, rate_limit_of, Claim, ClaimAfter, Completion, Controls, Driver,
+    DriverFault, Expired, JobClaim, JobComplete, JobCompleteMany, JobFailDead, JobFailRetry,
+    JobInsert, JobInsertUnique, JobMatch, JobMetaSet, JobPrune, JobReschedule, JobRescue,
+    JobSnooze, JobUniqueReplace, KeyPage, KeyRatePrune, KeyRateRecord, Lifecycle, Maintenance,
     MaintenanceRound, Migration, Operators, Push, RateRecord, RateState, Running, ScheduleAdvance,
     Schedules, StoredMeta, StoredSchedule, StoredWorkflow, Target, UniqueIndex, UniqueInsert,
     WorkflowEdge, WorkflowInsert, WorkflowPrune, WorkflowPruneLock, WorkflowPruned, Workflows,
@@ -145,6 +146,8 @@ struct Inner<D: Driver> {
     unkeyed_idle: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// The metric handles of the queues and kinds seen so far.
     metrics: crate::metrics::Handles,
+    /// Where the claims of each queue with a backlog stopped (`cursor`).
+    cursors: cursor::ClaimCursors,
 }
 
 impl<D: Driver> Backend for Engine<D> {
@@ -190,6 +193,7 @@ impl<D: Driver> Engine<D> {
                 throttled: Arc::default(),
                 unkeyed_idle: std::sync::Mutex::default(),
                 metrics: crate::metrics::Handles::default(),
+                cursors: cursor::ClaimCursors::default(),
             }),
         }
     }
@@ -254,6 +258,7 @@ impl<D: Driver> Engine<D> {
     /// Wakes this queue value's workers waiting on `queue` for `jobs` new jobs (not other
     /// processes'), e.g. after a caller's transaction that pushed has committed.
     pub fn wake_local(&self, queue: &str, jobs: usize) {
+        self.inner.cursors.forget(queue);
         self.inner.hub.notify(queue, jobs);
     }
 
@@ -264,6 +269,7 @@ impl<D: Driver> Engine<D> {
     /// burst of transitions (a shutdown releasing its buffered jobs, a rescue) sends one or two
     /// per window instead of one each.
     pub async fn wake(&self, queue: &str, jobs: usize) {
+        self.inner.cursors.forget(queue);
         self.inner.hub.notify(queue, jobs);
         let Some(c) = &self.inner.remote else {
             return;

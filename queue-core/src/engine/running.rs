@@ -162,6 +162,12 @@ impl<D: Driver> Engine<D> {
                 lease: r.lease,
                 worker: &r.worker,
                 controls_checked: false,
+                after: None,
+            };
+            let start = self.claim_start(p.queue);
+            let p = JobClaim {
+                after: start.after,
+                ..p
             };
             let started = std::time::Instant::now();
             let combined = self
@@ -176,11 +182,15 @@ impl<D: Driver> Engine<D> {
                 })
                 .await
                 .map_err(|e| self.error(e))?;
-            if let Some((acked, mut jobs)) = combined {
+            if let Some((acked, jobs)) = combined {
                 // The completions may be of other queues than the claim's (a worker serving
                 // several queues sends them along with whichever claim comes next).
                 self.places_freed(leases).await;
                 self.settle_after(&workflow_jobs(leases), false).await;
+                let mut jobs = match self.claimed_from(p, start, jobs).await {
+                    Ok(jobs) => jobs,
+                    Err(e) => return Ok((acked, Err(e))),
+                };
                 if jobs.is_empty() {
                     let claimed = self.claim_if_controlled(p).await;
                     self.count_claim(&r.queue, started, &claimed);

@@ -17,6 +17,13 @@ use super::{Candidate, MySqlDriver};
 impl Claim for MySqlDriver {
     type Candidate = Candidate;
 
+    fn claims_after(&self) -> bool {
+        // InnoDB keeps the delete-marked entries of claimed rows in the claim index until
+        // purge removes them, and an open consistent read view anywhere in the server holds
+        // purge back. The optimistic claim (distributed engines) reads from the head.
+        true
+    }
+
     /// One READ COMMITTED transaction: a locking SELECT that skips rows other claimers hold,
     /// then one UPDATE of exactly those rows.
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {

@@ -206,13 +206,42 @@ impl MySqlDriver {
         conn: &mut MySqlConnection,
         p: JobClaim<'_>,
     ) -> Result<Vec<Leased>, sqlx::Error> {
-        let rows = sqlx::query(self.sql.job_claim.clone())
+        let Some(after) = p.after else {
+            let rows = sqlx::query(self.sql.job_claim.clone())
+                .bind(p.queue)
+                .bind(p.controls_checked)
+                .bind(p.queue)
+                .bind(p.limit as u64)
+                .fetch_all(&mut *conn)
+                .await?;
+            return self.lease_locked(conn, &rows, p).await;
+        };
+        // From a position: the jobs of a higher priority first, then those after it.
+        let claim_priority = -i64::from(after.priority);
+        let mut rows = sqlx::query(self.sql.job_claim_ahead.clone())
             .bind(p.queue)
+            .bind(claim_priority)
             .bind(p.controls_checked)
             .bind(p.queue)
             .bind(p.limit as u64)
             .fetch_all(&mut *conn)
             .await?;
+        if rows.len() < p.limit {
+            let more = sqlx::query(self.sql.job_claim_after.clone())
+                .bind(p.queue)
+                .bind(claim_priority)
+                .bind(after.run_at)
+                .bind(claim_priority)
+                .bind(claim_priority)
+                .bind(after.run_at)
+                .bind(after.id.0)
+                .bind(p.controls_checked)
+                .bind(p.queue)
+                .bind((p.limit - rows.len()) as u64)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.extend(more);
+        }
         self.lease_locked(conn, &rows, p).await
     }
 

@@ -17,6 +17,12 @@ use super::PgDriver;
 impl Claim for PgDriver {
     type Candidate = (Uuid, i64);
 
+    fn claims_after(&self) -> bool {
+        // The statements from a position lock with SKIP LOCKED and make their tokens with
+        // gen_random_uuid(), as job_claim does.
+        self.profile.skip_locked && self.profile.volatile_in_update
+    }
+
     async fn job_claim(&self, p: JobClaim<'_>) -> Result<Vec<Leased>, sqlx::Error> {
         let rows = on_pool!(self, |e| self.claim_query(p).fetch_all(e))?;
         leased(&rows)

@@ -85,13 +85,21 @@ impl PgDriver {
         &self,
         p: JobClaim<'_>,
     ) -> sqlx::query::Query<'_, Postgres, sqlx::postgres::PgArguments> {
-        sqlx::query(self.sql.job_claim.clone())
+        let sql = match p.after {
+            None => self.sql.job_claim.clone(),
+            Some(_) => self.sql.job_claim_after.clone(),
+        };
+        let q = sqlx::query(sql)
             .persistent(self.named())
             .bind(p.queue)
             .bind(limit(p.limit))
             .bind(micros(p.lease))
             .bind(p.worker)
-            .bind(p.controls_checked)
+            .bind(p.controls_checked);
+        match p.after {
+            None => q,
+            Some(a) => q.bind(a.priority).bind(a.run_at).bind(a.id.0),
+        }
     }
 
     /// Whether `p` is written with one binary COPY: a large batch, all due now, on connections

@@ -62,18 +62,26 @@ impl Running for PgDriver {
         let JobCompleteMany { leases, completion } = c;
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
-        let rows = on_pool!(self, |e| sqlx::query(
-            self.sql.job_complete_and_claim.clone()
-        )
-        .persistent(self.named())
-        .bind(p.queue)
-        .bind(limit(p.limit))
-        .bind(micros(p.lease))
-        .bind(p.worker)
-        .bind(&ids)
-        .bind(&tokens)
-        .bind(!completion.deletes())
-        .fetch_all(e))?;
+        let sql = match p.after {
+            None => self.sql.job_complete_and_claim.clone(),
+            Some(_) => self.sql.job_complete_and_claim_after.clone(),
+        };
+        let rows = on_pool!(self, |e| {
+            let q = sqlx::query(sql.clone())
+                .persistent(self.named())
+                .bind(p.queue)
+                .bind(limit(p.limit))
+                .bind(micros(p.lease))
+                .bind(p.worker)
+                .bind(&ids)
+                .bind(&tokens)
+                .bind(!completion.deletes());
+            let q = match p.after {
+                None => q,
+                Some(a) => q.bind(a.priority).bind(a.run_at).bind(a.id.0),
+            };
+            q.fetch_all(e)
+        })?;
         let completed = match rows.first() {
             Some(row) => count(row.try_get("completed")?),
             None => 0,

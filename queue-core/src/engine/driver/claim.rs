@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::job::Leased;
+use chrono::{DateTime, Utc};
+
+use crate::job::{JobId, Leased};
 
 use super::Lifecycle;
 
@@ -26,6 +28,45 @@ pub struct JobClaim<'a> {
     /// them again. Otherwise every claim statement gives out nothing of a queue that is paused
     /// or limited (the engine then claims through the control row).
     pub controls_checked: bool,
+    /// `job_claim` and `job_complete_and_claim` of a driver whose [`Claim::claims_after`]:
+    /// claim only jobs that sort after this position (the last job of an earlier claim of the
+    /// queue), jobs of a higher priority first as always. A hint the engine gives while a
+    /// queue has a backlog, so that a claim does not walk again the index entries of the jobs
+    /// claimed before it; a driver without the capability never sees one.
+    pub after: Option<ClaimAfter>,
+}
+
+/// A position in a queue's claim order (priority descending, then `run_at`, then id): the last
+/// job of a claim, from which the next claim of the queue may continue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimAfter {
+    /// The job's priority.
+    pub priority: i32,
+    /// When it was due.
+    pub run_at: DateTime<Utc>,
+    /// Its id.
+    pub id: JobId,
+}
+
+impl ClaimAfter {
+    /// The position of `job` in its queue's claim order.
+    pub fn of(job: &crate::job::Job) -> Self {
+        ClaimAfter {
+            priority: job.priority,
+            run_at: job.run_at,
+            id: job.id,
+        }
+    }
+
+    /// Whether `self` comes before `other` in claim order.
+    pub fn precedes(&self, other: &ClaimAfter) -> bool {
+        other
+            .priority
+            .cmp(&self.priority)
+            .then(self.run_at.cmp(&other.run_at))
+            .then(self.id.cmp(&other.id))
+            .is_lt()
+    }
 }
 
 /// Leasing due jobs: the one-statement claim, the optimistic claim's two steps, and the claims
@@ -34,6 +75,14 @@ pub struct JobClaim<'a> {
 pub trait Claim: Lifecycle {
     /// A candidate read by the optimistic claim's first step, handed back to its second.
     type Candidate: Send + Sync + 'static;
+
+    /// Whether `job_claim` and `job_complete_and_claim` continue from [`JobClaim::after`]. A
+    /// dialect says so where its claim index keeps the entries of claimed rows until cleanup
+    /// removes them (PostgreSQL's MVCC: a transaction that holds an old snapshot keeps every
+    /// one of them), so that a claim from the head of the queue walks them all again.
+    fn claims_after(&self) -> bool {
+        false
+    }
 
     /// `job_claim`: claims atomically, skipping rows other claimers hold (or under the
     /// database's write lock), each claimed row with a new lease token.

@@ -22,7 +22,7 @@ mod running;
 mod schedules;
 mod workflows;
 
-pub use claim::{Claim, JobClaim};
+pub use claim::{Claim, ClaimAfter, JobClaim};
 pub use controls::{rate_limit_of, Controls, KeyPage, KeyRateRecord, RateRecord, RateState};
 pub use lifecycle::{Lifecycle, Migration};
 pub use maintenance::{Expired, JobPrune, JobRescue, KeyRatePrune, Maintenance, MaintenanceRound};

@@ -221,6 +221,7 @@ fn key_values_follow_the_statements() {
         lease: Duration::from_micros(90_000_001),
         worker: "w",
         controls_checked: true,
+        after: None,
     };
     // job_claim_key: job_claim's first five, then the key's bytes in place of the flag.
     let keyed = claim_key_values(p, Some("Acmé"));

@@ -10,6 +10,7 @@ fn claim_values_follow_the_statement() {
         lease: Duration::from_micros(90_000_001),
         worker: "w",
         controls_checked: true,
+        after: None,
     };
     let v = claim_values(p);
     let v = v.values();
@@ -20,6 +21,7 @@ fn claim_values_follow_the_statement() {
     assert_eq!(v[5], ColumnData::Bit(Some(true)));
     let unchecked = claim_values(JobClaim {
         controls_checked: false,
+        after: None,
         ..p
     });
     assert_eq!(unchecked.values()[5], ColumnData::Bit(Some(false)));
@@ -108,6 +110,7 @@ async fn every_null_the_statements_bind_goes_out_typed() {
         lease: Duration::from_secs(30),
         worker: "w",
         controls_checked: true,
+        after: None,
     };
     let unique = JobInsertUnique {
         job: &jobs[0],
