@@ -15,14 +15,17 @@
 //! - Jobs of a higher priority come first whatever the position: the claim reads them from
 //!   the head of the queue (a short walk unless the queue is full of them).
 //! - A claim from the position that comes back short claims the rest from the head of the
-//!   queue at once, and the position is forgotten.
-//! - It is forgotten whenever this process makes a job of the queue claimable other than by a
-//!   push of a job due now (a retry, a release, a rescue, a promotion, a scheduled push, a
-//!   change of controls), so that job is claimed by the next claim as before.
+//!   queue at once, and the position is forgotten; so is it after a claim that went on into a
+//!   lower priority.
+//! - It is forgotten whenever this engine makes a job of the queue claimable other than by a
+//!   push (a retry due now, a release, a rescue, a promotion, a schedule, a change of
+//!   controls: every `wake`), so that job is claimed by the next claim as before.
 //! - Every [`RESCAN`] the next claim starts from the head of the queue again. A job that
-//!   became due behind the position meanwhile (pushed by another process with a `run_at` in
-//!   the past, a push whose transaction committed after claims passed its `run_at`, a retry or
-//!   release by another process) waits for that claim at most.
+//!   became due behind the position meanwhile (its row locked by another transaction while
+//!   claims passed it, released by another process, pushed by a transaction that committed
+//!   after claims passed its `run_at`) waits for that claim at most.
+//! - A position cleared for any of these reasons is not set again by a claim that began
+//!   before it was cleared (a generation count per queue).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -43,7 +46,8 @@ pub(super) struct ClaimCursors {
 
 #[derive(Debug, Default)]
 struct QueueCursor {
-    /// Counts the times the position was forgotten: a claim that began before records nothing.
+    /// Counts the times the position was cleared (forgotten, past its rescan, or after a short
+    /// claim): a claim that began before records nothing.
     generation: u64,
     position: Option<Position>,
 }
@@ -71,6 +75,16 @@ impl ClaimStart {
     };
 }
 
+impl ClaimStart {
+    /// This start, for a claim that reads from the head of the queue.
+    pub(super) fn from_head(self) -> Self {
+        ClaimStart {
+            after: None,
+            ..self
+        }
+    }
+}
+
 impl ClaimCursors {
     /// Where the next claim of `queue` starts.
     pub(super) fn start(&self, queue: &str) -> ClaimStart {
@@ -79,7 +93,7 @@ impl ClaimCursors {
             return ClaimStart::HEAD;
         };
         if q.position.is_some_and(|p| Instant::now() >= p.rescan_at) {
-            q.position = None;
+            q.clear();
         }
         ClaimStart {
             after: q.position.map(|p| p.after),
@@ -111,13 +125,19 @@ impl ClaimCursors {
             // Short: the queue is drained past where the claim began.
             if let Some(q) = queues.get_mut(queue) {
                 if q.generation == start.generation {
-                    q.position = None;
+                    q.clear();
                 }
             }
             return;
         };
         let q = queues.entry(queue.to_owned()).or_default();
         if q.generation != start.generation {
+            return;
+        }
+        if start.after.is_some_and(|a| last.priority < a.priority) {
+            // The claim went on into a lower priority: a job of the position's priority that
+            // appeared behind it must not wait for those, so the next claim reads the head.
+            q.clear();
             return;
         }
         match (&mut q.position, start.after) {
@@ -145,10 +165,16 @@ impl ClaimCursors {
     /// Forgets the position of `queue`: a job that may sort before it became claimable.
     pub(super) fn forget(&self, queue: &str) {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(q) = queues.get_mut(queue) {
-            q.generation += 1;
-            q.position = None;
-        }
+        // Also for a queue with no position yet: a claim in flight records none either.
+        queues.entry(queue.to_owned()).or_default().clear();
+    }
+}
+
+impl QueueCursor {
+    /// No position, and nothing recorded by a claim that began before.
+    fn clear(&mut self) {
+        self.generation += 1;
+        self.position = None;
     }
 }
 
@@ -220,6 +246,46 @@ mod tests {
         let s = c.start("q");
         c.record_last("q", s, 10, 10, Some(at(0, 30)));
         assert_eq!(c.start("q").after, Some(at(0, 30)));
+    }
+
+    #[test]
+    fn a_claim_from_before_a_rescan_does_not_move_the_new_position() {
+        let c = ClaimCursors::default();
+        let s = c.start("q");
+        c.record_last("q", s, 10, 10, Some(at(0, 10)));
+        let in_flight = c.start("q");
+        assert_eq!(in_flight.after, Some(at(0, 10)));
+        {
+            let mut queues = c.queues.lock().unwrap();
+            let p = queues.get_mut("q").unwrap().position.as_mut().unwrap();
+            p.rescan_at = Instant::now() - Duration::from_millis(1);
+        }
+        let head = c.start("q");
+        assert_eq!(head.after, None);
+        c.record_last("q", head, 10, 10, Some(at(0, 5)));
+        // The claim that began from the old position ends after the new one was set: the jobs
+        // between 5 and 30 that the head claim did not reach stay in front of the position.
+        c.record_last("q", in_flight, 10, 10, Some(at(0, 30)));
+        assert_eq!(c.start("q").after, Some(at(0, 5)));
+    }
+
+    #[test]
+    fn a_claim_that_went_on_into_a_lower_priority_reads_the_head_next() {
+        let c = ClaimCursors::default();
+        let s = c.start("q");
+        c.record_last("q", s, 10, 10, Some(at(5, 10)));
+        let s = c.start("q");
+        c.record_last("q", s, 10, 10, Some(at(4, 20)));
+        assert_eq!(c.start("q").after, None);
+    }
+
+    #[test]
+    fn forgetting_a_queue_without_a_position_stops_claims_in_flight() {
+        let c = ClaimCursors::default();
+        let head = c.start("q");
+        c.forget("q");
+        c.record_last("q", head, 10, 10, Some(at(0, 10)));
+        assert_eq!(c.start("q").after, None);
     }
 
     #[test]
