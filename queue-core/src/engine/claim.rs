@@ -129,7 +129,7 @@ impl<D: Driver> Engine<D> {
             after: None,
             ..p
         };
-        let head = cursors.start(p.queue).from_head();
+        let head = cursors.start(p.queue).at_head();
         match self
             .retried("claim", || self.driver().job_claim(rest))
             .await

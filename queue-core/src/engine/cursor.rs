@@ -77,7 +77,7 @@ impl ClaimStart {
 
 impl ClaimStart {
     /// This start, for a claim that reads from the head of the queue.
-    pub(super) fn from_head(self) -> Self {
+    pub(super) fn at_head(self) -> Self {
         ClaimStart {
             after: None,
             ..self
