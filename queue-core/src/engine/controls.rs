@@ -762,7 +762,6 @@ impl<D: Driver> Engine<D> {
             s.key_rate_limit = c.key_rate_limit;
             s.hot_keys = hot_keys;
         }
-        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(stats)
     }
 }

@@ -268,6 +268,8 @@ impl<D: Driver> Engine<D> {
         for s in &mut stats {
             s.count_cap = cap;
         }
+        // In the order of the names' bytes on every backend, whatever a database's collation.
+        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(stats)
     }
 

@@ -134,7 +134,6 @@ impl Operators for MySqlDriver {
                 });
             }
         }
-        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(stats)
     }
 

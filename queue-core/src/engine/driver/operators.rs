@@ -68,7 +68,8 @@ pub trait Operators: Lifecycle {
     /// `job_list`: jobs newest first (by id), filtered as asked (queue, state, kind, cursor).
     async fn job_list(&self, req: &ListRequest) -> Result<Vec<Job>, Self::Error>;
 
-    /// `job_stats`: counts per queue and state, queues in name order. Completed, dead and
+    /// `job_stats`: counts per queue and state, the queues in any order (the engine sorts
+    /// them by name). Completed, dead and
     /// cancelled jobs are counted up to `cap` per queue and state (exactly when `None`), so
     /// that the statement need not read every finished row.
     async fn job_stats(
