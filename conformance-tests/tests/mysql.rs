@@ -471,6 +471,88 @@ async fn the_claim_reads_the_claim_index(server: Server) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A claim from a position reads ranges of index `claim` bounded by the position, without a
+/// sort: the jobs after it on all five parts of the index (a batch of jobs pushed at once
+/// shares one run_at, and the entries before the position are those of jobs claimed already),
+/// and the higher priorities only up to the position's. The statements are the driver's own
+/// files, explained with the values a claim binds.
+async fn a_claim_from_a_position_reads_ranges_of_the_claim_index(
+    server: Server,
+) -> anyhow::Result<()> {
+    let q = fresh(&server, |b| b).await?;
+    // A backlog in one batch (one run_at), where MariaDB's optimizer would rather read the
+    // (queue, state) prefix than the range; a few jobs of a higher priority, claimed first.
+    q.push_batch(
+        (0..5_000)
+            .map(|n| job("x", n).priority(i32::from(n % 1_000 == 0)))
+            .collect(),
+    )
+    .await?;
+    let leased = q.pop(PopRequest::new("x").limit(10)).await?;
+    ensure!(leased.iter().filter(|l| l.job.priority == 1).count() == 5);
+    ensure!(leased.len() == 10);
+    let last = &leased[9].job;
+    let claim_priority = -i64::from(last.priority);
+    // (statement, values, the index parts its range is bounded on)
+    let after = include_str!("../../queue-mysql/queries/job_claim_after.sql");
+    let ahead = include_str!("../../queue-mysql/queries/job_claim_ahead.sql");
+    let any = include_str!("../../queue-mysql/queries/job_claim_ahead_any.sql");
+    for (name, text, parts) in [("after", after, 5), ("ahead", ahead, 3), ("any", any, 3)] {
+        let explain = |format: &str| {
+            let sql = in_prefix(&format!("EXPLAIN {format}{text}"), q.table_prefix());
+            let mut query = sqlx::query(sql).bind("x").bind(claim_priority);
+            if name == "after" {
+                query = query
+                    .bind(last.run_at)
+                    .bind(last.id.0)
+                    .bind(claim_priority)
+                    .bind(last.run_at)
+                    .bind(claim_priority);
+            }
+            if name != "any" {
+                query = query.bind(true).bind("x").bind(100_u64);
+            }
+            query
+        };
+        let row = explain("").fetch_one(q.pool()).await?;
+        let access: Option<String> = row.try_get_unchecked("type")?;
+        let key: Option<String> = row.try_get_unchecked("key")?;
+        let extra: Option<String> = row.try_get_unchecked("Extra")?;
+        ensure!(
+            access.as_deref() == Some("range") && key.as_deref() == Some("claim"),
+            "{name}: {access:?} on {key:?}"
+        );
+        ensure!(
+            !extra.unwrap_or_default().contains("filesort"),
+            "{name}: the claim must not sort"
+        );
+        let plan: String = explain("FORMAT=JSON ")
+            .fetch_one(q.pool())
+            .await?
+            .try_get_unchecked(0)?;
+        // The plan names the index's parts its range is bounded on. (MariaDB's JSON keeps the
+        // conditions' text unescaped, so it is read as text.)
+        let used = used_key_parts(&plan);
+        ensure!(
+            used == Some(parts),
+            "{name}: range on {used:?} parts: {plan}"
+        );
+    }
+    q.drop_tables().await?;
+    Ok(())
+}
+
+/// The length of the first `"used_key_parts"` list of a JSON plan.
+fn used_key_parts(plan: &str) -> Option<usize> {
+    let list = plan.split_once("\"used_key_parts\"")?.1;
+    let list = list.split_once('[')?.1.split_once(']')?.0;
+    Some(
+        list.split(',')
+            .filter(|part| !part.trim().is_empty())
+            .count(),
+    )
+}
+
 /// An extension that waits for another transaction's lock on the job's row gets its full
 /// lease, counted from when it got the lock.
 async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
@@ -891,6 +973,7 @@ fn main() -> std::process::ExitCode {
             bad_settings_and_unreachable_servers,
             push_batch_is_chunked_and_atomic,
             the_claim_reads_the_claim_index,
+            a_claim_from_a_position_reads_ranges_of_the_claim_index,
             an_extension_that_waits_for_a_row_lock_gets_its_full_lease,
             a_read_only_server_is_unavailable_until_it_takes_writes_again,
             a_dead_migrators_lock_row_is_taken_over_after_its_lease,

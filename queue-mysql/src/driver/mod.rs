@@ -216,25 +216,36 @@ impl MySqlDriver {
                 .await?;
             return self.lease_locked(conn, &rows, p).await;
         };
-        // From a position: the jobs of a higher priority first, then those after it.
+        // From a position: the jobs of a higher priority first (looked for downwards, and
+        // claimed from the head only when there are any), then those after it.
         let claim_priority = -i64::from(after.priority);
-        let mut rows = sqlx::query(self.sql.job_claim_ahead.clone())
+        let ahead = sqlx::query(self.sql.job_claim_ahead_any.clone())
             .bind(p.queue)
             .bind(claim_priority)
-            .bind(p.controls_checked)
-            .bind(p.queue)
-            .bind(p.limit as u64)
-            .fetch_all(&mut *conn)
+            .fetch_optional(&mut *conn)
             .await?;
+        let mut rows = match ahead {
+            None => Vec::new(),
+            Some(_) => {
+                sqlx::query(self.sql.job_claim_ahead.clone())
+                    .bind(p.queue)
+                    .bind(claim_priority)
+                    .bind(p.controls_checked)
+                    .bind(p.queue)
+                    .bind(p.limit as u64)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
+        };
         if rows.len() < p.limit {
             let more = sqlx::query(self.sql.job_claim_after.clone())
                 .bind(p.queue)
                 .bind(claim_priority)
                 .bind(after.run_at)
-                .bind(claim_priority)
+                .bind(after.id.0)
                 .bind(claim_priority)
                 .bind(after.run_at)
-                .bind(after.id.0)
+                .bind(claim_priority)
                 .bind(p.controls_checked)
                 .bind(p.queue)
                 .bind((p.limit - rows.len()) as u64)
