@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use async_trait::async_trait;
@@ -134,6 +135,21 @@ pub(crate) trait OursNs: Send + Sync {
     /// Inserts `rows` completed jobs into `queue` with set-based SQL, then brings planner
     /// statistics up to date as the server's background maintenance would.
     async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()>;
+    /// Inserts `rows` completed jobs into `queue` that finished between `newest` and `newest +
+    /// span` ago, spread evenly (each created, run and finished at that time): the history a
+    /// retention round deletes from. Then brings planner statistics up to date as
+    /// [`OursNs::fill_finished`] does. `false` where queue-bench has no such fill for the
+    /// backend (nothing inserted).
+    async fn fill_history(
+        &self,
+        _queue: &str,
+        _rows: u64,
+        _payload: &str,
+        _newest: Duration,
+        _span: Duration,
+    ) -> Result<bool> {
+        Ok(false)
+    }
     /// Drops the namespace.
     async fn cleanup(&self) -> Result<()>;
     /// Holds back the server's cleanup of old row versions, as a long transaction of another

@@ -148,6 +148,9 @@ enum WorkloadArg {
     /// MySQL/MariaDB), beside the same drain without it: the ratio, and what cleanup could not
     /// remove meanwhile.
     Horizon,
+    /// A history of `--backlog-rows` completed jobs spread over days: the drain, and the drain
+    /// again beside a retention round that deletes a tenth of the history.
+    RetentionAtScale,
     All,
 }
 
@@ -301,6 +304,7 @@ impl WorkloadArg {
             WorkloadArg::Fairness => vec![Workload::Fairness { batch }],
             WorkloadArg::Workflow => vec![Workload::Drain { batch }, workflow],
             WorkloadArg::Horizon => vec![Workload::Horizon { batch }],
+            WorkloadArg::RetentionAtScale => vec![Workload::RetentionAtScale { batch }],
             WorkloadArg::Sustained => vec![Workload::Sustained {
                 batch,
                 seconds: c.duration,
@@ -320,6 +324,7 @@ impl WorkloadArg {
                 all.push(Workload::Latency);
                 all.push(Workload::Backlog { batch });
                 all.push(Workload::Horizon { batch });
+                all.push(Workload::RetentionAtScale { batch });
                 all.push(Workload::Stats);
                 all
             }
@@ -534,7 +539,7 @@ mod tests {
                 batch: Prefetch::Max(1)
             }]
         );
-        assert_eq!(WorkloadArg::All.expand(Prefetch::Max(50), 0, &c).len(), 14);
+        assert_eq!(WorkloadArg::All.expand(Prefetch::Max(50), 0, &c).len(), 15);
         assert_eq!(
             WorkloadArg::Drain.expand(Prefetch::Max(100), 4, &c).last(),
             Some(&Workload::DrainProcesses {

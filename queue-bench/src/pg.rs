@@ -214,6 +214,35 @@ impl OursNs for PgOurs {
         Ok(())
     }
 
+    async fn fill_history(
+        &self,
+        queue: &str,
+        rows: u64,
+        payload: &str,
+        newest: Duration,
+        span: Duration,
+    ) -> Result<bool> {
+        let s = &self.schema;
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {s}.jobs (id, queue, payload, priority, state, attempts, max_attempts, \
+                 run_at, created_at, updated_at, finished_at) \
+             SELECT gen_random_uuid(), $1, $2::jsonb, 0, 'completed', 1, 25, t, t, t, t \
+             FROM (SELECT now() - make_interval(secs => $4 + $5 * g / $3) AS t \
+                   FROM generate_series(1, $3::bigint) AS g) AS times"
+        )))
+        .bind(queue)
+        .bind(payload)
+        .bind(rows as i64)
+        .bind(newest.as_secs_f64())
+        .bind(span.as_secs_f64())
+        .execute(&self.admin)
+        .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!("VACUUM ANALYZE {s}.jobs")))
+            .execute(&self.admin)
+            .await?;
+        Ok(true)
+    }
+
     async fn cleanup(&self) -> Result<()> {
         sqlx::raw_sql(AssertSqlSafe(format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",

@@ -228,6 +228,33 @@ impl OursNs for SqliteOurs {
         Ok(())
     }
 
+    async fn fill_history(
+        &self,
+        queue: &str,
+        rows: u64,
+        payload: &str,
+        newest: Duration,
+        span: Duration,
+    ) -> Result<bool> {
+        let newest_at = chrono::Utc::now().timestamp_micros() - micros(newest);
+        sqlx::query(
+            "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ?1), \
+                 times(t) AS (SELECT ?4 - CAST(?5 * (n * 1.0 / ?1) AS INTEGER) FROM s) \
+             INSERT INTO queue_jobs (id, queue, payload, priority, state, attempts, max_attempts, \
+                 run_at, version, created_at, updated_at, finished_at) \
+             SELECT randomblob(16), ?2, ?3, 0, 'completed', 1, 25, t, 2, t, t, t FROM times",
+        )
+        .bind(rows as i64)
+        .bind(queue)
+        .bind(payload)
+        .bind(newest_at)
+        .bind(micros(span))
+        .execute(&self.pool)
+        .await?;
+        sqlx::query("ANALYZE").execute(&self.pool).await?;
+        Ok(true)
+    }
+
     async fn cleanup(&self) -> Result<()> {
         self.pool.close().await;
         remove_files(&self.path);
@@ -326,4 +353,9 @@ impl BaselineNs for SqliteBaseline {
         remove_files(&self.path);
         Ok(())
     }
+}
+
+/// `d` in whole microseconds, as SQLite's timestamps count them.
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }

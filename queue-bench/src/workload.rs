@@ -169,6 +169,24 @@ pub(crate) enum Workload {
     /// The drain with another client's snapshot held in the same database for the whole of it
     /// (cleanup of old row versions held back), beside the same drain without it.
     Horizon { batch: Prefetch },
+    /// A history of `backlog_rows` completed jobs spread over days, a tenth of it past the
+    /// retention rule ([`HISTORY_RULE`]): the drain, then the drain again with one retention
+    /// round deleting that tenth beside it; how long the round took and the second drain's
+    /// rate beside the first's.
+    RetentionAtScale { batch: Prefetch },
+}
+
+/// The queue of the retention workload's history (the drains use [`QUEUE`]).
+const HISTORY: &str = "history";
+const DAY: Duration = Duration::from_secs(24 * 3600);
+/// The retention workload's rule: completed jobs are deleted 10.5 days after they finished.
+/// The history's jobs finished 1 to 10 days ago or 11 to 12 days ago, so that which of them a
+/// round deletes does not depend on when it runs.
+const HISTORY_RULE: Duration = Duration::from_secs(252 * 3600);
+
+/// The rules of the retention workload's round.
+fn history_retention() -> queue_core::Retention {
+    queue_core::Retention::off().delete_after(queue_core::JobState::Completed, HISTORY_RULE)
 }
 
 /// The sustained workload's window of counting.
@@ -215,6 +233,9 @@ impl Workload {
             }
             Workload::Horizon { batch } => {
                 format!("drain with a snapshot held (prefetch {batch})")
+            }
+            Workload::RetentionAtScale { batch } => {
+                format!("drain beside a retention round (prefetch {batch})")
             }
         }
     }
@@ -381,6 +402,13 @@ pub(crate) async fn run(
                 r.set_ratio();
             }
             r.violations.extend(plain.violations);
+        }
+        Workload::RetentionAtScale { batch } => {
+            let ns = server.ours(s.pool()).await?;
+            let out = retention_at_scale(ns.as_ref(), s, batch, progress, &mut r).await;
+            let cleaned = ns.cleanup().await;
+            out?;
+            cleaned.context("drop the namespace")?;
         }
         Workload::Sustained { batch, seconds } => {
             let ns = server.ours(s.pool()).await?;
@@ -910,6 +938,10 @@ pub(crate) struct Controls {
     pub(crate) keys: Option<KeySpread>,
     /// A rate limit (every start's window counted from the leases).
     pub(crate) rate: Option<RateLimit>,
+    /// One retention round ([`history_retention`]) started with the workers, beside the drain.
+    pub(crate) retention: bool,
+    /// Completed jobs of the queue already in the table, from an earlier drain.
+    pub(crate) kept_before: u64,
 }
 
 impl Controls {
@@ -917,6 +949,8 @@ impl Controls {
         limit: None,
         keys: None,
         rate: None,
+        retention: false,
+        kept_before: 0,
     };
 
     /// Whether the drain reads `stats` while it runs.
@@ -1184,6 +1218,14 @@ async fn drain_ours(
         })
         .build()?
         .start();
+    let round = controls.retention.then(|| {
+        let q = q.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            let report = q.run_retention(&history_retention()).await;
+            (report, t.elapsed())
+        })
+    });
     let counters = handle.counters();
     let deadline = Duration::from_secs(s.workload_timeout_secs());
     let mut timed_out = false;
@@ -1231,7 +1273,39 @@ async fn drain_ours(
         );
     }
     let check = ns.check(QUEUE).await?;
-    let mut violations = check.violations(kept_after_completion(s.jobs) + backlog);
+    let mut violations =
+        check.violations(kept_after_completion(s.jobs) + backlog + controls.kept_before);
+    if let Some(round) = round {
+        let (report, took) = round.await.context("the retention round's task")?;
+        let report = report.context("the retention round")?;
+        match report {
+            None => violations.push("the retention round did not run (its lease was held)".into()),
+            Some(report) => {
+                if report.unfinished {
+                    violations.push(format!(
+                        "the retention round stopped at its time limit after {:.1} s",
+                        took.as_secs_f64()
+                    ));
+                }
+                let beside = if took >= elapsed {
+                    "the whole drain ran beside it".to_string()
+                } else {
+                    format!(
+                        "it ended {:.1} s into the drain of {:.1} s",
+                        took.as_secs_f64(),
+                        elapsed.as_secs_f64()
+                    )
+                };
+                notes.push(format!(
+                    "a retention round beside the drain deleted {} completed jobs in {:.2} s ({:.0} jobs/s); {beside}",
+                    report.completed,
+                    took.as_secs_f64(),
+                    report.completed as f64 / took.as_secs_f64().max(1e-9),
+                ));
+                RETENTION_DELETED.store(report.completed, Ordering::Relaxed);
+            }
+        }
+    }
     if let Some(n) = controls.limit {
         if most_running > u64::from(n) {
             violations.push(format!(
@@ -1321,6 +1395,87 @@ async fn drain_ours(
         violations,
         notes,
     ))
+}
+
+/// What the last retention round beside a drain deleted, for the retention workload's check.
+static RETENTION_DELETED: AtomicU64 = AtomicU64::new(0);
+
+/// The retention workload on `ns` (which the caller drops): fills the history, drains, then
+/// drains again beside a retention round, and checks that the round deleted exactly the tenth
+/// of the history past its rule.
+async fn retention_at_scale(
+    ns: &dyn OursNs,
+    s: &Settings,
+    batch: Prefetch,
+    progress: bool,
+    r: &mut WorkloadResult,
+) -> Result<()> {
+    let payload = s.payload();
+    let rows = s.backlog_rows;
+    let due = rows / 10;
+    let t = Instant::now();
+    let filled = ns
+        .fill_history(HISTORY, rows - due, &payload, DAY, 9 * DAY)
+        .await
+        .context("fill the history")?
+        && ns
+            .fill_history(HISTORY, due, &payload, 11 * DAY, DAY)
+            .await
+            .context("fill the history")?;
+    if !filled {
+        r.notes.push(
+            "not measured: queue-bench fills a history of finish times on PostgreSQL and SQLite only"
+                .into(),
+        );
+        return Ok(());
+    }
+    r.notes.push(format!(
+        "{rows} completed jobs of another queue inserted in {:.1} s, finished 1 to 10 days ago and ({due} of them) 11 to 12 days ago; the round deletes completed jobs {:.1} days after they finish",
+        t.elapsed().as_secs_f64(),
+        HISTORY_RULE.as_secs_f64() / DAY.as_secs_f64()
+    ));
+    let (plain, violations, notes) = drain_ours(ns, s, batch, 0, Controls::NONE, progress).await?;
+    r.violations.extend(
+        violations
+            .into_iter()
+            .map(|v| format!("dbqueue, the drain alone: {v}")),
+    );
+    r.notes
+        .extend(notes.into_iter().map(|n| format!("the drain alone: {n}")));
+    RETENTION_DELETED.store(0, Ordering::Relaxed);
+    let controls = Controls {
+        retention: true,
+        kept_before: kept_after_completion(s.jobs),
+        ..Controls::NONE
+    };
+    let (beside, violations, notes) = drain_ours(ns, s, batch, 0, controls, progress).await?;
+    r.violations
+        .extend(violations.into_iter().map(|v| format!("dbqueue: {v}")));
+    r.notes
+        .extend(notes.into_iter().map(|n| format!("beside the round: {n}")));
+    let deleted = RETENTION_DELETED.load(Ordering::Relaxed);
+    let history = queue_core::JobFilter {
+        queue: Some(HISTORY.into()),
+        state: Some(queue_core::JobState::Completed),
+        ..Default::default()
+    };
+    let left = ns
+        .queue()
+        .count_matching(queue_core::BulkAction::Delete, &history)
+        .await
+        .context("count the history left")?;
+    if deleted != due || left != rows - due {
+        r.violations.push(format!(
+            "the retention round deleted {deleted} of the history's {rows} jobs and left {left}; expected {due} deleted and {} left",
+            rows - due
+        ));
+    }
+    r.ours = Some(beside);
+    let mut plain = plain;
+    plain.what = format!("the same drain without the round, before it (prefetch {batch})");
+    r.baseline = Some(plain);
+    r.set_ratio();
+    Ok(())
 }
 
 /// One drain of the fairness workload.
