@@ -99,6 +99,9 @@ pub(crate) fn fresh_tag(prefix: &str) -> Result<String> {
     Ok(tag)
 }
 
+/// A day, the age of a filled backlog ([`OursNs::fill_finished`]).
+pub(crate) const DAY: Duration = Duration::from_secs(24 * 3600);
+
 /// One database server.
 #[async_trait]
 pub(crate) trait Server: Send + Sync {

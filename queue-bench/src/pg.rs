@@ -11,7 +11,9 @@ use queue_core::{Limits, Queue};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 
-use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, HeldHorizon, OursNs, Server};
+use crate::backend::{
+    fresh_tag, BackendKind, BaselineNs, DrainCheck, HeldHorizon, OursNs, Server, DAY,
+};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -196,25 +198,9 @@ impl OursNs for PgOurs {
     }
 
     async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()> {
-        let s = &self.schema;
-        sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO {s}.jobs (id, queue, payload, priority, state, attempts, max_attempts, \
-                 run_at, created_at, updated_at, finished_at) \
-             SELECT gen_random_uuid(), $1, $2::jsonb, 0, 'completed', 1, 25, \
-                 now() - interval '1 day' + g * interval '1 microsecond', \
-                 now() - interval '1 day', now() - interval '1 day', now() - interval '1 day' \
-             FROM generate_series(1, $3::bigint) AS g"
-        )))
-        .bind(queue)
-        .bind(payload)
-        .bind(rows as i64)
-        .execute(&self.admin)
-        .await?;
-        // What autovacuum would have done while this history accumulated.
-        sqlx::raw_sql(AssertSqlSafe(format!("VACUUM ANALYZE {s}.jobs")))
-            .execute(&self.admin)
-            .await?;
-        Ok(())
+        self.fill_history(queue, rows, payload, DAY, Duration::ZERO)
+            .await
+            .map(|_| ())
     }
 
     async fn fill_history(
@@ -240,6 +226,7 @@ impl OursNs for PgOurs {
         .bind(span.as_secs_f64())
         .execute(&self.admin)
         .await?;
+        // What autovacuum would have done while this history accumulated.
         sqlx::raw_sql(AssertSqlSafe(format!("VACUUM ANALYZE {s}.jobs")))
             .execute(&self.admin)
             .await?;

@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 };
 use sqlx::Row;
 
-use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, OursNs, Server};
+use crate::backend::{fresh_tag, BackendKind, BaselineNs, DrainCheck, OursNs, Server, DAY};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -208,24 +208,9 @@ impl OursNs for SqliteOurs {
     }
 
     async fn fill_finished(&self, queue: &str, rows: u64, payload: &str) -> Result<()> {
-        let day_ago = (chrono::Utc::now() - chrono::Duration::days(1)).timestamp_micros();
-        sqlx::query(
-            "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ?) \
-             INSERT INTO queue_jobs (id, queue, payload, priority, state, attempts, max_attempts, \
-                 run_at, version, created_at, updated_at, finished_at) \
-             SELECT randomblob(16), ?, ?, 0, 'completed', 1, 25, ? + n, 2, ?, ?, ? FROM s",
-        )
-        .bind(rows as i64)
-        .bind(queue)
-        .bind(payload)
-        .bind(day_ago)
-        .bind(day_ago)
-        .bind(day_ago)
-        .bind(day_ago)
-        .execute(&self.pool)
-        .await?;
-        sqlx::query("ANALYZE").execute(&self.pool).await?;
-        Ok(())
+        self.fill_history(queue, rows, payload, DAY, Duration::ZERO)
+            .await
+            .map(|_| ())
     }
 
     async fn fill_history(
