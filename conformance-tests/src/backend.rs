@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use queue_core::{ClaimStrategy, JobId, JobState, Lease, NewJob, Queue};
 use sqlx::{Database, Transaction};
 
-use crate::harness::{Discovery, Fixture, Harness, HeldLock, Server, TestConfig, Transactions};
+use crate::harness::{
+    Discovery, Fixture, Harness, HeldLock, HeldPush, Server, TestConfig, Transactions,
+};
 
 /// One isolated place on a server: a PostgreSQL schema, a MySQL table prefix, a SQLite file.
 pub struct Namespace {
@@ -286,8 +288,30 @@ impl<B: SqlBackend> HeldLock for SqlLock<B> {
     }
 }
 
+/// A push in a transaction of the test's own, not committed yet.
+struct SqlPush<B: SqlBackend> {
+    tx: Transaction<'static, B::Db>,
+}
+
+#[async_trait]
+impl<B: SqlBackend> HeldPush for SqlPush<B> {
+    async fn commit(self: Box<Self>) -> anyhow::Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl<B: SqlBackend> Transactions for SqlFixture<B> {
+    async fn push_held(
+        &self,
+        job: NewJob,
+    ) -> queue_core::Result<Option<(JobId, Box<dyn HeldPush>)>> {
+        let mut tx = B::begin(&self.queue).await?;
+        let id = B::push_in_tx(&self.queue, &mut tx, job).await?;
+        Ok(Some((id, Box::new(SqlPush::<B> { tx }))))
+    }
+
     async fn push_in_tx(
         &self,
         job: NewJob,

@@ -178,6 +178,14 @@ pub trait HeldLock: Send {
     async fn release(self: Box<Self>) -> anyhow::Result<()>;
 }
 
+/// A push inside a transaction of the test's own that is still open
+/// ([`Transactions::push_held`]).
+#[async_trait]
+pub trait HeldPush: Send {
+    /// Commits the transaction.
+    async fn commit(self: Box<Self>) -> anyhow::Result<()>;
+}
+
 /// Work inside a transaction of the caller's own, on the same database, with a table of the
 /// caller's (`effects`, one text column) to show which writes committed.
 #[async_trait]
@@ -216,6 +224,16 @@ pub trait Transactions: Send + Sync {
 
     /// How many effects named `marker` are committed.
     async fn effects(&self, marker: &str) -> anyhow::Result<u64>;
+
+    /// Pushes `job` inside a transaction of the caller's that stays open until the handle
+    /// commits it (`None`: the fixture cannot).
+    async fn push_held(
+        &self,
+        job: NewJob,
+    ) -> queue_core::Result<Option<(JobId, Box<dyn HeldPush>)>> {
+        let _ = job;
+        Ok(None)
+    }
 }
 
 /// What a case gets: the harness, the server, and a way to make isolated queues that are torn

@@ -13,7 +13,7 @@ pub mod suite;
 pub use backend::{Namespace, SqlBackend, SqlHarness};
 pub use harness::{
     expect_refused_connection, required, run_on, Ctx, Discovery, Fixture, Harness, HeldLock,
-    Server, Skipped, TestConfig, Transactions,
+    HeldPush, Server, Skipped, TestConfig, Transactions,
 };
 pub use runner::{
     main, main_with, run_suite, run_suite_with, test_profile, DialectTest, LocalTest, TestFuture,

@@ -40,6 +40,7 @@ pub fn catalogue() -> Vec<Case> {
         positions::claims_continue_in_claim_order,
         positions::higher_priority_first_while_claims_continue,
         positions::a_job_behind_the_position_is_claimed_soon,
+        positions::a_job_committed_late_is_claimed_by_the_next_claim,
         concurrency::concurrent_poppers_exactly_once,
         concurrency::expiring_leases_under_a_busy_rescuer,
         lifecycle::ack_completes_and_never_returns,

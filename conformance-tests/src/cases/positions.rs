@@ -165,3 +165,56 @@ pub async fn a_job_behind_the_position_is_claimed_soon(ctx: Ctx) -> anyhow::Resu
     );
     Ok(())
 }
+
+/// A job pushed by a transaction that began before the jobs claimed last but committed after
+/// them (it sorts just behind where the claims stopped) is claimed by the next claim, after
+/// claims that came back full and after one that came back short.
+pub async fn a_job_committed_late_is_claimed_by_the_next_claim(ctx: Ctx) -> anyhow::Result<()> {
+    let fx = ctx.fixture().await?;
+    let q = fx.queue();
+    if q.capabilities().claim != ClaimStrategy::SkipLocked {
+        // Elsewhere the open transaction's write holds back the pushes after it or the claims.
+        return Err(ctx.skip("only a claim that skips locked rows passes an uncommitted job"));
+    }
+    let Some(tx) = fx.transactions() else {
+        return Err(ctx.skip("the backend has no transactions of the caller's"));
+    };
+    let Some((late, held)) = tx.push_held(job("pos", json!("late"))).await? else {
+        return Err(ctx.skip("the fixture cannot hold a push's transaction open"));
+    };
+    let ids = push_n(&q, "pos", 6).await?;
+    let mut rest = Vec::new();
+    for (limit, want) in [(4, &ids[..4]), (10, &ids[4..])] {
+        let got: Vec<_> = pop(&q, "pos", limit, LONG_LEASE, "w1")
+            .await?
+            .into_iter()
+            .map(|l| l.job.id)
+            .collect();
+        ensure!(got == want, "claimed {got:?}, expected {want:?}");
+        rest.extend(got);
+    }
+    held.commit().await?;
+    let j = expect_state(&q, late, JobState::Pending).await?;
+    let first = super::get(&q, ids[0]).await?;
+    ensure!(
+        j.run_at <= first.run_at,
+        "the late job is due at {}, after the first job claimed ({}): it does not sort behind",
+        j.run_at,
+        first.run_at
+    );
+    let got: Vec<_> = pop(&q, "pos", 10, LONG_LEASE, "w1")
+        .await?
+        .into_iter()
+        .map(|l| l.job.id)
+        .collect();
+    ensure!(
+        got == vec![late],
+        "the claim after the late commit took {got:?}, expected the late job"
+    );
+    let j = expect_state(&q, late, JobState::Running).await?;
+    ensure!(j.attempts == 1, "attempts {}", j.attempts);
+    for id in &rest {
+        expect_state(&q, *id, JobState::Running).await?;
+    }
+    Ok(())
+}

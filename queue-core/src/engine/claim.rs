@@ -86,7 +86,7 @@ impl<D: Driver> Engine<D> {
                     .retried("claim", || self.driver().job_claim(p))
                     .await
                     .map_err(|e| self.error(e))?;
-                self.claimed_from(p, start, jobs).await
+                self.claimed_from(p, start, jobs)
             }
         };
         if jobs.is_empty() {
@@ -107,43 +107,16 @@ impl<D: Driver> Engine<D> {
         }
     }
 
-    /// Records what a claim `p` that began at `start` got; a claim from a position that came
-    /// back short claims the rest from the head of the queue (`cursor`). The jobs are leased
-    /// whatever happens to that second claim, so its failure is logged, not returned.
-    pub(super) async fn claimed_from(
+    /// Records what a claim `p` that began at `start` got, for where the next claim of the
+    /// queue starts (`cursor`).
+    pub(super) fn claimed_from(
         &self,
         p: JobClaim<'_>,
         start: ClaimStart,
-        mut jobs: Vec<Leased>,
+        jobs: Vec<Leased>,
     ) -> Vec<Leased> {
-        if !self.driver().claims_after() {
-            return jobs;
-        }
-        let cursors = &self.inner.cursors;
-        cursors.record(p.queue, start, p.limit, &jobs);
-        if start.after.is_none() || jobs.len() >= p.limit {
-            return jobs;
-        }
-        let rest = JobClaim {
-            limit: p.limit - jobs.len(),
-            after: None,
-            ..p
-        };
-        let head = cursors.start(p.queue).at_head();
-        match self
-            .retried("claim", || self.driver().job_claim(rest))
-            .await
-        {
-            Ok(more) => {
-                cursors.record(p.queue, head, rest.limit, &more);
-                jobs.extend(more);
-            }
-            // The jobs claimed from the position are leased already: they go to the caller,
-            // and the next claim reads the head again.
-            Err(e) => {
-                let error = self.error(e);
-                tracing::warn!(target: LOG_TARGET, queue = %p.queue, %error, "the claim of the rest from the head of the queue failed");
-            }
+        if self.driver().claims_after() {
+            self.inner.cursors.record(p.queue, start, p.limit, &jobs);
         }
         jobs
     }

@@ -187,7 +187,7 @@ impl<D: Driver> Engine<D> {
                 // several queues sends them along with whichever claim comes next).
                 self.places_freed(leases).await;
                 self.settle_after(&workflow_jobs(leases), false).await;
-                let mut jobs = self.claimed_from(p, start, jobs).await;
+                let mut jobs = self.claimed_from(p, start, jobs);
                 if jobs.is_empty() {
                     let claimed = self.claim_if_controlled(p).await;
                     self.count_claim(&r.queue, started, &claimed);
