@@ -254,7 +254,7 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
     async fn lock_job(&self, id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {
         let mut tx = B::begin(&self.queue).await?;
         B::lock_job(&mut tx, &self.ns.name, id).await?;
-        Ok(Some(Box::new(SqlLock::<B> { tx })))
+        Ok(Some(Box::new(SqlTx::<B> { tx })))
     }
 
     async fn break_reopen(&self, id: JobId) -> anyhow::Result<bool> {
@@ -275,26 +275,22 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
     }
 }
 
-/// A row lock held by a transaction of the test's own.
-struct SqlLock<B: SqlBackend> {
+/// A transaction of the test's own, kept open: it holds a row lock ([`HeldLock`]) or a push
+/// not committed yet ([`HeldPush`]).
+struct SqlTx<B: SqlBackend> {
     tx: Transaction<'static, B::Db>,
 }
 
 #[async_trait]
-impl<B: SqlBackend> HeldLock for SqlLock<B> {
+impl<B: SqlBackend> HeldLock for SqlTx<B> {
     async fn release(self: Box<Self>) -> anyhow::Result<()> {
         self.tx.rollback().await?;
         Ok(())
     }
 }
 
-/// A push in a transaction of the test's own, not committed yet.
-struct SqlPush<B: SqlBackend> {
-    tx: Transaction<'static, B::Db>,
-}
-
 #[async_trait]
-impl<B: SqlBackend> HeldPush for SqlPush<B> {
+impl<B: SqlBackend> HeldPush for SqlTx<B> {
     async fn commit(self: Box<Self>) -> anyhow::Result<()> {
         self.tx.commit().await?;
         Ok(())
@@ -309,7 +305,7 @@ impl<B: SqlBackend> Transactions for SqlFixture<B> {
     ) -> queue_core::Result<Option<(JobId, Box<dyn HeldPush>)>> {
         let mut tx = B::begin(&self.queue).await?;
         let id = B::push_in_tx(&self.queue, &mut tx, job).await?;
-        Ok(Some((id, Box::new(SqlPush::<B> { tx }))))
+        Ok(Some((id, Box::new(SqlTx::<B> { tx }))))
     }
 
     async fn push_in_tx(

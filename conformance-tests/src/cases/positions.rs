@@ -25,6 +25,19 @@ async fn push_n(
     Ok(ids)
 }
 
+/// The ids of up to `limit` jobs of `queue` claimed by worker "w1", in claim order.
+async fn pop_ids(
+    q: &std::sync::Arc<dyn queue_core::Queue>,
+    queue: &str,
+    limit: usize,
+) -> anyhow::Result<Vec<JobId>> {
+    Ok(pop(q, queue, limit, LONG_LEASE, "w1")
+        .await?
+        .into_iter()
+        .map(|l| l.job.id)
+        .collect())
+}
+
 /// Claims through a backlog take exactly the head of the claim order each time, also after a
 /// job was released in between (it goes back where the backend's release puts it).
 pub async fn claims_continue_in_claim_order(ctx: Ctx) -> anyhow::Result<()> {
@@ -76,27 +89,15 @@ pub async fn higher_priority_first_while_claims_continue(ctx: Ctx) -> anyhow::Re
     let q = fx.queue();
     let low = q.push(job("pos", json!("low")).priority(-1)).await?;
     let ids = push_n(&q, "pos", 8).await?;
-    let first: Vec<_> = pop(&q, "pos", 3, LONG_LEASE, "w1")
-        .await?
-        .into_iter()
-        .map(|l| l.job.id)
-        .collect();
+    let first = pop_ids(&q, "pos", 3).await?;
     ensure!(first == ids[..3], "first claim {first:?}");
     let high = q.push(job("pos", json!("high")).priority(5)).await?;
-    let second: Vec<_> = pop(&q, "pos", 3, LONG_LEASE, "w1")
-        .await?
-        .into_iter()
-        .map(|l| l.job.id)
-        .collect();
+    let second = pop_ids(&q, "pos", 3).await?;
     ensure!(
         second == vec![high, ids[3], ids[4]],
         "second claim {second:?}, expected the new job of priority 5 first"
     );
-    let rest: Vec<_> = pop(&q, "pos", 10, LONG_LEASE, "w1")
-        .await?
-        .into_iter()
-        .map(|l| l.job.id)
-        .collect();
+    let rest = pop_ids(&q, "pos", 10).await?;
     ensure!(
         rest == vec![ids[5], ids[6], ids[7], low],
         "the rest came as {rest:?}, expected the backlog then the job of priority -1"
@@ -121,11 +122,7 @@ pub async fn a_job_behind_the_position_is_claimed_soon(ctx: Ctx) -> anyhow::Resu
     let Some(held) = fx.lock_job(ids[0]).await? else {
         return Err(ctx.skip("the backend cannot hold a job's row from another transaction"));
     };
-    let first: Vec<_> = pop(&q, "pos", 3, LONG_LEASE, "w1")
-        .await?
-        .into_iter()
-        .map(|l| l.job.id)
-        .collect();
+    let first = pop_ids(&q, "pos", 3).await?;
     held.release().await?;
     ensure!(
         first == ids[1..4],
@@ -185,11 +182,7 @@ pub async fn a_job_committed_late_is_claimed_by_the_next_claim(ctx: Ctx) -> anyh
     let ids = push_n(&q, "pos", 6).await?;
     let mut rest = Vec::new();
     for (limit, want) in [(4, &ids[..4]), (10, &ids[4..])] {
-        let got: Vec<_> = pop(&q, "pos", limit, LONG_LEASE, "w1")
-            .await?
-            .into_iter()
-            .map(|l| l.job.id)
-            .collect();
+        let got = pop_ids(&q, "pos", limit).await?;
         ensure!(got == want, "claimed {got:?}, expected {want:?}");
         rest.extend(got);
     }
@@ -202,11 +195,7 @@ pub async fn a_job_committed_late_is_claimed_by_the_next_claim(ctx: Ctx) -> anyh
         j.run_at,
         first.run_at
     );
-    let got: Vec<_> = pop(&q, "pos", 10, LONG_LEASE, "w1")
-        .await?
-        .into_iter()
-        .map(|l| l.job.id)
-        .collect();
+    let got = pop_ids(&q, "pos", 10).await?;
     ensure!(
         got == vec![late],
         "the claim after the late commit took {got:?}, expected the late job"

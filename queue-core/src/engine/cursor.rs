@@ -190,32 +190,22 @@ impl ClaimCursors {
             return;
         }
         match (&mut q.position, start.after) {
-            (Some(p), Some(_)) => {
+            // Began from a position that is gone: the claims from the head decide again.
+            (None, Some(_)) => {}
+            // The position moves forward, never back (also for a claim from the head that
+            // began beside the one that set it).
+            (Some(p), _) if !p.rescanning => {
                 if p.after.precedes(&last) {
                     p.after = last;
                 }
                 p.drained = !full;
             }
-            // Began from a position that is gone: the claims from the head decide again.
-            (None, Some(_)) => {}
-            // A rescan: the position starts again from what the head held.
-            (Some(p), None) if p.rescanning => {
-                *p = Position {
+            // The first claim that took jobs, or a rescan: the position starts again from what
+            // the head held.
+            (slot, _) => {
+                *slot = Some(Position {
                     after: last,
                     rescan_at: next_rescan(),
-                    drained: !full,
-                    rescanning: false,
-                };
-            }
-            (slot, None) => {
-                let (after, rescan_at) = match slot {
-                    Some(p) if last.precedes(&p.after) => (p.after, p.rescan_at),
-                    Some(p) => (last, p.rescan_at),
-                    None => (last, next_rescan()),
-                };
-                *slot = Some(Position {
-                    after,
-                    rescan_at,
                     drained: !full,
                     rescanning: false,
                 });

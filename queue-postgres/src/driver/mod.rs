@@ -84,17 +84,11 @@ impl PgDriver {
     fn claim_query(
         &self,
         p: JobClaim<'_>,
+        named: bool,
     ) -> sqlx::query::Query<'_, Postgres, sqlx::postgres::PgArguments> {
-        // The claim from the head runs as an unnamed statement, planned at each execution: a
-        // connection's first claim usually meets a queue that is empty or nearly so, and a
-        // prepared plan made then looks the claimed ids up with a sequential scan of the table
-        // (cheapest on a few pages), which it keeps until the table is next analyzed. Without
-        // autovacuum's ANALYZE, a claim from the head on such a connection read the whole
-        // table: 6.3 s at 2.3 million rows. Claims from the head are the first claims of a
-        // queue and its rescans (`RESCAN`), so planning each costs little.
-        let (sql, named) = match p.after {
-            None => (self.sql.job_claim.clone(), false),
-            Some(_) => (self.sql.job_claim_after.clone(), self.named()),
+        let sql = match p.after {
+            None => self.sql.job_claim.clone(),
+            Some(_) => self.sql.job_claim_after.clone(),
         };
         let q = sqlx::query(sql)
             .persistent(named)
