@@ -112,7 +112,59 @@ async fn jobs_claimed_while_shutting_down_are_released_unstarted() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn shutdown_does_not_wait_past_the_deadline_for_a_hanging_pop() {
+async fn a_claim_slower_than_the_deadline_is_awaited_and_its_jobs_released() {
+    let db = Db::new().await;
+    db.faults
+        .latency(Statement::JobClaim, Duration::from_secs(1));
+    let ids = db.push_n(5, json!({})).await;
+    let handle = db.builder().handler_fn(noop()).build().unwrap().start();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(db.faults.running(Statement::JobClaim), 1);
+    let report = handle.shutdown(Duration::from_millis(100)).await;
+    // The claim ran after the deadline; what it claimed was given back, not left running.
+    assert!(report.elapsed >= Duration::from_millis(800), "{report:?}");
+    assert_eq!(report.counters.claimed, 5);
+    assert_eq!(report.counters.released, 5);
+    assert!(report.all_settled(), "{report:?}");
+    for id in ids {
+        let job = db.job(id).await;
+        assert_eq!((job.state, job.attempts), (JobState::Pending, 0), "{id}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn completions_a_claim_carries_past_the_deadline_are_stored_and_counted() {
+    let db = Db::new().await;
+    // Every claim that carries completions takes a second.
+    db.faults
+        .latency(Statement::JobCompleteAndClaim, Duration::from_secs(1));
+    db.push_n(200, json!({})).await;
+    let handle = db
+        .builder()
+        .concurrency(4)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
+    until(Duration::from_secs(10), || {
+        db.faults.running(Statement::JobCompleteAndClaim) > 0
+    })
+    .await;
+    let report = handle.shutdown(Duration::from_millis(10)).await;
+    assert!(report.all_settled(), "{report:?}");
+    assert_eq!(db.count(JobState::Running).await, 0);
+    let completed = db.count(JobState::Completed).await;
+    assert!(completed > 0);
+    assert_eq!(report.counters.completed, completed, "{report:?}");
+    assert_eq!(
+        db.count(JobState::Pending).await + completed,
+        200,
+        "every job completed or given back"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_does_not_wait_long_past_the_deadline_for_a_hanging_pop() {
     let db = Db::new().await;
     db.faults
         .latency(Statement::JobClaim, Duration::from_secs(3600));
@@ -121,7 +173,8 @@ async fn shutdown_does_not_wait_past_the_deadline_for_a_hanging_pop() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(db.faults.running(Statement::JobClaim), 1);
     let report = handle.shutdown(Duration::from_secs(2)).await;
-    assert!(report.elapsed < Duration::from_secs(3), "{report:?}");
+    // The handlers' deadline, then five seconds for the database calls in flight.
+    assert!(report.elapsed < Duration::from_secs(8), "{report:?}");
     assert_eq!(report.counters.claimed, 0);
     // The claim was dropped before it ran: nothing is held by the stopped worker.
     assert_eq!(db.faults.running(Statement::JobClaim), 0);

@@ -31,10 +31,12 @@
 //! - **Heartbeat**: a handler still running after `heartbeat` has its lease extended, and again
 //!   every `heartbeat`; when the extension reports the lease lost (or the job cancelled), the
 //!   handler is stopped, since the job belongs to someone else now.
-//! - **Graceful shutdown**: popping stops at once; jobs claimed but not started are released;
-//!   running handlers get until the deadline, then are stopped and their jobs released; pending
-//!   acks are flushed. Every claimed job ends completed, failed, or released (or, after a
-//!   database error, left to the rescuer).
+//! - **Graceful shutdown**: popping stops at once; claims in flight are awaited and jobs
+//!   claimed but not started are released; running handlers get until the deadline, then are
+//!   stopped and their jobs released; pending acks are flushed. The deadline is the handlers':
+//!   the database calls that settle claimed jobs are not cut short by it (only one that takes
+//!   5 s past it is abandoned). Every claimed job ends completed, failed, or released (or,
+//!   after a database error, left to the rescuer).
 //! - **Panics** in handlers are caught and recorded as retryable failures, and so is a handler
 //!   that outlives the optional `job_timeout` (it is stopped).
 //! - **Wake-ups**: after an empty pop the worker waits in [`Queue::wait_for_work`] for an

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::builder::check_concurrency;
-use super::runtime::{join_by, Lane, WorkerHandle};
+use super::runtime::{join_dispatcher, Lane, WorkerHandle};
 use super::QueueConfig;
 use crate::error::Result;
 use crate::validate;
@@ -59,9 +59,6 @@ impl WorkerHandle {
         let (lane, dispatcher) = self.shared.take_lane(name)?;
         let deadline = Instant::now() + self.shared.config.shutdown_timeout;
         let _ = lane.stop.send_replace(true);
-        if let Some(dispatcher) = dispatcher {
-            join_by(dispatcher, deadline, "dispatcher").await;
-        }
         let slots = |lane: &Arc<Lane>| {
             lane.permits
                 .clone()
@@ -78,6 +75,10 @@ impl WorkerHandle {
             );
             let _ = lane.abort.send_replace(true);
             let _ = slots(&lane).await;
+        }
+        // Its claims in flight come back and what they claimed is released.
+        if let Some(dispatcher) = dispatcher {
+            join_dispatcher(dispatcher, deadline).await;
         }
         self.shared.forget_lane(&lane);
         tracing::info!(target: super::LOG_TARGET, queue = %name, "queue removed from the worker");

@@ -388,9 +388,11 @@ impl WorkerHandle {
         self.supervisor.is_finished()
     }
 
-    /// Shuts down gracefully: stops popping at once, releases claimed jobs that have not
-    /// started, lets running handlers finish until `deadline` has passed, then stops them and
-    /// releases their jobs, and finally flushes pending acks.
+    /// Shuts down gracefully: stops popping at once, waits for the claims in flight and
+    /// releases claimed jobs that have not started, lets running handlers finish until
+    /// `deadline` has passed, then stops them and releases their jobs, and finally flushes
+    /// pending acks. The database calls that settle claimed jobs may outlast `deadline` (by at
+    /// most 5 s, when the database does not answer).
     pub async fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
         if let Some(scheduler) = self.scheduler.take() {
             scheduler.shutdown().await;
@@ -587,11 +589,6 @@ async fn supervise(
     for lane in &lanes {
         let _ = lane.stop.send_replace(true);
     }
-    // A dispatcher returns once its pop in progress has completed (its jobs are released); a
-    // pop that hangs past the deadline is dropped, and whatever it claimed is rescued later.
-    for dispatcher in dispatchers {
-        join_by(dispatcher, deadline, "dispatcher").await;
-    }
     if let Some(rescuer) = tasks.rescuer {
         join_by(rescuer, deadline, "rescuer").await;
     }
@@ -635,6 +632,13 @@ async fn supervise(
         let _ = all_slots().await;
     }
     drop(drained);
+    // A dispatcher returns once its claims in flight have come back and every job it holds
+    // unstarted is released. Those calls carry completions and leases: the handlers'
+    // deadline does not cut them short (a claim dropped after its commit would leave its jobs
+    // running until their leases expire, and the completions it carried undone).
+    for dispatcher in dispatchers {
+        join_dispatcher(dispatcher, deadline).await;
+    }
     shared.acks.stop();
     if let Err(e) = tasks.acker.await {
         tracing::error!(target: LOG_TARGET, error = %e, "worker acknowledger failed");
@@ -653,6 +657,19 @@ async fn supervise(
         "worker stopped"
     );
     report
+}
+
+/// How long after the handlers' deadline the database calls a dispatcher has in flight (its
+/// claims, the releases of the jobs it holds unstarted) may still take before they are
+/// abandoned, and their jobs left to the rescuer: only a database that does not answer takes
+/// this long.
+pub(super) const DISPATCHER_SETTLE: Duration = Duration::from_secs(5);
+
+/// Waits for a stopping dispatcher: until [`DISPATCHER_SETTLE`] after `deadline` (or after now,
+/// when the deadline has passed).
+pub(super) async fn join_dispatcher(task: JoinHandle<()>, deadline: Instant) {
+    let settle = deadline.max(Instant::now()) + DISPATCHER_SETTLE;
+    join_by(task, settle, "dispatcher").await;
 }
 
 /// Waits for a task until `deadline`, then aborts it.
