@@ -575,14 +575,15 @@ async fn an_extension_that_waits_for_a_row_lock_gets_its_full_lease(
     .await?;
     let extender = q.clone();
     let l = lease.clone();
-    let extend = tokio::spawn(async move { extender.extend(&l, Duration::from_secs(1)).await });
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let extend = tokio::spawn(async move { extender.extend(&l, Duration::from_secs(10)).await });
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
     holder.rollback().await?;
     let extended = extend.await??;
     let left = extended.expires_at - q.now().await?;
     ensure!(
-        left.num_milliseconds() > 700,
-        "the extended 1 s lease has {} ms left",
+        // A lease measured from before the lock wait would have 8 s at most.
+        left.num_milliseconds() > 8_500,
+        "the extended 10 s lease has {} ms left",
         left.num_milliseconds()
     );
     q.drop_tables().await?;
@@ -797,6 +798,9 @@ async fn a_dead_migrators_lock_row_is_taken_over_after_its_lease(
     let q = fresh(&server, |b| b.profile(queue_core::Profile::Distributed)).await?;
     ensure!(!q.capabilities().profile.advisory_locks);
     let prefix = q.table_prefix().to_owned();
+    // Before the insert: its lease runs 1.5 s from the server's time of the insert, however
+    // late the answer comes back.
+    let started = std::time::Instant::now();
     sqlx::query(in_prefix(
         "INSERT INTO {prefix}migrations (version, name, applied_at) \
          VALUES (0, ?, DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND))",
@@ -806,7 +810,6 @@ async fn a_dead_migrators_lock_row_is_taken_over_after_its_lease(
     .bind(1_500_000_i64)
     .execute(q.pool())
     .await?;
-    let started = std::time::Instant::now();
     let again = builder(&server.url, &prefix)
         .profile(queue_core::Profile::Distributed)
         .connect()

@@ -487,7 +487,10 @@ pub async fn kinds_meta_merged_under_the_lease(ctx: Ctx) -> anyhow::Result<()> {
         .push(job("k.m", json!({})).meta(&json!({"a": 1, "n": {"x": 1, "y": 1}}))?)
         .await?;
     ensure!(get(&q, id).await?.meta_value() == json!({"a": 1, "n": {"x": 1, "y": 1}}));
-    let old = pop(&q, "k.m", 1, SHORT_LEASE, "old").await?.remove(0);
+    // Long enough for the merges below to run before it expires.
+    let old = pop(&q, "k.m", 1, Duration::from_secs(2), "old")
+        .await?
+        .remove(0);
     ensure!(old.job.meta_value()["a"] == json!(1), "claimed meta");
     let merged = q
         .merge_meta(&old.lease, &json!({"n": {"y": null, "z": 2}, "b": [1, 2]}))

@@ -19,7 +19,10 @@ pub async fn expired_lease_rescued_and_redelivered(ctx: Ctx) -> anyhow::Result<(
     let q = fx.queue();
     let id = q.push(job("resc", json!("x")).max_attempts(3)).await?;
     let keep = q.push(job("resc", json!("held"))).await?;
-    let l = pop(&q, "resc", 1, SHORT_LEASE, "crashed").await?.remove(0);
+    // Long enough for the next claim and a rescue to run before it expires.
+    let l = pop(&q, "resc", 1, Duration::from_secs(2), "crashed")
+        .await?
+        .remove(0);
     ensure!(l.job.id == id);
     let held = pop(&q, "resc", 1, LONG_LEASE, "alive").await?.remove(0);
     ensure!(held.job.id == keep);

@@ -112,14 +112,15 @@ pub async fn retention_deletes_only_what_its_rules_say(ctx: Ctx) -> anyhow::Resu
         old.insert(state, make(&q, "r.old", "k", state, 2).await?);
     }
     let before = q.now().await?;
-    sleep_until_db(&q, before + chrono::Duration::milliseconds(1500)).await?;
+    // The young jobs stay younger than the age through the calls below on a loaded machine.
+    sleep_until_db(&q, before + chrono::Duration::milliseconds(4_000)).await?;
     let mut young = HashMap::new();
     for state in [JobState::Completed, JobState::Dead, JobState::Cancelled] {
         young.insert(state, make(&q, "r.young", "k", state, 1).await?);
     }
     let rules = Retention::off()
-        .delete_after(JobState::Completed, Duration::from_millis(700))
-        .delete_after(JobState::Cancelled, Duration::from_millis(700));
+        .delete_after(JobState::Completed, Duration::from_millis(2_500))
+        .delete_after(JobState::Cancelled, Duration::from_millis(2_500));
     let report = q
         .run_retention(&rules)
         .await?
@@ -362,10 +363,11 @@ pub async fn retention_deletes_the_rows_of_finished_workflows(ctx: Ctx) -> anyho
     ensure!(cancelled.changed == n as u64, "{cancelled:?}");
     let deleted = q.bulk(BulkAction::Delete, &filter("rw.many")).await?;
     ensure!(deleted.changed == n as u64, "{deleted:?}");
-    // Old enough for the rules (completed jobs after 1 s; the workflows older than that).
-    let age = Duration::from_secs(1);
+    // Old enough for the rules (completed jobs after 3 s; the workflows older than that); the
+    // young workflow stays younger through the calls below on a loaded machine.
+    let age = Duration::from_secs(3);
     let start = q.now().await?;
-    sleep_until_db(&q, start + chrono::Duration::milliseconds(2500)).await?;
+    sleep_until_db(&q, start + chrono::Duration::milliseconds(5_500)).await?;
     // A young workflow whose only job is gone already (completed, then deleted by hand).
     let young = q
         .push_workflow(Workflow::new().add("only", job("rw.young", json!("y"))))
@@ -452,7 +454,7 @@ pub async fn retention_deletes_the_rows_of_finished_workflows(ctx: Ctx) -> anyho
     // both.
     complete(&q, "rw.kept", second).await?;
     let now = q.now().await?;
-    sleep_until_db(&q, now + chrono::Duration::milliseconds(2500)).await?;
+    sleep_until_db(&q, now + chrono::Duration::milliseconds(4_500)).await?;
     let report = q
         .run_retention(&rules)
         .await?
@@ -595,10 +597,11 @@ pub async fn bulk_retry_by_age_skips_held_keys(ctx: Ctx) -> anyhow::Result<()> {
         .await?;
     ensure!(holder != u, "the key was not free after the job died");
     let cut = q.now().await?;
-    sleep_until_db(&q, cut + chrono::Duration::milliseconds(1500)).await?;
+    // The young jobs stay younger than the age through the calls below on a loaded machine.
+    sleep_until_db(&q, cut + chrono::Duration::milliseconds(4_000)).await?;
     let young = make(&q, "b.retry", "k", JobState::Dead, 2).await?;
     let f = JobFilter {
-        older_than: Some(Duration::from_millis(700)),
+        older_than: Some(Duration::from_millis(2_500)),
         ..filter("b.retry")
     };
     ensure!(q.count_matching(BulkAction::Retry, &f).await? == 4);

@@ -118,7 +118,8 @@ pub async fn a_job_behind_the_position_is_claimed_soon(ctx: Ctx) -> anyhow::Resu
         // Elsewhere a claim waits for the locked row (or the write lock) instead of passing it.
         return Err(ctx.skip("only a claim that skips locked rows passes a job"));
     }
-    let ids = push_n(&q, "pos", 60).await?;
+    // A backlog that outlasts the wait below at one claim per 100 ms.
+    let ids = push_n(&q, "pos", 200).await?;
     let Some(held) = fx.lock_job(ids[0]).await? else {
         return Err(ctx.skip("the backend cannot hold a job's row from another transaction"));
     };
@@ -131,7 +132,7 @@ pub async fn a_job_behind_the_position_is_claimed_soon(ctx: Ctx) -> anyhow::Resu
     let started = Instant::now();
     let mut claimed = first.clone();
     let mut found = false;
-    while started.elapsed() < Duration::from_secs(5) {
+    while started.elapsed() < Duration::from_secs(15) {
         let got = pop(&q, "pos", 1, LONG_LEASE, "w1").await?;
         ensure!(
             !got.is_empty(),
@@ -144,11 +145,11 @@ pub async fn a_job_behind_the_position_is_claimed_soon(ctx: Ctx) -> anyhow::Resu
             found = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     ensure!(
         found,
-        "the passed job was not claimed within 5 s ({} other jobs were)",
+        "the passed job was not claimed within 15 s ({} other jobs were)",
         claimed.len()
     );
     let j = expect_state(&q, ids[0], JobState::Running).await?;

@@ -216,9 +216,12 @@ pub async fn runtime_queue_removed_queue_loses_nothing(ctx: Ctx) -> anyhow::Resu
         })
         .build()?
         .start();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Some jobs done (however slow the machine), the long ones running.
+    let mid = wait_for_stats(&q, "rq.r", Duration::from_secs(20), |s| s.completed >= 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let t = Instant::now();
     handle.remove_queue("rq.r").await?;
+    mid?;
     let took = t.elapsed();
     let removed = wait_for_stats(&q, "rq.r", Duration::ZERO, |_| true).await?;
     let late = q.push(job("rq.r", json!("late"))).await?;

@@ -43,8 +43,9 @@ pub async fn push_wakes_waiter_in_process(ctx: Ctx) -> anyhow::Result<()> {
         .await
         .context("the waiter never woke")???;
     let latency = woke.saturating_duration_since(pushed);
+    // Well inside the waiter's 10 s wait, and loose enough for a loaded machine.
     ensure!(
-        latency < Duration::from_secs(1),
+        latency < Duration::from_secs(3),
         "woke {latency:?} after the push"
     );
     Ok(())
@@ -53,8 +54,8 @@ pub async fn push_wakes_waiter_in_process(ctx: Ctx) -> anyhow::Result<()> {
 /// A waiter on queue value A sees a push made through a separate queue value B (its own pool,
 /// as another process): within milliseconds where the database delivers notifications
 /// (`Wakeups::ListenNotify`), otherwise by its next poll. The waiter polls every
-/// `poll`; it must find the job within `poll` plus a second either way, and with notifications
-/// within a second although its poll interval is ten.
+/// `poll`; it must find the job within `poll` plus two seconds without notifications, and with
+/// them within three seconds although its poll interval is ten.
 pub async fn a_push_reaches_a_waiter_in_another_process(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
     let a = fx.queue();
@@ -88,9 +89,9 @@ pub async fn a_push_reaches_a_waiter_in_another_process(ctx: Ctx) -> anyhow::Res
         .context("the waiter on A never found B's job")???;
     let latency = woke.saturating_duration_since(pushed);
     let bound = if notified {
-        Duration::from_secs(1)
+        Duration::from_secs(3)
     } else {
-        poll + Duration::from_secs(1)
+        poll + Duration::from_secs(2)
     };
     ensure!(
         latency < bound,

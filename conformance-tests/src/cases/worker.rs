@@ -61,8 +61,11 @@ pub async fn worker_graceful_shutdown_loses_nothing(ctx: Ctx) -> anyhow::Result<
         })
         .build()?
         .start();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Mid-way: some jobs done (however slow the machine), the long ones running.
+    let mid = wait_for_stats(&q, "gs", Duration::from_secs(20), |s| s.completed >= 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let report = handle.shutdown(Duration::from_millis(300)).await;
+    mid?;
     ensure!(
         report.all_settled(),
         "the worker left claimed jobs unsettled: {report:?}"
@@ -155,9 +158,9 @@ pub async fn worker_panic_recorded_as_failure(ctx: Ctx) -> anyhow::Result<()> {
 /// A job running far longer than its lease is kept alive by the heartbeat: the rescuer (the
 /// worker's own and another one) never takes it, and it completes on its first attempt.
 ///
-/// The job runs for three leases. Each extension has the lease less one heartbeat (800 ms) to
-/// land, which a loaded two-core machine running other cases beside this one gives it; 300 ms
-/// was not always enough there.
+/// The job runs for two and a half leases. Each extension has the lease less one heartbeat
+/// (1.8 s) to land, which a loaded two-core machine running other cases beside this one gives
+/// it; 300 ms was not always enough there.
 pub async fn worker_heartbeat_keeps_long_job(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
     let q = fx.queue();
@@ -165,12 +168,12 @@ pub async fn worker_heartbeat_keeps_long_job(ctx: Ctx) -> anyhow::Result<()> {
     let id = q.push(job("hb", json!("long"))).await?;
     let handle = Worker::builder(q.clone(), "hb")
         .concurrency(1)
-        .lease(Duration::from_millis(1_000))
+        .lease(Duration::from_millis(2_000))
         .heartbeat(Duration::from_millis(200))
         .poll_interval(Duration::from_millis(10), Duration::from_millis(100))
         .rescue_interval(Some(Duration::from_millis(100)))
         .handler_fn(|_ctx: JobContext| async move {
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
             Ok::<(), JobError>(())
         })
         .build()?
@@ -178,7 +181,7 @@ pub async fn worker_heartbeat_keeps_long_job(ctx: Ctx) -> anyhow::Result<()> {
     // Another process's rescuer runs too.
     let t = Instant::now();
     let mut rescued = 0;
-    while t.elapsed() < Duration::from_millis(3_600) {
+    while t.elapsed() < Duration::from_millis(5_600) {
         rescued += other.rescue_expired().await?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
