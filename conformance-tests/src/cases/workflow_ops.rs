@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context as _};
 use queue_core::{
     BatchCounts, BulkAction, Dep, Error, Failure, JobFilter, JobId, JobState, Queue, Retention,
-    Workflow, WorkflowId,
+    ServerKind, Workflow, WorkflowId,
 };
 use serde_json::json;
 
@@ -419,10 +419,20 @@ pub async fn workflow_block_and_retry_race(ctx: Ctx) -> anyhow::Result<()> {
     // Wait until a's death is committed, read through another pool. Where the database has
     // one write lock (SQLite, the in-memory store: there a read waits for it too), the failure
     // itself waits for the lock, a's death is never seen here, and what follows runs in some
-    // serial order.
+    // serial order. Elsewhere the death must be seen, or the race was not run.
+    let single_writer = matches!(
+        q.capabilities().profile.server,
+        ServerKind::Sqlite | ServerKind::Memory
+    );
+    let (wait, read_timeout) = if single_writer {
+        (Duration::from_secs(2), Duration::from_millis(50))
+    } else {
+        (Duration::from_secs(20), Duration::from_secs(2))
+    };
+    let waiting = std::time::Instant::now();
     let mut dead = false;
-    for _ in 0..40 {
-        let read = tokio::time::timeout(Duration::from_millis(50), q2.get(a)).await;
+    while waiting.elapsed() < wait {
+        let read = tokio::time::timeout(read_timeout, q2.get(a)).await;
         if let Ok(job) = read {
             if job?.is_some_and(|j| j.state == JobState::Dead) {
                 dead = true;
@@ -431,6 +441,10 @@ pub async fn workflow_block_and_retry_race(ctx: Ctx) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    ensure!(
+        dead || single_writer,
+        "a's death was not seen committed within {wait:?}: the race was not run"
+    );
     // Time for the settling to read a dead and reach c's lock.
     tokio::time::sleep(Duration::from_millis(200)).await;
     // The retry of a, meanwhile.
