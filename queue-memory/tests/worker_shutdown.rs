@@ -169,9 +169,16 @@ async fn shutdown_does_not_wait_long_past_the_deadline_for_a_hanging_pop() {
     db.faults
         .latency(Statement::JobClaim, Duration::from_secs(3600));
     db.push_n(5, json!({})).await;
-    let handle = db.builder().handler_fn(noop()).build().unwrap().start();
+    // Two queues, each with its claim hanging: one wait for both.
+    let handle = db
+        .builder()
+        .queue("second", 2)
+        .handler_fn(noop())
+        .build()
+        .unwrap()
+        .start();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(db.faults.running(Statement::JobClaim), 1);
+    assert_eq!(db.faults.running(Statement::JobClaim), 2);
     let report = handle.shutdown(Duration::from_secs(2)).await;
     // The handlers' deadline, then five seconds for the database calls in flight.
     assert!(report.elapsed < Duration::from_secs(8), "{report:?}");

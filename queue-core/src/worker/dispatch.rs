@@ -409,8 +409,13 @@ impl Dispatcher {
         }
     }
 
-    /// At shutdown: waits for the claims in flight and releases every job not started.
+    /// At shutdown: releases every job not started, those buffered at once and each claim's
+    /// in flight as it returns (a slow claim does not hold back the others' releases).
     async fn finish(mut self) {
+        let unstarted: Vec<Leased> = self.buffer.drain(..).map(|b| b.leased).collect();
+        if !unstarted.is_empty() {
+            release_all(&self.shared, unstarted).await;
+        }
         while let Some(done) = self.claims.join_next().await {
             if let Ok(claimed) = done {
                 self.asked -= claimed.asked;
@@ -426,16 +431,11 @@ impl Dispatcher {
                 };
                 if let Ok(jobs) = result {
                     self.shared.counters.add_claim(jobs.len() as u64);
-                    self.buffer.extend(jobs.into_iter().map(|leased| Buffered {
-                        leased,
-                        claimed_at: claimed.started,
-                    }));
+                    if !jobs.is_empty() {
+                        release_all(&self.shared, jobs).await;
+                    }
                 }
             }
-        }
-        let unstarted: Vec<Leased> = self.buffer.drain(..).map(|b| b.leased).collect();
-        if !unstarted.is_empty() {
-            release_all(&self.shared, unstarted).await;
         }
     }
 }

@@ -34,9 +34,9 @@
 //! - **Graceful shutdown**: popping stops at once; claims in flight are awaited and jobs
 //!   claimed but not started are released; running handlers get until the deadline, then are
 //!   stopped and their jobs released; pending acks are flushed. The deadline is the handlers':
-//!   the database calls that settle claimed jobs are not cut short by it (only one that takes
-//!   5 s past it is abandoned). Every claimed job ends completed, failed, or released (or,
-//!   after a database error, left to the rescuer).
+//!   the database calls that settle claimed jobs are not cut short by it (only those still
+//!   running 5 s after the handlers have stopped are abandoned). Every claimed job ends
+//!   completed, failed, or released (or, after a database error, left to the rescuer).
 //! - **Panics** in handlers are caught and recorded as retryable failures, and so is a handler
 //!   that outlives the optional `job_timeout` (it is stopped).
 //! - **Wake-ups**: after an empty pop the worker waits in [`Queue::wait_for_work`] for an

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::builder::check_concurrency;
-use super::runtime::{join_dispatcher, Lane, WorkerHandle};
+use super::runtime::{join_by, settle_deadline, Lane, WorkerHandle};
 use super::QueueConfig;
 use crate::error::Result;
 use crate::validate;
@@ -78,7 +78,7 @@ impl WorkerHandle {
         }
         // Its claims in flight come back and what they claimed is released.
         if let Some(dispatcher) = dispatcher {
-            join_dispatcher(dispatcher, deadline).await;
+            join_by(dispatcher, settle_deadline(deadline), "dispatcher").await;
         }
         self.shared.forget_lane(&lane);
         tracing::info!(target: super::LOG_TARGET, queue = %name, "queue removed from the worker");

@@ -391,8 +391,8 @@ impl WorkerHandle {
     /// Shuts down gracefully: stops popping at once, waits for the claims in flight and
     /// releases claimed jobs that have not started, lets running handlers finish until
     /// `deadline` has passed, then stops them and releases their jobs, and finally flushes
-    /// pending acks. The database calls that settle claimed jobs may outlast `deadline` (by at
-    /// most 5 s, when the database does not answer).
+    /// pending acks. The database calls that settle claimed jobs may outlast `deadline` (up to
+    /// 5 s after the handlers have stopped, when the database does not answer).
     pub async fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
         if let Some(scheduler) = self.scheduler.take() {
             scheduler.shutdown().await;
@@ -636,8 +636,9 @@ async fn supervise(
     // unstarted is released. Those calls carry completions and leases: the handlers'
     // deadline does not cut them short (a claim dropped after its commit would leave its jobs
     // running until their leases expire, and the completions it carried undone).
+    let settle = settle_deadline(deadline);
     for dispatcher in dispatchers {
-        join_dispatcher(dispatcher, deadline).await;
+        join_by(dispatcher, settle, "dispatcher").await;
     }
     shared.acks.stop();
     if let Err(e) = tasks.acker.await {
@@ -659,17 +660,16 @@ async fn supervise(
     report
 }
 
-/// How long after the handlers' deadline the database calls a dispatcher has in flight (its
-/// claims, the releases of the jobs it holds unstarted) may still take before they are
-/// abandoned, and their jobs left to the rescuer: only a database that does not answer takes
-/// this long.
+/// How long after the handlers have stopped (by the deadline, or once the aborted ones have
+/// released their jobs) the database calls the dispatchers have in flight (their claims, the
+/// releases of the jobs they hold unstarted) may still take before they are abandoned, and
+/// their jobs left to the rescuer: only a database that does not answer takes this long.
 pub(super) const DISPATCHER_SETTLE: Duration = Duration::from_secs(5);
 
-/// Waits for a stopping dispatcher: until [`DISPATCHER_SETTLE`] after `deadline` (or after now,
-/// when the deadline has passed).
-pub(super) async fn join_dispatcher(task: JoinHandle<()>, deadline: Instant) {
-    let settle = deadline.max(Instant::now()) + DISPATCHER_SETTLE;
-    join_by(task, settle, "dispatcher").await;
+/// Until when the stopping dispatchers are waited for: [`DISPATCHER_SETTLE`] after `deadline`,
+/// or after now when the deadline has passed. One instant for all of them.
+pub(super) fn settle_deadline(deadline: Instant) -> Instant {
+    deadline.max(Instant::now()) + DISPATCHER_SETTLE
 }
 
 /// Waits for a task until `deadline`, then aborts it.
