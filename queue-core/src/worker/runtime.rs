@@ -664,7 +664,7 @@ async fn supervise(
 /// released their jobs) the database calls the dispatchers have in flight (their claims, the
 /// releases of the jobs they hold unstarted) may still take before they are abandoned, and
 /// their jobs left to the rescuer: only a database that does not answer takes this long.
-pub(super) const DISPATCHER_SETTLE: Duration = Duration::from_secs(5);
+const DISPATCHER_SETTLE: Duration = Duration::from_secs(5);
 
 /// Until when the stopping dispatchers are waited for: [`DISPATCHER_SETTLE`] after `deadline`,
 /// or after now when the deadline has passed. One instant for all of them.
