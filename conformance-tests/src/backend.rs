@@ -122,6 +122,12 @@ pub trait SqlBackend: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// The shortest retention rule the queues this backend connects accept (see
+    /// [`Fixture::retention_floor`]); `None`: any.
+    fn retention_floor() -> Option<std::time::Duration> {
+        None
+    }
+
     /// Locks the row of job `id` inside `tx` (see [`Fixture::lock_job`]): a locking read, or
     /// where the database has one write lock, a write that takes it.
     async fn lock_job(
@@ -249,6 +255,10 @@ impl<B: SqlBackend> Fixture for SqlFixture<B> {
 
     async fn migrate_previous_schema(&self) -> anyhow::Result<bool> {
         B::migrate_previous_schema(&self.queue).await
+    }
+
+    fn retention_floor(&self) -> Option<std::time::Duration> {
+        B::retention_floor()
     }
 
     async fn lock_job(&self, id: JobId) -> anyhow::Result<Option<Box<dyn HeldLock>>> {

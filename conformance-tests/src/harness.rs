@@ -169,6 +169,13 @@ pub trait Fixture: Send + Sync + 'static {
     async fn migrate_previous_schema(&self) -> anyhow::Result<bool> {
         Ok(false)
     }
+
+    /// The shortest retention rule the queue under test accepts, where it has one (PostgreSQL
+    /// with finished partitions refuses a rule shorter than a partition): the cases whose
+    /// rules are seconds long show as ignored there.
+    fn retention_floor(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// A lock [`Fixture::lock_job`] holds.

@@ -12,7 +12,9 @@
 -- The literal states repeat the partial indexes' predicates, so that a generic plan can prove
 -- they apply. oldest_due: the run_at of the queue's longest-waiting available job
 -- (NULL: none), read in the same pass as the pending counts. A queue with only waiting jobs is
--- listed too.
+-- listed too. Finished jobs kept apart (jobs_done, finished partitions) are counted the same
+-- way along its index (jobs_done_queue_idx), their queues found by a skip scan of it, each
+-- count's cap over both tables.
 WITH RECURSIVE finished_queues (queue) AS (
     SELECT CASE WHEN $1::text IS NULL
                 THEN (SELECT queue FROM {schema}.jobs
@@ -29,6 +31,24 @@ WITH RECURSIVE finished_queues (queue) AS (
             WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
             ORDER BY j.queue LIMIT 1)
     FROM finished_queues f
+    WHERE f.queue IS NOT NULL AND $1::text IS NULL
+),
+done_queues (queue) AS (
+    SELECT CASE WHEN $1::text IS NULL
+                THEN (SELECT queue FROM {schema}.jobs_done
+                      WHERE state IN ('completed', 'dead', 'cancelled')
+                      ORDER BY queue LIMIT 1)
+                ELSE (SELECT n.queue
+                      FROM (SELECT queue FROM {schema}.jobs_done
+                            WHERE state IN ('completed', 'dead', 'cancelled') AND queue >= $1
+                            ORDER BY queue LIMIT 1) n
+                      WHERE n.queue = $1)
+           END
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobs_done j
+            WHERE j.state IN ('completed', 'dead', 'cancelled') AND j.queue > f.queue
+            ORDER BY j.queue LIMIT 1)
+    FROM done_queues f
     WHERE f.queue IS NOT NULL AND $1::text IS NULL
 ),
 live (queue, available, scheduled, running, waiting, oldest_due) AS (
@@ -51,6 +71,8 @@ live (queue, available, scheduled, running, waiting, oldest_due) AS (
 queues (queue) AS (
     SELECT queue FROM finished_queues WHERE queue IS NOT NULL
     UNION
+    SELECT queue FROM done_queues WHERE queue IS NOT NULL
+    UNION
     SELECT queue FROM live
 )
 SELECT q.queue,
@@ -59,14 +81,26 @@ SELECT q.queue,
        coalesce((SELECT sum(scheduled) FROM live l WHERE l.queue = q.queue), 0)::bigint AS scheduled,
        coalesce((SELECT sum(running) FROM live l WHERE l.queue = q.queue), 0)::bigint AS running,
        (SELECT min(oldest_due) FROM live l WHERE l.queue = q.queue) AS oldest_due,
-       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
-        WHERE queue = q.queue AND state = 'completed'
-          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS completed,
-       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
-        WHERE queue = q.queue AND state = 'dead'
-          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS dead,
-       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs
-        WHERE queue = q.queue AND state = 'cancelled'
-          AND state IN ('completed', 'dead', 'cancelled') LIMIT $2) c) AS cancelled
+       (SELECT count(*) FROM (SELECT 1 FROM (
+            (SELECT 1 FROM {schema}.jobs
+             WHERE queue = q.queue AND state = 'completed'
+               AND state IN ('completed', 'dead', 'cancelled') LIMIT $2)
+            UNION ALL
+            (SELECT 1 FROM {schema}.jobs_done
+             WHERE queue = q.queue AND state = 'completed' LIMIT $2)) u LIMIT $2) c) AS completed,
+       (SELECT count(*) FROM (SELECT 1 FROM (
+            (SELECT 1 FROM {schema}.jobs
+             WHERE queue = q.queue AND state = 'dead'
+               AND state IN ('completed', 'dead', 'cancelled') LIMIT $2)
+            UNION ALL
+            (SELECT 1 FROM {schema}.jobs_done
+             WHERE queue = q.queue AND state = 'dead' LIMIT $2)) u LIMIT $2) c) AS dead,
+       (SELECT count(*) FROM (SELECT 1 FROM (
+            (SELECT 1 FROM {schema}.jobs
+             WHERE queue = q.queue AND state = 'cancelled'
+               AND state IN ('completed', 'dead', 'cancelled') LIMIT $2)
+            UNION ALL
+            (SELECT 1 FROM {schema}.jobs_done
+             WHERE queue = q.queue AND state = 'cancelled' LIMIT $2)) u LIMIT $2) c) AS cancelled
 FROM queues q
 ORDER BY q.queue

@@ -34,6 +34,7 @@ pub struct PostgresQueueBuilder {
     listen_url: Option<String>,
     profile: Profile,
     transaction_pooler: bool,
+    finished_partitions: Option<Duration>,
 }
 
 impl fmt::Debug for PostgresQueueBuilder {
@@ -48,6 +49,7 @@ impl fmt::Debug for PostgresQueueBuilder {
             .field("listen_url", &self.listen_url.as_deref().map(redact_url))
             .field("profile", &self.profile)
             .field("transaction_pooler", &self.transaction_pooler)
+            .field("finished_partitions", &self.finished_partitions)
             .finish()
     }
 }
@@ -64,6 +66,7 @@ impl PostgresQueueBuilder {
             listen_url: None,
             profile: Profile::Detect,
             transaction_pooler: false,
+            finished_partitions: None,
         }
     }
 
@@ -147,8 +150,42 @@ impl PostgresQueueBuilder {
         self
     }
 
+    /// Keeps finished jobs in time partitions of `every` (a whole number of hours, from one
+    /// hour to seven days; a day is the usual choice), turned on by the next
+    /// [`migrate`](queue_core::Queue::migrate) of this queue, once for the schema. Completed,
+    /// dead and cancelled jobs then move to a table partitioned by state and by finish time,
+    /// and retention drops whole partitions instead of deleting rows: a round over millions of
+    /// finished jobs takes milliseconds and leaves no dead rows behind. Jobs that need their
+    /// row beside the live ones stay where they are, deleted by rows as before: the steps of a
+    /// workflow (a workflow goes as a whole) and jobs whose uniqueness covers the state they
+    /// finished in. Reads (`get`, `list`, stats, bulk actions, the dashboard) see both.
+    ///
+    /// Turning it on is online: it makes new tables and touches no row; the finished jobs
+    /// already there stay where they are and go by rows as they age. A retention rule must then
+    /// be at least `every` (a partition goes when its newest job is old enough, so a job is
+    /// kept for up to `every` longer than its rule). The interval is chosen once: a later
+    /// migration with another interval fails and changes nothing; one without this option
+    /// leaves the partitions on. Processes that connected before it was turned on finish jobs
+    /// in place until they read the layout again (within a minute), which is correct, only not
+    /// partitioned. See the PostgreSQL guide (`docs/guide/postgres-partitions.md`).
+    pub fn finished_partitions(mut self, every: Duration) -> Self {
+        self.finished_partitions = Some(every);
+        self
+    }
+
     fn check(&self) -> Result<(ClaimStrategy, Target, Option<Target>)> {
         validate::identifier("schema", &self.schema)?;
+        if let Some(every) = self.finished_partitions {
+            const HOUR: u64 = 3600;
+            let secs = every.as_secs();
+            if every.subsec_nanos() != 0 || secs % HOUR != 0 || !(1..=168).contains(&(secs / HOUR))
+            {
+                return Err(Error::invalid(
+                    "finished_partitions",
+                    "must be a whole number of hours from 1 hour to 7 days",
+                ));
+            }
+        }
         let claim = self.common.validate(
             "PostgreSQL",
             &[ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic],
@@ -329,6 +366,8 @@ impl PostgresQueueBuilder {
             pinned,
             pooler_hint: std::sync::Once::new(),
             setup,
+            partitions: self.finished_partitions,
+            layout: Default::default(),
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),

@@ -10,6 +10,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::sql::Statements;
 
+/// The migration that makes `jobs_done` and `jobs_all`, which finished partitions need.
+pub(crate) const FINISHED_JOBS: i64 = 16;
+
 /// Every migration, oldest first. Append only: an applied migration never changes.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -86,6 +89,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 15,
         name: "workflows_by_age",
         sql: include_str!("../migrations/0015_workflows_by_age.sql"),
+    },
+    Migration {
+        version: FINISHED_JOBS,
+        name: "finished_jobs",
+        sql: include_str!("../migrations/0016_finished_jobs.sql"),
     },
 ];
 

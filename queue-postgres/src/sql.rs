@@ -29,11 +29,17 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
         // migration_unlock: the advisory lock is transaction-scoped and ends with the migration
         // transaction (see README). session_setup: run on each new connection of the pool, not a
-        // statement of the catalogue.
+        // statement of the catalogue. finished_partitions and migration_partitions(_enable):
+        // PostgreSQL's finished partitions (see migration_partitions).
         queue_core::engine::statements::check_directory(
             &dir,
             &["migration_unlock"],
-            &["session_setup"],
+            &[
+                "session_setup",
+                "finished_partitions",
+                "migration_partitions",
+                "migration_partitions_enable",
+            ],
         )
         .unwrap();
     }

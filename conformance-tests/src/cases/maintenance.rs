@@ -100,6 +100,7 @@ fn filter(queue: &str) -> JobFilter {
 /// within the interval does not run.
 pub async fn retention_deletes_only_what_its_rules_say(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let mut old = HashMap::new();
     for state in [
@@ -160,6 +161,7 @@ pub async fn retention_deletes_only_what_its_rules_say(ctx: Ctx) -> anyhow::Resu
 /// one runs, and it deletes every expired job (more than one statement's worth) once.
 pub async fn retention_runs_once_across_processes(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let q2 = fx.another().await?;
     let n = 5_500;
@@ -264,6 +266,7 @@ pub async fn gauge_lease_has_one_holder_at_a_time(ctx: Ctx) -> anyhow::Result<()
 /// A worker runs retention by itself: the jobs it completes are deleted by its rules.
 pub async fn retention_by_the_worker(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let ids = many(&q, "r.worker", 20).await?;
     let keep = make(&q, "r.kept", "k", JobState::Dead, 1).await?;
@@ -324,6 +327,7 @@ async fn complete(q: &Arc<dyn Queue>, queue: &str, id: JobId) -> anyhow::Result<
 /// hand, and deletes each of those in a later round once it qualifies.
 pub async fn retention_deletes_the_rows_of_finished_workflows(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     // A chain run to completion: both jobs pruned by age, then its rows.
     let done = q
@@ -477,6 +481,7 @@ pub async fn retention_deletes_the_rows_of_finished_workflows(ctx: Ctx) -> anyho
 /// Bad rules are refused before the lease row is touched: a valid round runs right after.
 pub async fn retention_bad_rules_store_nothing(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let done = make(&q, "r.bad", "k", JobState::Completed, 1).await?;
     for (rules, field) in [

@@ -206,6 +206,20 @@ pub async fn sleep_until_db(
     bail!("the database clock never passed {at}")
 }
 
+/// Ends a case whose retention rules are seconds long where the queue under test refuses
+/// rules that short ([`Fixture::retention_floor`](crate::Fixture::retention_floor): PostgreSQL
+/// with finished partitions): it shows as ignored, with why.
+pub fn seconds_of_retention(ctx: &crate::Ctx, fx: &dyn crate::Fixture) -> anyhow::Result<()> {
+    match fx.retention_floor() {
+        Some(floor) => Err(ctx.skip(&format!(
+            "retention rules of seconds are refused here (the shortest is {} s, a finished \
+             partition): retention by partitions has cases of its own",
+            floor.as_secs()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Polls `check` every 50 ms until it returns `Some`, or fails after `within`.
 pub async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> anyhow::Result<T>
 where

@@ -203,6 +203,7 @@ pub async fn workflow_retry_of_a_step_waits_for_its_dependencies(ctx: Ctx) -> an
 /// finished longer than its state's age, the whole workflow goes at once.
 pub async fn workflow_retention_keeps_steps_a_retry_can_revive(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let p = q
         .push_workflow(
@@ -266,6 +267,7 @@ pub async fn workflow_retention_keeps_steps_a_retry_can_revive(ctx: Ctx) -> anyh
 /// reads every output and the batch's callback counts every member.
 pub async fn workflow_retention_keeps_outputs_a_waiting_step_needs(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let p = q
         .push_workflow(
@@ -565,6 +567,7 @@ pub async fn workflow_deleting_a_dependency_cancels_its_dependents(ctx: Ctx) -> 
 /// with time-ordered ids are.
 pub async fn workflow_retention_prunes_workflows_of_any_id(ctx: Ctx) -> anyhow::Result<()> {
     let fx = ctx.fixture().await?;
+    super::seconds_of_retention(&ctx, &*fx)?;
     let q = fx.queue();
     let ids = [
         WorkflowId(uuid::Uuid::max()),

@@ -290,6 +290,7 @@ impl<D: Driver> Engine<D> {
             older_than: req.older_than,
             queue: req.queue.as_deref(),
             limit: PRUNE_CHUNK,
+            retention: false,
         };
         // Whole workflows first (their jobs go together, every one matching), and only when
         // every queue is pruned: a workflow may span queues.

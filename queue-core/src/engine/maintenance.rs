@@ -326,6 +326,7 @@ impl<D: Driver> Engine<D> {
                 older_than: after,
                 queue: None,
                 limit: PRUNE_CHUNK,
+                retention: true,
             };
             loop {
                 if Instant::now() >= deadline {

@@ -313,19 +313,38 @@ impl<D: Driver> Engine<D> {
     /// [`Error::Unavailable`] or [`Error::Database`].
     #[doc(hidden)]
     pub async fn migrate_until(&self, version: i64) -> Result<()> {
+        self.migrate_where(|v| v <= version).await
+    }
+
+    /// Applies every migration but those listed, leaving the schema as one that a later
+    /// [`Engine::migrate`] brings up to date: for tests that upgrade a database whose jobs
+    /// table lacks only the listed migrations. Applications call [`Engine::migrate`].
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] or [`Error::Database`].
+    #[doc(hidden)]
+    pub async fn migrate_skipping(&self, versions: &[i64]) -> Result<()> {
+        self.migrate_where(|v| !versions.contains(&v)).await
+    }
+
+    async fn migrate_where(&self, wanted: impl Fn(i64) -> bool + Send + Sync) -> Result<()> {
         let d = self.driver();
         let mut m = d.migration_lock().await.map_err(|e| self.error(e))?;
-        let applied = self.apply_missing(&mut m, version).await;
+        let applied = self.apply_missing(&mut m, &wanted).await;
         let unlocked = d.migration_unlock(m, applied.is_ok()).await;
         applied?;
         unlocked.map_err(|e| self.error(e))
     }
 
-    async fn apply_missing(&self, m: &mut D::Migrator, until: i64) -> Result<()> {
+    async fn apply_missing(
+        &self,
+        m: &mut D::Migrator,
+        wanted: &(impl Fn(i64) -> bool + Send + Sync),
+    ) -> Result<()> {
         let d = self.driver();
         let applied = d.migration_applied(m).await.map_err(|e| self.error(e))?;
         for migration in d.migrations() {
-            if applied.contains(&migration.version) || migration.version > until {
+            if applied.contains(&migration.version) || !wanted(migration.version) {
                 continue;
             }
             d.migration_apply(m, migration)

@@ -90,12 +90,35 @@ queue_core::sqlx_lifecycle! {
         Ok(())
     }
 
-    async fn migration_unlock(&self, m: Self::Migrator, commit: bool) -> Result<(), sqlx::Error> {
-        if commit {
-            m.commit().await
-        } else {
-            m.rollback().await
+    async fn migration_unlock(
+        &self,
+        mut m: Self::Migrator,
+        commit: bool,
+    ) -> Result<(), sqlx::Error> {
+        // What the layout was read as may change with this migration.
+        self.layout.forget();
+        if !commit {
+            return m.rollback().await;
         }
+        if let Some(every) = self.partitions {
+            // Finished partitions are turned on in the same transaction, once the migration
+            // that makes jobs_done has been applied (a partial migration leaves them for later).
+            let applied: Vec<i64> = sqlx::query_scalar(self.sql.migration_applied.clone())
+                .persistent(self.named())
+                .fetch_all(&mut *m)
+                .await?;
+            if applied.contains(&crate::migrate::FINISHED_JOBS) {
+                sqlx::raw_sql(self.sql.migration_partitions.clone())
+                    .execute(&mut *m)
+                    .await?;
+                sqlx::query(self.sql.migration_partitions_enable.clone())
+                    .persistent(self.named())
+                    .bind(i64::try_from(every.as_secs()).unwrap_or(i64::MAX))
+                    .execute(&mut *m)
+                    .await?;
+            }
+        }
+        m.commit().await
     }
 
     async fn now(&self) -> Result<DateTime<Utc>, sqlx::Error> {

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::pinned::on_pool;
 
-use super::rows::{limit, signed, unsigned};
+use super::rows::{count, limit, signed, unsigned};
 use super::PgDriver;
 
 #[async_trait]
@@ -40,6 +40,19 @@ impl Maintenance for PgDriver {
     async fn job_rescue(&self, p: JobRescue<'_>) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = p.jobs.iter().map(|(id, _)| id.0).collect();
         let tokens: Vec<Uuid> = p.jobs.iter().map(|(_, t)| *t).collect();
+        if self.moves().await {
+            let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+                self.sql.job_rescue_move.clone()
+            )
+            .persistent(self.named())
+            .bind(&ids)
+            .bind(&tokens)
+            .bind(p.dead)
+            .bind(p.error)
+            .bind(signed(p.errors_kept))
+            .fetch_one(e))?;
+            return Ok(count(n));
+        }
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_rescue.clone())
             .persistent(self.named())
             .bind(&ids)
@@ -52,6 +65,23 @@ impl Maintenance for PgDriver {
     }
 
     async fn job_prune(&self, p: JobPrune<'_>) -> Result<u64, sqlx::Error> {
+        // Finished jobs kept apart first: whole partitions for retention, rows otherwise.
+        let mut apart = 0;
+        if self.moves().await {
+            for state in p.states {
+                let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+                    self.sql.job_prune_partitions.clone()
+                )
+                .persistent(self.named())
+                .bind(state.as_str())
+                .bind(micros(p.older_than))
+                .bind(p.queue)
+                .bind(limit(p.limit))
+                .bind(p.retention)
+                .fetch_one(e))?;
+                apart += count(n);
+            }
+        }
         let states: Vec<&str> = p.states.iter().map(|s| s.as_str()).collect();
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_prune.clone())
             .persistent(self.named())
@@ -60,7 +90,7 @@ impl Maintenance for PgDriver {
             .bind(p.queue)
             .bind(limit(p.limit))
             .execute(e))?;
-        Ok(done.rows_affected())
+        Ok(apart + done.rows_affected())
     }
 
     async fn maintenance_claim(

@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Row};
 use crate::copy::copy_rows;
 use crate::listen::Listener;
 use crate::nodes::Nodes;
+use crate::pinned::on_pool;
 use crate::sql::Statements;
 
 use rows::{count, limit, signed};
@@ -58,9 +59,64 @@ pub struct PgDriver {
     /// What each new connection gets; says whether they have Nagle's algorithm off, which
     /// `COPY` needs.
     pub(crate) setup: std::sync::Arc<crate::nodes::Setup>,
+    /// The interval of finished partitions a migration turns on (`None`: a migration leaves
+    /// the layout as it is).
+    pub(crate) partitions: Option<Duration>,
+    /// Whether the database keeps finished jobs in partitions, as last read.
+    pub(crate) layout: Layout,
+}
+
+/// How long the driver trusts what it read of the layout: a process learns within this that
+/// another one's migration turned finished partitions on.
+const LAYOUT_FRESH: Duration = Duration::from_secs(60);
+
+/// Whether finished jobs move to `jobs_done` (finished partitions are on), read from the
+/// database on first use and again once [`LAYOUT_FRESH`] has passed. Until it is known, and
+/// when it cannot be read (a schema not yet migrated), jobs finish in place: correct in either
+/// layout, since every read of finished jobs reads both tables and retention prunes both.
+#[derive(Debug, Default)]
+pub(crate) struct Layout {
+    read: std::sync::Mutex<Option<(bool, std::time::Instant)>>,
+}
+
+impl Layout {
+    fn known(&self) -> Option<bool> {
+        let read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        read.filter(|(_, at)| at.elapsed() < LAYOUT_FRESH)
+            .map(|(moves, _)| moves)
+    }
+
+    fn set(&self, moves: bool) {
+        *self.read.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((moves, std::time::Instant::now()));
+    }
+
+    /// Forgets what was read: after a migration, which may have changed it.
+    pub(crate) fn forget(&self) {
+        *self.read.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 impl PgDriver {
+    /// Whether finished jobs move to `jobs_done` (see [`Layout`]).
+    async fn moves(&self) -> bool {
+        if let Some(moves) = self.layout.known() {
+            return moves;
+        }
+        let read: Result<Option<i64>, sqlx::Error> = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.finished_partitions.clone()
+        )
+        .persistent(self.named())
+        .fetch_optional(e));
+        match read {
+            Ok(interval) => {
+                self.layout.set(interval.is_some());
+                interval.is_some()
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Whether statements are prepared by name and kept on the connection (not behind a pooler
     /// in transaction mode, whose server connections other clients share: see `pinned`).
     fn named(&self) -> bool {
@@ -236,7 +292,12 @@ impl PgDriver {
         conn: &mut PgConnection,
         p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(self.sql.job_complete.clone())
+        let sql = if self.moves().await {
+            &self.sql.job_complete_move
+        } else {
+            &self.sql.job_complete
+        };
+        let done = sqlx::query(sql.clone())
             .persistent(self.named())
             .bind(p.lease.job_id.0)
             .bind(p.lease.token)

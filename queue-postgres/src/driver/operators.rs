@@ -17,6 +17,15 @@ use super::PgDriver;
 #[async_trait]
 impl Operators for PgDriver {
     async fn job_cancel(&self, id: JobId) -> Result<u64, sqlx::Error> {
+        if self.moves().await {
+            let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+                self.sql.job_cancel_move.clone()
+            )
+            .persistent(self.named())
+            .bind(id.0)
+            .fetch_one(e))?;
+            return Ok(count(n));
+        }
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_cancel.clone())
             .persistent(self.named())
             .bind(id.0)
@@ -151,6 +160,15 @@ impl Operators for PgDriver {
 
     async fn job_cancel_many(&self, ids: &[JobId]) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        if self.moves().await {
+            let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+                self.sql.job_cancel_many_move.clone()
+            )
+            .persistent(self.named())
+            .bind(&ids)
+            .fetch_one(e))?;
+            return Ok(count(n));
+        }
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_cancel_many.clone())
             .persistent(self.named())
             .bind(&ids)
@@ -164,12 +182,12 @@ impl Operators for PgDriver {
         ids: &[JobId],
     ) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
-        let done = sqlx::query(self.sql.job_retry_many.clone())
+        let n: i64 = sqlx::query_scalar(self.sql.job_retry_many.clone())
             .persistent(self.named())
             .bind(&ids)
-            .execute(conn)
+            .fetch_one(conn)
             .await?;
-        Ok(done.rows_affected())
+        Ok(count(n))
     }
 
     async fn job_workflows(&self, ids: &[JobId]) -> Result<Vec<WorkflowId>, sqlx::Error> {
@@ -203,11 +221,13 @@ impl Operators for PgDriver {
     ) -> Result<u64, sqlx::Error> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
         let states: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-        let done = on_pool!(self, |e| sqlx::query(self.sql.job_delete_many.clone())
-            .persistent(self.named())
-            .bind(&ids)
-            .bind(&states)
-            .execute(e))?;
-        Ok(done.rows_affected())
+        let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+            self.sql.job_delete_many.clone()
+        )
+        .persistent(self.named())
+        .bind(&ids)
+        .bind(&states)
+        .fetch_one(e))?;
+        Ok(count(n))
     }
 }

@@ -45,7 +45,12 @@ impl Running for PgDriver {
         let JobCompleteMany { leases, completion } = c;
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
-        let done = on_pool!(self, |e| sqlx::query(self.sql.job_complete_many.clone())
+        let sql = if self.moves().await {
+            &self.sql.job_complete_many_move
+        } else {
+            &self.sql.job_complete_many
+        };
+        let done = on_pool!(self, |e| sqlx::query(sql.clone())
             .persistent(self.named())
             .bind(&ids)
             .bind(&tokens)
@@ -62,9 +67,11 @@ impl Running for PgDriver {
         let JobCompleteMany { leases, completion } = c;
         let ids: Vec<Uuid> = leases.iter().map(|l| l.job_id.0).collect();
         let tokens: Vec<Uuid> = leases.iter().map(|l| l.token).collect();
-        let sql = match p.after {
-            None => self.sql.job_complete_and_claim.clone(),
-            Some(_) => self.sql.job_complete_and_claim_after.clone(),
+        let sql = match (p.after, self.moves().await) {
+            (None, false) => self.sql.job_complete_and_claim.clone(),
+            (Some(_), false) => self.sql.job_complete_and_claim_after.clone(),
+            (None, true) => self.sql.job_complete_and_claim_move.clone(),
+            (Some(_), true) => self.sql.job_complete_and_claim_after_move.clone(),
         };
         let rows = on_pool!(self, |e| {
             let q = sqlx::query(sql.clone())
@@ -108,6 +115,18 @@ impl Running for PgDriver {
     }
 
     async fn job_fail_dead(&self, p: JobFailDead<'_>) -> Result<u64, sqlx::Error> {
+        if self.moves().await {
+            let n: i64 = on_pool!(self, |e| sqlx::query_scalar(
+                self.sql.job_fail_dead_move.clone()
+            )
+            .persistent(self.named())
+            .bind(p.lease.job_id.0)
+            .bind(p.lease.token)
+            .bind(p.error)
+            .bind(signed(p.errors_kept))
+            .fetch_one(e))?;
+            return Ok(count(n));
+        }
         let done = on_pool!(self, |e| sqlx::query(self.sql.job_fail_dead.clone())
             .persistent(self.named())
             .bind(p.lease.job_id.0)

@@ -49,6 +49,10 @@ pub struct JobPrune<'a> {
     pub queue: Option<&'a str>,
     /// Most rows in this statement (the engine repeats until fewer are deleted).
     pub limit: usize,
+    /// A round of the retention task (every queue, one of its rules' ages), not an operator's
+    /// prune: a driver that keeps finished jobs in time partitions may drop whole partitions
+    /// that ended longer ago than `older_than`, and refuses an age shorter than a partition.
+    pub retention: bool,
 }
 
 /// `maintenance_claim` / `maintenance_release`: one round of a maintenance task.

@@ -80,6 +80,7 @@ async fn every_null_the_statements_bind_goes_out_typed() {
         older_than: Duration::from_secs(60),
         queue: None,
         limit: 10,
+        retention: false,
     };
     let list = ListRequest::default();
     let every_job = JobMatch {
