@@ -35,6 +35,9 @@ pub mod guide {
     pub mod upgrading {}
     #[doc = include_str!("../docs/guide/worker.md")]
     pub mod worker {}
+    #[cfg(feature = "postgres")]
+    #[doc = include_str!("../docs/guide/postgres-partitions.md")]
+    pub mod postgres_partitions {}
 }
 
 pub use connect::{connect, connect_and_migrate, connect_with, Backend, Options};

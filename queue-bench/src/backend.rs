@@ -18,6 +18,18 @@ pub(crate) fn keep_completed() -> bool {
     KEEP_COMPLETED.load(Ordering::Relaxed)
 }
 
+/// The hours of the finished partitions PostgreSQL namespaces are migrated with
+/// (`--finished-partitions`); 0: none.
+pub(crate) static FINISHED_PARTITIONS: AtomicU32 = AtomicU32::new(0);
+
+/// [`FINISHED_PARTITIONS`] as the builder's interval.
+pub(crate) fn finished_partitions() -> Option<Duration> {
+    match FINISHED_PARTITIONS.load(Ordering::Relaxed) {
+        0 => None,
+        hours => Some(Duration::from_secs(u64::from(hours) * 3600)),
+    }
+}
+
 /// The database kinds the bench knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -104,6 +104,11 @@ struct Cli {
     /// Graphile Worker does) instead of keeping it as completed.
     #[arg(long)]
     discard_completed: bool,
+    /// PostgreSQL: migrate each namespace with finished partitions of this many hours
+    /// (`finished_partitions`): finished jobs move to partitions by state and finish time, and
+    /// retention drops whole partitions.
+    #[arg(long, value_name = "HOURS")]
+    finished_partitions: Option<u32>,
     /// Print machine-readable results (JSON) on stdout; the table goes to stderr.
     #[arg(long)]
     json: bool,
@@ -340,6 +345,10 @@ fn prefetch(cli: &Cli) -> Prefetch {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     backend::KEEP_COMPLETED.store(!cli.discard_completed, std::sync::atomic::Ordering::Relaxed);
+    backend::FINISHED_PARTITIONS.store(
+        cli.finished_partitions.unwrap_or(0),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -362,6 +371,9 @@ fn main() -> ExitCode {
 
 /// Runs what the command line asks; `Ok(false)` when a workload failed or a check was violated.
 async fn run(cli: Cli) -> anyhow::Result<bool> {
+    if cli.finished_partitions.is_some() && cli.backend != BackendKind::Postgres {
+        anyhow::bail!("--finished-partitions: finished partitions are PostgreSQL's only");
+    }
     if let Some(namespace) = &cli.child_drain {
         let url = cli.url.clone().or_else(|| cli.backend.default_url());
         let server = backend::connect(cli.backend, url.as_deref()).await?;

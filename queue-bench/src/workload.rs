@@ -179,8 +179,10 @@ pub(crate) enum Workload {
 /// The queue of the retention workload's history (the drains use [`QUEUE`]).
 const HISTORY: &str = "history";
 /// The retention workload's rule: completed jobs are deleted 10.5 days after they finished.
-/// The history's jobs finished 1 to 10 days ago or 11 to 12 days ago, so that which of them a
-/// round deletes does not depend on when it runs.
+/// The history's jobs finished 1 to 10 days ago or 12 to 13 days ago, so that which of them a
+/// round deletes does not depend on when it runs, also with daily finished partitions (the
+/// day that holds the job of 12 days ago ended 11 days ago at the latest, and the one that
+/// holds that of 10 days ago ends after the rule).
 const HISTORY_RULE: Duration = Duration::from_secs(252 * 3600);
 
 /// The rules of the retention workload's round.
@@ -1422,7 +1424,7 @@ async fn retention_at_scale(
         .await
         .context("fill the history")?
         && ns
-            .fill_history(HISTORY, due, &payload, 11 * DAY, DAY)
+            .fill_history(HISTORY, due, &payload, 12 * DAY, DAY)
             .await
             .context("fill the history")?;
     if !filled {
@@ -1433,8 +1435,15 @@ async fn retention_at_scale(
         return Ok(());
     }
     r.notes.push(format!(
-        "{rows} completed jobs of another queue inserted in {:.1} s, finished 1 to 10 days ago and ({due} of them) 11 to 12 days ago; the round deletes completed jobs {:.1} days after they finish",
+        "{rows} completed jobs of another queue inserted in {:.1} s, finished 1 to 10 days ago and ({due} of them) 12 to 13 days ago{}; the round deletes completed jobs {:.1} days after they finish",
         t.elapsed().as_secs_f64(),
+        match crate::backend::finished_partitions() {
+            Some(every) => format!(
+                ", in finished partitions of {} h (a round drops whole partitions)",
+                every.as_secs() / 3600
+            ),
+            None => String::new(),
+        },
         HISTORY_RULE.as_secs_f64() / DAY.as_secs_f64()
     ));
     let (plain, violations, notes) = drain_ours(ns, s, batch, 0, Controls::NONE, progress).await?;

@@ -10,8 +10,9 @@
 -- finish no range holds; then the ranges for now and the next two intervals are made. Again
 -- with the same interval it does nothing; with another, it fails (22023) and changes nothing.
 --
--- finished_partitions_ensure(): makes the ranges for the current and the next two intervals
--- of each state that are missing (a range whose times the default partition already holds
+-- finished_partitions_ensure(since): makes the ranges from the interval holding `since`
+-- (retention passes now(); a history loaded by hand may ask for older ones) to the second
+-- after the current one, for each state, where missing (a range whose times the default partition already holds
 -- rows of is left out: those rows stay there, deleted by rows). How many it made.
 --
 -- finished_partitions_prune(state, older_than_us, queue, lim, retention): the jobs_done part
@@ -26,11 +27,12 @@
 -- Each attach and drop waits at most 200 ms for its locks (an attach takes the state's table
 -- in share update exclusive mode, a drop in access exclusive mode, which holds back that
 -- state's completions for as long); one that times out is left for the next round.
-CREATE OR REPLACE FUNCTION {schema}.finished_partitions_ensure() RETURNS integer
+CREATE OR REPLACE FUNCTION {schema}.finished_partitions_ensure(since timestamptz) RETURNS integer
 LANGUAGE plpgsql AS $fn$
 DECLARE
     secs   bigint;
     first  bigint;
+    last   bigint;
     made   integer := 0;
     s      text;
     lo     timestamptz;
@@ -42,9 +44,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN 0;
     END IF;
-    first := floor(extract(epoch FROM now()) / secs)::bigint * secs;
+    first := floor(extract(epoch FROM least(since, now())) / secs)::bigint * secs;
+    last := floor(extract(epoch FROM now()) / secs)::bigint * secs + 2 * secs;
     FOREACH s IN ARRAY ARRAY['completed', 'dead', 'cancelled'] LOOP
-        FOR i IN 0..2 LOOP
+        FOR i IN 0..((last - first) / secs) LOOP
             lo := to_timestamp(first + i * secs);
             hi := to_timestamp(first + (i + 1) * secs);
             leaf := format('jobs_done_%s_%s', s, to_char(lo AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS'));
@@ -106,7 +109,7 @@ BEGIN
         UNION ALL
         SELECT * FROM {schema}.jobs_done;
     INSERT INTO {schema}.finished_partitions (interval_s) VALUES (secs);
-    PERFORM {schema}.finished_partitions_ensure();
+    PERFORM {schema}.finished_partitions_ensure(now());
 END
 $fn$;
 
@@ -143,7 +146,7 @@ BEGIN
             'retention.%s: must be at least the finished partitions'' interval (%s s), as a partition is dropped whole',
             st, secs);
     END IF;
-    PERFORM {schema}.finished_partitions_ensure();
+    PERFORM {schema}.finished_partitions_ensure(now());
     FOR leaf IN
         SELECT c.relname, c.reltuples
         FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
