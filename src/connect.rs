@@ -214,6 +214,10 @@ pub struct Options {
     /// SQLite only: `PRAGMA synchronous = FULL` (every commit fsynced, survives power loss)
     /// instead of `NORMAL` (survives process crashes).
     pub sqlite_synchronous_full: bool,
+    /// PostgreSQL only: keep finished jobs in time partitions of this interval, turned on by
+    /// the next migration (`PostgresQueueBuilder::finished_partitions`; in the URL,
+    /// `finished_partitions=24h`).
+    pub finished_partitions: Option<Duration>,
 }
 
 impl Options {
@@ -251,6 +255,12 @@ impl Options {
             return Err(Error::invalid(
                 "table_prefix",
                 format!("applies to MySQL/MariaDB only, not {}", backend.name()),
+            ));
+        }
+        if self.finished_partitions.is_some() && backend != Backend::Postgres {
+            return Err(Error::invalid(
+                "finished_partitions",
+                format!("applies to PostgreSQL only, not {}", backend.name()),
             ));
         }
         if self.sqlite_synchronous_full && backend != Backend::Sqlite {
@@ -303,6 +313,15 @@ pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn Queue>>
         return Err(backend.unavailable_error());
     }
     options.check_applies_to(backend)?;
+    if backend != Backend::Postgres && url_has_param(url, "finished_partitions") {
+        return Err(Error::invalid(
+            "url",
+            format!(
+                "finished_partitions applies to PostgreSQL only, not {}",
+                backend.name()
+            ),
+        ));
+    }
     tracing::debug!(
         target: LOG_TARGET,
         backend = backend.name(),
@@ -341,7 +360,21 @@ async fn connect_postgres(url: &str, options: Options) -> Result<Arc<dyn Queue>>
     if let Some(schema) = options.schema {
         builder = builder.schema(schema);
     }
+    if let Some(every) = options.finished_partitions {
+        builder = builder.finished_partitions(every);
+    }
     Ok(Arc::new(builder.connect().await?))
+}
+
+/// Whether the query of `url` has the parameter `key`.
+fn url_has_param(url: &str, key: &str) -> bool {
+    url.split_once('?').is_some_and(|(_, query)| {
+        query.split('&').any(|kv| {
+            kv.split('=')
+                .next()
+                .is_some_and(|k| k.eq_ignore_ascii_case(key))
+        })
+    })
 }
 
 #[cfg(feature = "mysql")]
@@ -507,6 +540,32 @@ mod tests {
         assert_eq!(field, "url");
         assert!(rule.contains("`postgres` feature"), "{rule}");
         assert!(!rule.contains("topsecret"), "{rule}");
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn finished_partitions_are_refused_off_postgres() {
+        let dir = std::env::temp_dir().join(format!("dbqueue-fp-{}.db", std::process::id()));
+        let url = format!("sqlite://{}", dir.display());
+        let opts = Options {
+            finished_partitions: Some(Duration::from_secs(24 * 3600)),
+            ..Options::default()
+        };
+        let (field, rule) = parts(connect_with(&url, opts).await.err().expect("refused"));
+        assert_eq!(field, "finished_partitions");
+        assert!(rule.contains("PostgreSQL only"), "{rule}");
+        let (field, rule) = parts(
+            connect(&format!("{url}?finished_partitions=24h"))
+                .await
+                .err()
+                .expect("refused"),
+        );
+        assert_eq!(field, "url");
+        assert!(
+            rule.contains("finished_partitions applies to PostgreSQL only"),
+            "{rule}"
+        );
+        assert!(!dir.exists(), "a refused connect made the database file");
     }
 
     #[cfg(not(feature = "memory"))]

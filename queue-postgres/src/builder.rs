@@ -175,17 +175,7 @@ impl PostgresQueueBuilder {
 
     fn check(&self) -> Result<(ClaimStrategy, Target, Option<Target>)> {
         validate::identifier("schema", &self.schema)?;
-        if let Some(every) = self.finished_partitions {
-            const HOUR: u64 = 3600;
-            let secs = every.as_secs();
-            if every.subsec_nanos() != 0 || secs % HOUR != 0 || !(1..=168).contains(&(secs / HOUR))
-            {
-                return Err(Error::invalid(
-                    "finished_partitions",
-                    "must be a whole number of hours from 1 hour to 7 days",
-                ));
-            }
-        }
+        check_partitions("finished_partitions", self.finished_partitions)?;
         let claim = self.common.validate(
             "PostgreSQL",
             &[ClaimStrategy::SkipLocked, ClaimStrategy::Optimistic],
@@ -194,6 +184,7 @@ impl PostgresQueueBuilder {
             return Err(Error::invalid("notify_window", "must be at most 1 s"));
         }
         let url = nodes::parse("url", &self.url)?;
+        check_partitions("url", url.finished_partitions)?;
         let listen = self
             .listen_url
             .as_deref()
@@ -366,13 +357,35 @@ impl PostgresQueueBuilder {
             pinned,
             pooler_hint: std::sync::Once::new(),
             setup,
-            partitions: self.finished_partitions,
+            partitions: target.finished_partitions.or(self.finished_partitions),
             layout: Default::default(),
         };
         Ok(PostgresQueue {
             engine: Engine::new(driver, caps, &self.common, remote),
         })
     }
+}
+
+/// Refuses an interval of finished partitions that is not a whole number of hours from one
+/// hour to seven days; `field` names where it was given (`url` for `finished_partitions=`).
+fn check_partitions(field: &str, every: Option<Duration>) -> Result<()> {
+    const HOUR: u64 = 3600;
+    let Some(every) = every else {
+        return Ok(());
+    };
+    let secs = every.as_secs();
+    if every.subsec_nanos() != 0 || secs % HOUR != 0 || !(1..=168).contains(&(secs / HOUR)) {
+        let what = if field == "url" {
+            "finished_partitions "
+        } else {
+            ""
+        };
+        return Err(Error::invalid(
+            field,
+            format!("{what}must be a whole number of hours from 1 hour to 7 days"),
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses a profile of an engine that does not speak PostgreSQL's protocol.

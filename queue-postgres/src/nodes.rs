@@ -15,6 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use queue_core::engine::hosts::{HostList, HostProbe, SessionAttrs};
@@ -30,6 +31,7 @@ use sqlx::{Connection, PgPool, Row, SqlStr};
 const WAKEUPS: &str = "wakeups";
 const PROFILE: &str = "profile";
 const POOLER: &str = "pooler";
+const PARTITIONS: &str = "finished_partitions";
 
 /// How wake-ups cross processes, when the URL says (`wakeups=notify` or `wakeups=poll`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +68,9 @@ pub(crate) struct Target {
     /// `pooler=transaction` (true) or `pooler=none` (false): whether a pooler in transaction
     /// mode sits between the queue and the server.
     pub(crate) transaction_pooler: Option<bool>,
+    /// `finished_partitions=24h` (or `=1d`): the interval of finished partitions a migration
+    /// turns on (checked by the builder).
+    pub(crate) finished_partitions: Option<Duration>,
 }
 
 impl Target {
@@ -110,15 +115,38 @@ pub(crate) type Nodes = queue_core::engine::hosts::Nodes<PgHosts>;
 pub(crate) type Route = queue_core::engine::hosts::Route<PgHosts>;
 
 /// Parses `postgres://user:password@host1:port1,host2:port2/database?params`. Every host gets
-/// the same user, database and parameters; `target_session_attrs`, `wakeups`, `profile` and
-/// `pooler` are read here. `field` names the setting in errors (`url`, `listen_url`).
+/// the same user, database and parameters; `target_session_attrs`, `wakeups`, `profile`,
+/// `pooler` and `finished_partitions` are read here. `field` names the setting in errors (`url`, `listen_url`).
 pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
     let list = HostList::parse(
         field,
         url,
         &["postgres", "postgresql"],
-        &[WAKEUPS, PROFILE, POOLER],
+        &[WAKEUPS, PROFILE, POOLER, PARTITIONS],
     )?;
+    let finished_partitions = list
+        .param(PARTITIONS)
+        .map(|v| {
+            let (number, unit) = match v.strip_suffix('d') {
+                Some(days) => (days, 24),
+                None => (v.strip_suffix('h').unwrap_or(v), 1),
+            };
+            number
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(unit * 3600))
+                .map(Duration::from_secs)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        field,
+                        format!(
+                            "{PARTITIONS} must be a number of hours or days, such as 24h or 1d \
+                             (got {v:?})"
+                        ),
+                    )
+                })
+        })
+        .transpose()?;
     let wakeups = match list.param(WAKEUPS) {
         None => None,
         Some("notify") => Some(UrlWakeups::Notify),
@@ -164,6 +192,7 @@ pub(crate) fn parse(field: &str, url: &str) -> Result<Target> {
         wakeups,
         profile,
         transaction_pooler,
+        finished_partitions,
     })
 }
 
@@ -362,6 +391,30 @@ mod tests {
         assert!(e.to_string().contains("must start with postgres://"), "{e}");
         let e = parse("url", "postgres://u:secret@h:notaport/db").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn the_finished_partitions_parameter_is_read_and_checked() {
+        for (value, hours) in [("24h", 24), ("1d", 24), ("6", 6), ("7d", 168)] {
+            let t = parse(
+                "url",
+                &format!("postgres://h/db?finished_partitions={value}"),
+            )
+            .unwrap();
+            assert_eq!(
+                t.finished_partitions,
+                Some(Duration::from_secs(hours * 3600))
+            );
+        }
+        assert_eq!(
+            parse("url", "postgres://h/db").unwrap().finished_partitions,
+            None
+        );
+        let e = parse("url", "postgres://h/db?finished_partitions=daily").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput { field, rule } if field == "url" && rule.contains("24h or 1d")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -363,8 +363,9 @@ pub(super) async fn finished_partitions_turn_on_with_jobs_in_every_state(
 }
 
 /// An interval that is not a whole number of hours from one hour to seven days is refused
-/// naming the option; a second interval for a schema that has one fails the migration, which
-/// changes nothing.
+/// naming the option (or `url`, for `finished_partitions=` in the URL, which wins over the
+/// builder's); a second interval for a schema that has one fails the migration, which changes
+/// nothing.
 pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyhow::Result<()> {
     for bad in [
         Duration::ZERO,
@@ -384,10 +385,24 @@ pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyh
             "{bad:?}: {refused:?}"
         );
     }
+    let with_param = |value: &str| {
+        let sep = if server.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}finished_partitions={value}", server.url)
+    };
+    let refused = builder(&with_param("200h"), "t_never")
+        .connect()
+        .await
+        .err()
+        .context("finished_partitions=200h was accepted")?;
+    ensure!(
+        matches!(&refused, Error::InvalidInput { field, rule } if field == "url" && rule.contains("finished_partitions")),
+        "{refused:?}"
+    );
     let q = fresh(&server, |b| b.finished_partitions(2 * HOUR)).await?;
     let s = q.schema().to_owned();
-    let other = builder(&server.url, &s)
-        .finished_partitions(3 * HOUR)
+    // The URL's interval wins over the builder's.
+    let other = builder(&with_param("3h"), &s)
+        .finished_partitions(2 * HOUR)
         .connect()
         .await?;
     let failed = other
@@ -406,9 +421,8 @@ pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyh
     .fetch_one(q.pool())
     .await?;
     ensure!(interval == 7200, "the interval is now {interval} s");
-    // The same interval again, and none at all, leave them as they are.
-    builder(&server.url, &s)
-        .finished_partitions(2 * HOUR)
+    // The same interval again (here in the URL), and none at all, leave them as they are.
+    builder(&with_param("2h"), &s)
         .connect()
         .await?
         .migrate()
