@@ -219,7 +219,8 @@ impl OursNs for PgOurs {
         // partitions of its days (made for the occasion, as the days would have), in jobs_done.
         let table = if crate::backend::finished_partitions().is_some() {
             sqlx::query(AssertSqlSafe(format!(
-                "SELECT {s}.finished_partitions_ensure(now() - make_interval(secs => $1))"
+                "SELECT {s}.finished_partitions_ensure(now() - make_interval(secs => $1), \
+                 ARRAY['completed'])"
             )))
             .bind((newest + span).as_secs_f64() + 1.0)
             .execute(&self.admin)

@@ -150,8 +150,8 @@ impl PostgresQueueBuilder {
         self
     }
 
-    /// Keeps finished jobs in time partitions of `every` (a whole number of hours, from one
-    /// hour to seven days; a day is the usual choice), turned on by the next
+    /// Keeps finished jobs in time partitions of `every` (a whole number of days from one to
+    /// seven; a day is the usual choice), turned on by the next
     /// [`migrate`](queue_core::Queue::migrate) of this queue, once for the schema. Completed,
     /// dead and cancelled jobs then move to a table partitioned by state and by finish time,
     /// and retention drops whole partitions instead of deleting rows: a round over millions of
@@ -366,15 +366,15 @@ impl PostgresQueueBuilder {
     }
 }
 
-/// Refuses an interval of finished partitions that is not a whole number of hours from one
-/// hour to seven days; `field` names where it was given (`url` for `finished_partitions=`).
+/// Refuses an interval of finished partitions that is not a whole number of days from one to
+/// seven; `field` names where it was given (`url` for `finished_partitions=`).
 fn check_partitions(field: &str, every: Option<Duration>) -> Result<()> {
-    const HOUR: u64 = 3600;
+    const DAY: u64 = 24 * 3600;
     let Some(every) = every else {
         return Ok(());
     };
     let secs = every.as_secs();
-    if every.subsec_nanos() != 0 || secs % HOUR != 0 || !(1..=168).contains(&(secs / HOUR)) {
+    if every.subsec_nanos() != 0 || secs % DAY != 0 || !(1..=7).contains(&(secs / DAY)) {
         let what = if field == "url" {
             "finished_partitions "
         } else {
@@ -382,7 +382,7 @@ fn check_partitions(field: &str, every: Option<Duration>) -> Result<()> {
         };
         return Err(Error::invalid(
             field,
-            format!("{what}must be a whole number of hours from 1 hour to 7 days"),
+            format!("{what}must be a whole number of days from 1 to 7"),
         ));
     }
     Ok(())

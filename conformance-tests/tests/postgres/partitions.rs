@@ -7,6 +7,7 @@ use super::*;
 use queue_core::{BulkAction, Failure, JobFilter, ListRequest, PruneRequest, Retention, Unique};
 
 const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(24 * 3600);
 
 /// How many jobs of `table` (jobs, jobs_done, or one of its partitions) are in `state`.
 async fn rows(q: &PostgresQueue, table: &str, state: &str) -> anyhow::Result<i64> {
@@ -36,13 +37,13 @@ async fn state_of(q: &PostgresQueue, id: JobId) -> anyhow::Result<JobState> {
         .state)
 }
 
-/// Completed, dead and cancelled jobs move to their state's partition for this hour; the steps
+/// Completed, dead and cancelled jobs move to their state's partition for this day; the steps
 /// of a workflow and a job whose uniqueness covers its finished state stay in jobs. Every read
 /// and operator action sees both tables, and retention drops whole partitions.
 pub(super) async fn finished_partitions_keep_finished_jobs_apart(
     server: Server,
 ) -> anyhow::Result<()> {
-    let q = fresh(&server, |b| b.finished_partitions(HOUR)).await?;
+    let q = fresh(&server, |b| b.finished_partitions(DAY)).await?;
     let s = q.schema().to_owned();
     let ids = q.push_batch((0..6).map(|i| job("fp", i)).collect()).await?;
     let held =
@@ -96,7 +97,7 @@ pub(super) async fn finished_partitions_keep_finished_jobs_apart(
         let at = home(&q, id).await?.context("no row")?;
         ensure!(
             at.starts_with(&leaf(state)) && !at.ends_with("_default"),
-            "{id} ({state}) is in {at}, not its state's partition of this hour"
+            "{id} ({state}) is in {at}, not its state's partition of this day"
         );
     }
     for id in [unique, step] {
@@ -162,14 +163,14 @@ pub(super) async fn finished_partitions_keep_finished_jobs_apart(
     sqlx::raw_sql(in_schema(
         "CREATE TABLE {schema}.jobs_done_completed_20000101t000000 \
          PARTITION OF {schema}.jobs_done_completed \
-         FOR VALUES FROM ('2000-01-01 00:00:00+00') TO ('2000-01-01 01:00:00+00')",
+         FOR VALUES FROM ('2000-01-01 00:00:00+00') TO ('2000-01-02 00:00:00+00')",
         &s,
     ))
     .execute(q.pool())
     .await?;
     sqlx::query(in_schema(
         "UPDATE {schema}.jobs_done SET finished_at = CASE WHEN id = $1 \
-         THEN now() - interval '5 hours' ELSE '2000-01-01 00:30:00+00' END \
+         THEN now() - interval '5 days' ELSE '2000-01-01 00:30:00+00' END \
          WHERE id = ANY($2)",
         &s,
     ))
@@ -190,7 +191,7 @@ pub(super) async fn finished_partitions_keep_finished_jobs_apart(
     let short = q
         .run_retention(
             &Retention::off()
-                .delete_after(JobState::Completed, HOUR / 2)
+                .delete_after(JobState::Completed, DAY / 2)
                 .interval(Duration::from_secs(1)),
         )
         .await;
@@ -208,7 +209,7 @@ pub(super) async fn finished_partitions_keep_finished_jobs_apart(
     // The refused round's lease holds the next one back for its interval.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let round = q
-        .run_retention(&Retention::off().delete_after(JobState::Completed, HOUR))
+        .run_retention(&Retention::off().delete_after(JobState::Completed, DAY))
         .await?
         .context("the round did not run")?;
     ensure!(round.completed == 3, "{round:?}");
@@ -286,7 +287,7 @@ pub(super) async fn finished_partitions_turn_on_with_jobs_in_every_state(
         .await?;
 
     let q = builder(&server.url, &s)
-        .finished_partitions(HOUR)
+        .finished_partitions(DAY)
         .connect()
         .await?;
     q.migrate().await?;
@@ -362,16 +363,16 @@ pub(super) async fn finished_partitions_turn_on_with_jobs_in_every_state(
     drop_schema(&q).await
 }
 
-/// An interval that is not a whole number of hours from one hour to seven days is refused
+/// An interval that is not a whole number of days from one to seven is refused
 /// naming the option (or `url`, for `finished_partitions=` in the URL, which wins over the
 /// builder's); a second interval for a schema that has one fails the migration, which changes
 /// nothing.
 pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyhow::Result<()> {
     for bad in [
         Duration::ZERO,
-        Duration::from_secs(1800),
-        Duration::from_secs(5400),
-        Duration::from_secs(3600) + Duration::from_millis(1),
+        HOUR,
+        Duration::from_secs(36 * 3600),
+        DAY + Duration::from_millis(1),
         Duration::from_secs(8 * 24 * 3600),
     ] {
         let refused = builder(&server.url, "t_never")
@@ -389,20 +390,20 @@ pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyh
         let sep = if server.url.contains('?') { '&' } else { '?' };
         format!("{}{sep}finished_partitions={value}", server.url)
     };
-    let refused = builder(&with_param("200h"), "t_never")
+    let refused = builder(&with_param("12h"), "t_never")
         .connect()
         .await
         .err()
-        .context("finished_partitions=200h was accepted")?;
+        .context("finished_partitions=12h was accepted")?;
     ensure!(
         matches!(&refused, Error::InvalidInput { field, rule } if field == "url" && rule.contains("finished_partitions")),
         "{refused:?}"
     );
-    let q = fresh(&server, |b| b.finished_partitions(2 * HOUR)).await?;
+    let q = fresh(&server, |b| b.finished_partitions(2 * DAY)).await?;
     let s = q.schema().to_owned();
     // The URL's interval wins over the builder's.
-    let other = builder(&with_param("3h"), &s)
-        .finished_partitions(2 * HOUR)
+    let other = builder(&with_param("3d"), &s)
+        .finished_partitions(2 * DAY)
         .connect()
         .await?;
     let failed = other
@@ -420,9 +421,9 @@ pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyh
     ))
     .fetch_one(q.pool())
     .await?;
-    ensure!(interval == 7200, "the interval is now {interval} s");
+    ensure!(interval == 2 * 86_400, "the interval is now {interval} s");
     // The same interval again (here in the URL), and none at all, leave them as they are.
-    builder(&with_param("2h"), &s)
+    builder(&with_param("48h"), &s)
         .connect()
         .await?
         .migrate()
@@ -443,7 +444,7 @@ pub(super) async fn finished_partitions_refuse_bad_input(server: Server) -> anyh
 pub(super) async fn finished_partitions_moves_carry_every_column(
     server: Server,
 ) -> anyhow::Result<()> {
-    let q = fresh(&server, |b| b.finished_partitions(HOUR)).await?;
+    let q = fresh(&server, |b| b.finished_partitions(DAY)).await?;
     let columns = |table: &'static str| {
         let q = q.clone();
         async move {

@@ -108,13 +108,11 @@ impl PgDriver {
         )
         .persistent(self.named())
         .fetch_optional(e));
-        match read {
-            Ok(interval) => {
-                self.layout.set(interval.is_some());
-                interval.is_some()
-            }
-            Err(_) => false,
-        }
+        // An error (a schema not migrated yet, a pool that had no connection) reads as off
+        // until the next read: finishing in place is correct in either layout.
+        let moves = matches!(read, Ok(Some(_)));
+        self.layout.set(moves);
+        moves
     }
 
     /// Whether statements are prepared by name and kept on the connection (not behind a pooler
@@ -287,12 +285,15 @@ impl PgDriver {
         Ok(())
     }
 
+    /// `moves`: [`PgDriver::moves`], read before the connection was taken (reading it may take
+    /// another one).
     async fn complete_on(
         &self,
         conn: &mut PgConnection,
         p: JobComplete<'_>,
+        moves: bool,
     ) -> Result<u64, sqlx::Error> {
-        let sql = if self.moves().await {
+        let sql = if moves {
             &self.sql.job_complete_move
         } else {
             &self.sql.job_complete

@@ -26,18 +26,19 @@ impl Running for PgDriver {
         target: Target<'_, PgConnection>,
         p: JobComplete<'_>,
     ) -> Result<u64, sqlx::Error> {
+        let moves = self.moves().await;
         match target {
             Target::Pool if self.pinned => {
                 let mut tx = self.pool.begin().await?;
-                let done = self.complete_on(&mut tx, p).await?;
+                let done = self.complete_on(&mut tx, p, moves).await?;
                 tx.commit().await?;
                 Ok(done)
             }
             Target::Pool => {
                 let mut conn = self.pool.acquire().await?;
-                self.complete_on(&mut conn, p).await
+                self.complete_on(&mut conn, p, moves).await
             }
-            Target::Tx(conn) => self.complete_on(conn, p).await,
+            Target::Tx(conn) => self.complete_on(conn, p, moves).await,
         }
     }
 
