@@ -207,8 +207,8 @@ pub async fn sleep_until_db(
 }
 
 /// Ends a case whose retention rules are seconds long where the queue under test refuses
-/// rules that short ([`Fixture::retention_floor`](crate::Fixture::retention_floor): PostgreSQL
-/// with finished partitions): it shows as ignored, with why.
+/// rules that short ([`Fixture::retention_floor`]: PostgreSQL with finished partitions): it
+/// shows as ignored, with why.
 pub fn seconds_of_retention(ctx: &crate::Ctx, fx: &dyn crate::Fixture) -> anyhow::Result<()> {
     match fx.retention_floor() {
         Some(floor) => Err(ctx.skip(&format!(
